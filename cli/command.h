@@ -1,0 +1,18 @@
+#pragma once
+// One subcommand of `trident`: its CLI11 app and the function that runs it after parsing.
+// Commands throw SpecError for bad input; only main turns errors into exit codes.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace trident::cli {
+
+struct Command {
+    CLI::App* app = nullptr;
+    std::function<int()> run;
+};
+
+Command add_presets_command(CLI::App& app);
+Command add_validate_command(CLI::App& app);
+Command add_version_command(CLI::App& app);
+
+} // namespace trident::cli

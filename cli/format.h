@@ -1,0 +1,32 @@
+#pragma once
+// Formatting numbers for people (only at the edge; everything inside stays in base units).
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace trident::cli {
+
+// 174604259328 -> "174,604,259,328"
+inline std::string with_commas(std::int64_t v) {
+    std::string digits = std::to_string(v < 0 ? -v : v), out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return v < 0 ? "-" + out : out;
+}
+
+// 174604259328 -> "174.6B"; 124439808 -> "124.4M"
+inline std::string short_count(double v) {
+    const char* suffix[] = {"", "K", "M", "B", "T"};
+    int i = 0;
+    while (v >= 1000.0 && i < 4) {
+        v /= 1000.0;
+        ++i;
+    }
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, i == 0 ? "%.0f%s" : "%.1f%s", v, suffix[i]);
+    return buffer;
+}
+
+} // namespace trident::cli

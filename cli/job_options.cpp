@@ -1,0 +1,75 @@
+#include "job_options.h"
+
+namespace trident::cli {
+namespace {
+
+void integer(CLI::App& app, const std::string& names, std::optional<std::int64_t>& target,
+             const std::string& help) {
+    app.add_option_function<std::int64_t>(
+           names, [&target](const std::int64_t& v) { target = v; }, help)
+        ->group("Plan overrides");
+}
+
+void text(CLI::App& app, const std::string& names, std::optional<std::string>& target,
+          const std::string& help, const std::string& group) {
+    app.add_option_function<std::string>(
+           names, [&target](const std::string& v) { target = v; }, help)
+        ->group(group);
+}
+
+void flag(CLI::App& app, const std::string& names, std::optional<bool>& target,
+          const std::string& help) {
+    app.add_flag_function(
+           names, [&target](std::int64_t count) { target = count > 0; }, help)
+        ->group("Plan overrides");
+}
+
+} // namespace
+
+void add_job_options(CLI::App& app, core::JobInputs& in) {
+    const std::string job = "Job (preset name or JSON path)";
+    text(app, "--model", in.model, "Model preset or trident.model/1 file", job);
+    text(app, "--cluster", in.cluster, "Cluster preset or trident.cluster/1 file", job);
+    text(app, "--training", in.training, "trident.training/1 file", job);
+    text(app, "--plan", in.plan, "Plan preset or trident.plan/1 file (may name model/cluster)",
+         job);
+    app.add_option_function<std::int64_t>(
+           "--nodes", [&in](const std::int64_t& v) { in.nodes = v; },
+           "Number of nodes (overrides the cluster's)")
+        ->group(job);
+
+    integer(app, "--gbs,--global-batch-size", in.global_batch_size, "Global batch (sequences)");
+    integer(app, "--seq-length", in.seq_length, "Sequence length (tokens)");
+    integer(app, "--train-iters", in.train_iters, "Training iterations");
+    integer(app, "--tp,--tensor-model-parallel-size", in.tp, "Tensor-parallel degree");
+    integer(app, "--pp,--pipeline-model-parallel-size", in.pp, "Pipeline-parallel degree");
+    text(app, "--dp,--data-parallel-size", in.dp, "Data-parallel degree, or 'auto'",
+         "Plan overrides");
+    integer(app, "--cp,--context-parallel-size", in.cp, "Context-parallel degree");
+    integer(app, "--ep,--expert-model-parallel-size", in.ep, "Expert-parallel degree");
+    integer(app, "--vpp,--virtual-pipeline-model-parallel-size", in.vpp,
+            "Virtual stages per pipeline rank");
+    integer(app, "--num-layers-per-virtual-pipeline-stage", in.num_layers_per_virtual_stage,
+            "Megatron's spelling of --vpp: layers per model chunk");
+    integer(app, "--mbs,--micro-batch-size", in.micro_batch_size, "Micro-batch size");
+    text(app, "--schedule", in.schedule, "gpipe | 1f1b | interleaved-1f1b | zero-bubble-h1",
+         "Plan overrides");
+    text(app, "--recompute,--recompute-granularity", in.recompute, "none | selective | full",
+         "Plan overrides");
+    app.add_flag_function(
+           "--recompute-activations", [&in](std::int64_t) { in.recompute = "selective"; },
+           "Megatron's alias for --recompute selective")
+        ->group("Plan overrides");
+    text(app, "--recompute-method", in.recompute_method, "block | uniform (full only)",
+         "Plan overrides");
+    integer(app, "--recompute-num-layers", in.recompute_num_layers,
+            "Layers per model chunk recomputed (full only)");
+    flag(app, "--sequence-parallel,!--no-sequence-parallel", in.sequence_parallel,
+         "Sequence parallelism (needs tp > 1)");
+    flag(app, "--distributed-optimizer,--use-distributed-optimizer,!--no-distributed-optimizer",
+         in.distributed_optimizer, "Shard optimizer state over data-parallel ranks (ZeRO-1)");
+    flag(app, "--allow-cross-node-tp", in.allow_cross_node_tp,
+         "Allow tensor-parallel groups to span nodes");
+}
+
+} // namespace trident::cli

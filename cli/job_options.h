@@ -1,0 +1,12 @@
+#pragma once
+// The options every job-taking command shares: --model/--cluster/--nodes/--training/--plan and
+// one flag per plan field, with Megatron-LM's long names accepted as aliases.
+#include "trident/core/job_loader.h"
+
+#include <CLI/CLI.hpp>
+
+namespace trident::cli {
+
+void add_job_options(CLI::App& app, core::JobInputs& inputs);
+
+} // namespace trident::cli

@@ -1,0 +1,39 @@
+// trident: plan, simulate and run 3D-parallel transformer training.
+// Exit codes: 0 success, 2 bad input or impossible request (one line on stderr naming the
+// field), 1 internal failure.
+#include "command.h"
+#include "trident/core/spec_error.h"
+
+#include <iostream>
+#include <vector>
+
+int main(int argc, char** argv) {
+    using namespace trident;
+    CLI::App app{"Trident: plan, simulate and run 3D-parallel (tp x pp x dp x ep) training of "
+                 "large transformers.",
+                 "trident"};
+    app.require_subcommand(1);
+    app.set_help_all_flag("--help-all", "Show the help of every subcommand");
+    std::vector<cli::Command> commands = {
+        cli::add_presets_command(app),
+        cli::add_validate_command(app),
+        cli::add_version_command(app),
+    };
+    try {
+        app.parse(argc, argv);
+        for (auto& command : commands)
+            if (command.app->parsed()) return command.run();
+        return 1;
+    } catch (const CLI::Success& e) {
+        return app.exit(e); // --help
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "trident: error: " << e.what() << " (see trident --help)\n";
+        return 2;
+    } catch (const core::SpecError& e) {
+        std::cerr << "trident: error: " << e.field() << ": " << e.reason() << "\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "trident: internal error: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,175 @@
+// `trident validate`: load a job (model, cluster, training, plan) from presets, files and
+// flags, check every rule, and print what it derives: parameter counts, micro-batches, rank
+// placement and process groups.
+#include "command.h"
+#include "format.h"
+#include "job_options.h"
+#include "trident/core/atomic_file.h"
+#include "trident/core/parameter_count.h"
+#include "trident/core/rank_grid.h"
+#include "trident/core/spec_error.h"
+
+#include <iostream>
+#include <memory>
+#include <set>
+
+namespace trident::cli {
+namespace {
+
+using namespace core;
+
+struct ValidateOptions {
+    JobInputs inputs;
+    bool json = false;
+    bool groups = false;
+    std::optional<std::int64_t> rank;
+    std::string out;
+};
+
+std::string yes_no(bool v) { return v ? "on" : "off"; }
+
+// Nodes a group spans: what decides whether it talks over the intra- or inter-node fabric.
+std::int64_t nodes_spanned(const std::vector<std::int64_t>& members, std::int64_t per_node) {
+    std::set<std::int64_t> nodes;
+    for (auto r : members) nodes.insert(r / per_node);
+    return static_cast<std::int64_t>(nodes.size());
+}
+
+void print_model(const ModelSpec& m, std::int64_t tp) {
+    const ParameterCounts c = count_parameters(m);
+    std::cout << "model     " << m.name << (m.source.empty() ? "" : "  [" + m.source + "]")
+              << "\n"
+              << "  layers " << m.num_layers << ", hidden " << m.hidden_size << ", heads "
+              << m.num_attention_heads << " (kv " << m.num_query_groups << ", head_dim "
+              << m.head_dim << "), ffn " << m.ffn_hidden_size << ", vocab " << m.vocab_size
+              << " (padded " << m.padded_vocab_size(tp) << " at tp " << tp << "), positions "
+              << m.max_position_embeddings << "\n"
+              << "  " << to_string(m.activation) << ", " << to_string(m.normalization) << ", "
+              << to_string(m.position_embedding) << " positions, "
+              << (m.tied_embeddings ? "tied" : "untied") << " embeddings, "
+              << (m.linear_bias ? "with" : "no") << " linear biases; params "
+              << to_string(m.precision.params) << ", grads " << to_string(m.precision.grads)
+              << ", optimizer state " << to_string(m.precision.optimizer_state) << "\n";
+    if (m.mla)
+        std::cout << "  multi-head latent attention: q_lora_rank " << m.mla->q_lora_rank
+                  << ", kv_lora_rank " << m.mla->kv_lora_rank << ", qk " << m.mla->qk_head_dim
+                  << "+" << m.mla->qk_pos_emb_head_dim << ", v " << m.mla->v_head_dim << "\n";
+    if (m.moe) {
+        const MoeSpec& e = *m.moe;
+        std::cout << "  MoE: " << e.num_experts << " experts, top-" << e.top_k << ", expert ffn "
+                  << e.expert_ffn_hidden_size << ", shared ffn " << e.shared_expert_ffn_hidden_size
+                  << ", " << m.num_moe_layers() << " MoE layers (first " << e.first_dense_layers
+                  << " dense, every " << e.layer_frequency << "), capacity "
+                  << (e.capacity_factor ? std::to_string(*e.capacity_factor) : "dropless")
+                  << "\n";
+    }
+    std::cout << "  parameters " << with_commas(c.total()) << " (" << short_count(double(c.total()))
+              << "), active per token " << with_commas(c.active()) << " ("
+              << short_count(double(c.active())) << ")\n"
+              << "    embedding " << with_commas(c.word_embedding) << " | positions "
+              << with_commas(c.position_embedding) << " | layers " << with_commas(c.layers_total)
+              << " | final norm " << with_commas(c.final_norm) << " | output "
+              << (m.tied_embeddings ? std::string("tied") : with_commas(c.output_layer)) << "\n";
+}
+
+void print_plan(const JobSpec& job) {
+    const ParallelPlan& p = job.plan;
+    const ClusterSpec& c = job.cluster;
+    std::cout << "cluster   " << c.name << ": " << c.nodes << " node(s) × " << c.devices_per_node
+              << " = " << c.devices() << " devices (" << c.device << "; " << c.intra_node_fabric
+              << " within a node, " << c.inter_node_fabric << " between nodes)\n";
+    std::cout << "training  global batch " << job.training.global_batch_size << " × seq "
+              << job.training.seq_length << " = " << with_commas(job.training.tokens_per_step())
+              << " tokens/step, " << job.training.train_iters << " iterations\n";
+    std::cout << "plan      tp " << p.tp << " · cp " << p.cp << " · dp " << p.dp << " · pp "
+              << p.pp << " = " << p.devices() << " devices; ep " << p.ep << " (expert dp "
+              << p.expert_dp() << "), vpp " << p.vpp << "; rank order " << p.rank_order << "\n"
+              << "  micro-batch " << p.micro_batch_size << " → " << job.micro_batches_per_step()
+              << " micro-batches per step; " << job.layers_per_pipeline_rank()
+              << " layers per pipeline rank (" << job.layers_per_model_chunk()
+              << " per model chunk)\n"
+              << "  schedule " << to_string(p.schedule) << "; recompute "
+              << to_string(p.recompute.granularity);
+    if (p.recompute.granularity == RecomputeGranularity::full)
+        std::cout << " (" << to_string(p.recompute.method) << ", " << p.recompute.num_layers
+                  << " layers)";
+    std::cout << "; sequence parallel " << yes_no(p.sequence_parallel)
+              << "; distributed optimizer " << yes_no(p.distributed_optimizer) << "\n";
+    const RankGrid grid(p);
+    std::cout << "  groups (size, nodes spanned):";
+    for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {
+        const auto kind = static_cast<GroupKind>(k);
+        const auto members = grid.group_of(kind, 0);
+        std::cout << (k ? ", " : " ") << kGroupKindNames[k] << " " << members.size() << "/"
+                  << nodes_spanned(members, c.devices_per_node);
+    }
+    std::cout << "\n";
+}
+
+void print_rank(const JobSpec& job, std::int64_t rank) {
+    const RankGrid grid(job.plan);
+    const RankCoord c = grid.coord(rank);
+    std::cout << "rank " << rank << " (node " << rank / job.cluster.devices_per_node
+              << "): tp " << c.tp << ", cp " << c.cp << ", ep " << c.ep << ", dp " << c.dp
+              << ", pp " << c.pp << " (expert dp " << c.edp << ")\n";
+    for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {
+        std::cout << "  " << kGroupKindNames[k] << ":";
+        for (auto r : grid.group_of(static_cast<GroupKind>(k), rank)) std::cout << " " << r;
+        std::cout << "\n";
+    }
+}
+
+void print_groups(const JobSpec& job) {
+    constexpr std::size_t kMaxShown = 16;
+    const RankGrid grid(job.plan);
+    for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {
+        const auto all = grid.groups(static_cast<GroupKind>(k));
+        std::cout << kGroupKindNames[k] << " groups (" << all.size() << "):\n";
+        for (std::size_t g = 0; g < all.size() && g < kMaxShown; ++g) {
+            std::cout << "  [";
+            for (std::size_t i = 0; i < all[g].size(); ++i) {
+                if (i == kMaxShown) {
+                    std::cout << " … " << all[g].size() - kMaxShown << " more";
+                    break;
+                }
+                std::cout << (i ? " " : "") << all[g][i];
+            }
+            std::cout << "]\n";
+        }
+        if (all.size() > kMaxShown) std::cout << "  … " << all.size() - kMaxShown << " more\n";
+    }
+}
+
+} // namespace
+
+Command add_validate_command(CLI::App& app) {
+    auto options = std::make_shared<ValidateOptions>();
+    Command c;
+    c.app = app.add_subcommand("validate", "Check a model/cluster/plan and print what it implies");
+    add_job_options(*c.app, options->inputs);
+    c.app->add_flag("--json", options->json, "Print the resolved job as a trident.plan/1 file");
+    c.app->add_flag("--groups", options->groups, "List the member ranks of every process group");
+    c.app->add_option_function<std::int64_t>(
+        "--rank", [options](const std::int64_t& r) { options->rank = r; },
+        "Print one rank's coordinates and groups");
+    c.app->add_option("--out", options->out, "Write the resolved job (a plan file) here");
+    c.run = [options] {
+        const JobSpec job = load_job(options->inputs);
+        if (options->rank) RankGrid(job.plan).coord(*options->rank); // range check first
+        const std::string text = to_json(job).dump(2) + "\n";
+        if (!options->out.empty()) write_file_atomically(options->out, text, "--out");
+        if (options->json) {
+            std::cout << text;
+            return 0;
+        }
+        print_model(job.model, job.plan.tp);
+        print_plan(job);
+        if (options->rank) print_rank(job, *options->rank);
+        if (options->groups) print_groups(job);
+        std::cout << "valid\n";
+        return 0;
+    };
+    return c;
+}
+
+} // namespace trident::cli

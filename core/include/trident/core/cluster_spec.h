@@ -1,0 +1,29 @@
+#pragma once
+// ClusterSpec: identical nodes of identical devices. Fabric names key into a device profile's
+// interconnect tables (intra-node e.g. "nvlink", inter-node e.g. "infiniband").
+#include "trident/core/json_io.h"
+
+#include <cstdint>
+#include <string>
+
+namespace trident::core {
+
+struct ClusterSpec {
+    std::string name;
+    std::string source;
+    std::int64_t nodes = 0;
+    std::int64_t devices_per_node = 0;
+    std::string device;            // device profile name, e.g. "a100-sxm4-80gb"
+    std::string intra_node_fabric; // e.g. "nvlink", "shm"
+    std::string inter_node_fabric; // e.g. "infiniband"
+
+    std::int64_t devices() const { return nodes * devices_per_node; }
+};
+
+// `devices_per_node` may be the word "cores": this machine's online CPU cores (the localhost
+// preset runs one MPI rank per core).
+ClusterSpec cluster_from_json(const Json& j, const std::string& path = "cluster");
+Json to_json(const ClusterSpec& c);
+void validate(const ClusterSpec& c, const std::string& path = "cluster");
+
+} // namespace trident::core

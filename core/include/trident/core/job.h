@@ -1,0 +1,34 @@
+#pragma once
+// JobSpec: everything needed to describe one training job — model, cluster, training and the
+// parallel plan — with the cross-spec rules (heads % tp, devices == tp·cp·dp·pp, ...).
+// A plan file (`trident.plan/1`) holds the `parallel` object and may name or inline the
+// model, cluster and training; command-line options override any of them.
+#include "trident/core/cluster_spec.h"
+#include "trident/core/model_spec.h"
+#include "trident/core/parallel_plan.h"
+#include "trident/core/training_spec.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace trident::core {
+
+struct JobSpec {
+    ModelSpec model;
+    ClusterSpec cluster;
+    TrainingSpec training;
+    ParallelPlan plan;
+
+    std::int64_t micro_batches_per_step() const;
+    std::int64_t layers_per_pipeline_rank() const;
+    std::int64_t layers_per_model_chunk() const;
+};
+
+// Every rule that spans specs; throws SpecError naming the field and the rule.
+void validate(const JobSpec& job);
+
+// Writes a self-contained plan file: model, cluster and training inline.
+Json to_json(const JobSpec& job);
+
+} // namespace trident::core

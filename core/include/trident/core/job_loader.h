@@ -1,0 +1,41 @@
+#pragma once
+// Builds a JobSpec the way every command takes one: references (preset name or file) for the
+// model, cluster, training and plan, plus flag overrides for single fields. Overrides are
+// written into the JSON before parsing, so a bad flag value is reported with the same field
+// name as the same value in a file ("parallel.tp", "cluster.nodes").
+#include "trident/core/job.h"
+
+#include <optional>
+#include <string>
+
+namespace trident::core {
+
+struct JobInputs {
+    std::optional<std::string> model;
+    std::optional<std::string> cluster;
+    std::optional<std::string> training;
+    std::optional<std::string> plan;
+    std::optional<std::int64_t> nodes;
+
+    // training overrides
+    std::optional<std::int64_t> global_batch_size;
+    std::optional<std::int64_t> seq_length;
+    std::optional<std::int64_t> train_iters;
+
+    // parallel overrides
+    std::optional<std::int64_t> tp, pp, cp, ep, vpp, micro_batch_size;
+    std::optional<std::string> dp; // a number or "auto"
+    std::optional<std::int64_t> num_layers_per_virtual_stage; // Megatron's vpp spelling
+    std::optional<std::string> schedule;
+    std::optional<std::string> recompute;        // granularity
+    std::optional<std::string> recompute_method;
+    std::optional<std::int64_t> recompute_num_layers;
+    std::optional<bool> sequence_parallel;
+    std::optional<bool> distributed_optimizer;
+    std::optional<bool> allow_cross_node_tp;
+};
+
+// Loads, applies overrides, resolves dp "auto", and validates. Throws SpecError.
+JobSpec load_job(const JobInputs& inputs);
+
+} // namespace trident::core

@@ -1,0 +1,80 @@
+#pragma once
+// ModelSpec: a decoder-only transformer as Megatron-LM describes one (GPT, Llama, Mixtral,
+// DeepSeek-V3). Field names follow Megatron's command line in snake_case.
+#include "trident/core/dtype.h"
+#include "trident/core/json_io.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace trident::core {
+
+enum class Activation { gelu, swiglu };
+enum class Normalization { layernorm, rmsnorm };
+enum class PositionEmbedding { learned, rope };
+
+std::string to_string(Activation a);
+std::string to_string(Normalization n);
+std::string to_string(PositionEmbedding p);
+
+// Mixture of experts (Shazeer et al. 2017; GShard; Switch; DeepSeekMoE shared experts).
+struct MoeSpec {
+    std::int64_t num_experts = 0;          // routed experts per MoE layer
+    std::int64_t top_k = 0;                // experts each token is routed to
+    std::int64_t expert_ffn_hidden_size = 0;
+    std::int64_t shared_expert_ffn_hidden_size = 0; // 0: no shared expert (total width)
+    std::int64_t layer_frequency = 1;      // every n-th layer (after the dense ones) is MoE
+    std::int64_t first_dense_layers = 0;   // leading layers that keep a dense MLP
+    std::optional<double> capacity_factor; // nullopt: dropless
+    double aux_loss_coeff = 0.01;          // load-balancing loss weight (Switch Transformer)
+};
+
+// Multi-head latent attention (DeepSeek-V2 2024): low-rank Q and joint KV compression.
+struct MlaSpec {
+    std::int64_t q_lora_rank = 0; // 0: queries projected directly from the hidden state
+    std::int64_t kv_lora_rank = 0;
+    std::int64_t qk_head_dim = 0;         // per-head query/key width without rotary part
+    std::int64_t qk_pos_emb_head_dim = 0; // per-head rotary part, shared by all heads for K
+    std::int64_t v_head_dim = 0;
+};
+
+struct Precision {
+    Dtype params = Dtype::bf16;          // weights used in forward/backward
+    Dtype grads = Dtype::fp32;           // main gradients (Megatron accumulates in fp32)
+    Dtype optimizer_state = Dtype::fp32; // Adam m and v
+    bool master_weights = true;          // fp32 copy of the weights held by the optimizer
+};
+
+struct ModelSpec {
+    std::string name;
+    std::string source; // where the published values come from
+    std::int64_t num_layers = 0;
+    std::int64_t hidden_size = 0;
+    std::int64_t num_attention_heads = 0;
+    std::int64_t num_query_groups = 0; // KV heads (GQA); == heads for multi-head attention
+    std::int64_t head_dim = 0;         // Megatron kv_channels; hidden / heads unless given
+    std::int64_t ffn_hidden_size = 0;  // dense MLP width
+    std::int64_t vocab_size = 0;       // unpadded
+    std::int64_t max_position_embeddings = 0;
+    Activation activation = Activation::gelu;
+    Normalization normalization = Normalization::layernorm;
+    PositionEmbedding position_embedding = PositionEmbedding::learned;
+    bool tied_embeddings = true;
+    bool linear_bias = true; // biases on the linear layers (GPT yes, Llama no)
+    std::optional<MoeSpec> moe;
+    std::optional<MlaSpec> mla;
+    Precision precision;
+
+    bool is_moe_layer(std::int64_t layer) const;
+    std::int64_t num_moe_layers() const;
+    // Megatron pads the vocabulary to a multiple of 128·tp so every shard is equal.
+    std::int64_t padded_vocab_size(std::int64_t tp, std::int64_t divisible_by = 128) const;
+};
+
+ModelSpec model_from_json(const Json& j, const std::string& path = "model");
+Json to_json(const ModelSpec& m);
+// Rules that involve the model alone (heads divide hidden, top_k <= experts, ...).
+void validate(const ModelSpec& m, const std::string& path = "model");
+
+} // namespace trident::core

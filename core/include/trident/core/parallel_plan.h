@@ -1,0 +1,70 @@
+#pragma once
+// ParallelPlan: how one training step is split over devices — tensor (tp), context (cp),
+// expert (ep), data (dp) and pipeline (pp) degrees, virtual stages, micro-batching, the
+// pipeline schedule, activation recomputation and optimizer sharding.
+#include "trident/core/json_io.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace trident::core {
+
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zero_bubble_h1 };
+inline constexpr std::array<std::string_view, 4> kScheduleNames = {
+    "gpipe", "1f1b", "interleaved-1f1b", "zero-bubble-h1"};
+
+// Korthikanti et al. 2022: selective recomputes the attention core of every layer; full
+// recomputes whole layers from their input.
+enum class RecomputeGranularity { none, selective, full };
+inline constexpr std::array<std::string_view, 3> kRecomputeGranularityNames = {
+    "none", "selective", "full"};
+
+// Megatron --recompute-method: `block` recomputes the first num_layers layers of each model
+// chunk and keeps the rest; `uniform` checkpoints every num_layers-th layer input and
+// recomputes all layers in groups of num_layers.
+enum class RecomputeMethod { block, uniform };
+inline constexpr std::array<std::string_view, 2> kRecomputeMethodNames = {"block", "uniform"};
+
+// Megatron's default order: tp varies fastest, then cp, ep, dp, and pp slowest, so tensor
+// groups stay inside a node. Expert parallelism is carved out of the cp·dp ranks.
+inline constexpr std::string_view kDefaultRankOrder = "tp-cp-ep-dp-pp";
+
+struct Recompute {
+    RecomputeGranularity granularity = RecomputeGranularity::none;
+    RecomputeMethod method = RecomputeMethod::block;
+    std::int64_t num_layers = 0; // full only: layers per model chunk
+};
+
+struct ParallelPlan {
+    std::int64_t tp = 1;
+    std::int64_t pp = 1;
+    std::int64_t dp = 1;
+    std::int64_t cp = 1;
+    std::int64_t ep = 1;
+    std::int64_t vpp = 1; // virtual stages (model chunks) per pipeline rank
+    bool sequence_parallel = false;
+    std::int64_t micro_batch_size = 1;
+    ScheduleKind schedule = ScheduleKind::one_f_one_b;
+    Recompute recompute;
+    bool distributed_optimizer = false; // ZeRO-1: optimizer state sharded over dp (·cp)
+    bool allow_cross_node_tp = false;
+    std::string rank_order = std::string(kDefaultRankOrder);
+
+    std::int64_t devices() const { return tp * cp * dp * pp; }
+    std::int64_t expert_dp() const { return (dp * cp) / ep; }
+};
+
+std::string to_string(ScheduleKind s);
+std::string to_string(RecomputeGranularity g);
+std::string to_string(RecomputeMethod m);
+
+// `dp` may be the word "auto" in JSON: it is then left 0 here and resolved from the cluster's
+// device count by resolve_job (devices / (tp·cp·pp)).
+ParallelPlan plan_from_json(const Json& j, const std::string& path = "parallel");
+Json to_json(const ParallelPlan& p);
+// Rules that involve the plan alone (positive degrees, schedule vs vpp, ...).
+void validate(const ParallelPlan& p, const std::string& path = "parallel");
+
+} // namespace trident::core

@@ -1,0 +1,58 @@
+#pragma once
+// RankGrid: global rank <-> parallel coordinates in Megatron's tp-cp-ep-dp-pp order, and the
+// member ranks of every process group. The simulator uses it for placement (which fabric a
+// group crosses), the executor to create communicators.
+//
+// Dense layers see rank = tp + TP·(cp + CP·(dp + DP·pp)). Expert layers see the same tp and pp
+// but split the cp·dp ranks of a stage as ep (fastest) × expert-dp, as Megatron-Core does:
+// j = cp + CP·dp = ep + EP·edp.
+#include "trident/core/parallel_plan.h"
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace trident::core {
+
+struct RankCoord {
+    std::int64_t tp = 0, cp = 0, dp = 0, pp = 0; // dense view
+    std::int64_t ep = 0, edp = 0;                 // expert view of (cp, dp)
+    bool operator==(const RankCoord&) const = default;
+};
+
+enum class GroupKind {
+    tensor,          // tp ranks sharing a layer's weights
+    context,         // cp ranks sharing a sequence
+    data,            // dp ranks with the same model shard (gradients all-reduced here, cp == 1)
+    data_context,    // dp·cp ranks: where dense gradients are reduced when cp > 1
+    pipeline,        // pp ranks, one per stage
+    expert,          // ep ranks exchanging tokens (all-to-all)
+    expert_data,     // ranks holding the same experts (expert gradients reduced here)
+    model,           // tp·pp ranks holding one full model replica (per cp/dp position)
+    embedding,       // first and last pipeline rank (tied-embedding gradient all-reduce)
+};
+inline constexpr std::array<std::string_view, 9> kGroupKindNames = {
+    "tensor", "context", "data", "data_context", "pipeline",
+    "expert", "expert_data", "model", "embedding"};
+
+class RankGrid {
+public:
+    explicit RankGrid(const ParallelPlan& plan);
+
+    std::int64_t world_size() const { return tp_ * cp_ * dp_ * pp_; }
+    RankCoord coord(std::int64_t rank) const;
+    // Rank of a dense-view coordinate (ep/edp ignored).
+    std::int64_t rank(std::int64_t tp, std::int64_t cp, std::int64_t dp, std::int64_t pp) const;
+
+    // Members of `rank`'s group in group order (the group-local rank is the index); empty
+    // for the embedding group of a middle pipeline stage.
+    std::vector<std::int64_t> group_of(GroupKind kind, std::int64_t rank) const;
+    // Every group of a kind, each listed once, ordered by its smallest member.
+    std::vector<std::vector<std::int64_t>> groups(GroupKind kind) const;
+
+private:
+    std::int64_t tp_, cp_, dp_, pp_, ep_;
+};
+
+} // namespace trident::core

@@ -1,0 +1,103 @@
+#include "trident/core/job.h"
+
+#include "trident/core/spec_error.h"
+
+namespace trident::core {
+
+std::int64_t JobSpec::micro_batches_per_step() const {
+    // m = B / (b · dp) (Narayanan et al. 2021, §2.2).
+    return training.global_batch_size / (plan.micro_batch_size * plan.dp);
+}
+
+std::int64_t JobSpec::layers_per_pipeline_rank() const { return model.num_layers / plan.pp; }
+
+std::int64_t JobSpec::layers_per_model_chunk() const {
+    return model.num_layers / (plan.pp * plan.vpp);
+}
+
+void validate(const JobSpec& job) {
+    const ModelSpec& m = job.model;
+    const ClusterSpec& c = job.cluster;
+    const TrainingSpec& t = job.training;
+    const ParallelPlan& p = job.plan;
+    validate(m);
+    validate(c);
+    validate(t);
+    validate(p);
+    const auto s = [](std::int64_t v) { return std::to_string(v); };
+
+    if (m.num_attention_heads % p.tp != 0)
+        throw SpecError("parallel.tp", s(p.tp) + " must divide num_attention_heads " +
+                                           s(m.num_attention_heads));
+    if (m.num_query_groups % p.tp != 0)
+        throw SpecError("parallel.tp", s(p.tp) + " must divide num_query_groups " +
+                                           s(m.num_query_groups) + " (KV heads)");
+    if (m.num_layers % (p.pp * p.vpp) != 0)
+        throw SpecError(p.vpp > 1 ? "parallel.vpp" : "parallel.pp",
+                        "num_layers " + s(m.num_layers) + " must be divisible by pp·vpp = " +
+                            s(p.pp) + "·" + s(p.vpp));
+    if (!m.moe && p.ep != 1)
+        throw SpecError("parallel.ep", "must be 1: model '" + m.name + "' has no experts");
+    if (m.moe && m.moe->num_experts % p.ep != 0)
+        throw SpecError("parallel.ep", s(p.ep) + " must divide moe.num_experts " +
+                                           s(m.moe->num_experts));
+    if (c.devices() != p.devices()) {
+        std::string reason = "tp·cp·dp·pp = " + s(p.tp) + "·" + s(p.cp) + "·" + s(p.dp) + "·" +
+                             s(p.pp) + " = " + s(p.devices()) + " must equal the cluster's " +
+                             s(c.devices()) + " devices";
+        const std::int64_t model_parallel = p.tp * p.cp * p.pp;
+        if (c.devices() % model_parallel == 0)
+            reason += " (dp " + s(c.devices() / model_parallel) + " would fit)";
+        throw SpecError("parallel.dp", reason);
+    }
+    if (p.tp > c.devices_per_node && !p.allow_cross_node_tp)
+        throw SpecError("parallel.tp", s(p.tp) + " exceeds devices_per_node " +
+                                           s(c.devices_per_node) +
+                                           "; tensor parallelism across nodes needs "
+                                           "allow_cross_node_tp");
+    if (p.tp <= c.devices_per_node && c.devices_per_node % p.tp != 0 && !p.allow_cross_node_tp)
+        throw SpecError("parallel.tp", s(p.tp) + " must divide devices_per_node " +
+                                           s(c.devices_per_node) +
+                                           " or tensor groups straddle nodes (allow with "
+                                           "allow_cross_node_tp)");
+    if (t.global_batch_size % (p.micro_batch_size * p.dp) != 0)
+        throw SpecError("training.global_batch_size",
+                        s(t.global_batch_size) + " must be divisible by micro_batch_size·dp = " +
+                            s(p.micro_batch_size) + "·" + s(p.dp));
+    if (t.seq_length > m.max_position_embeddings)
+        throw SpecError("training.seq_length", s(t.seq_length) +
+                                                   " exceeds the model's max_position_embeddings " +
+                                                   s(m.max_position_embeddings));
+    if (p.cp > 1 && t.seq_length % (2 * p.cp) != 0)
+        throw SpecError("training.seq_length",
+                        s(t.seq_length) + " must be divisible by 2·cp = " + s(2 * p.cp) +
+                            " (context parallelism splits each sequence into 2·cp chunks to "
+                            "balance the causal mask)");
+    if (p.sequence_parallel && (t.seq_length / p.cp) % p.tp != 0)
+        throw SpecError("training.seq_length",
+                        s(t.seq_length) + " per context rank must be divisible by tp = " + s(p.tp) +
+                            " with sequence parallelism");
+    const std::int64_t m_batches = job.micro_batches_per_step();
+    if (p.schedule == ScheduleKind::interleaved_1f1b && m_batches % p.pp != 0)
+        throw SpecError("training.global_batch_size",
+                        "interleaved-1f1b needs micro-batches per step (" + s(m_batches) +
+                            ") divisible by pp = " + s(p.pp) + " (Megatron's rule)");
+    if (p.recompute.num_layers > job.layers_per_model_chunk())
+        throw SpecError("parallel.recompute.num_layers",
+                        s(p.recompute.num_layers) + " exceeds the " +
+                            s(job.layers_per_model_chunk()) + " layers of a model chunk");
+}
+
+Json to_json(const JobSpec& job) {
+    Json j;
+    j["format"] = "trident.plan/1";
+    j["model"] = to_json(job.model);
+    j["model"].erase("format");
+    j["cluster"] = to_json(job.cluster);
+    j["cluster"].erase("format");
+    j["training"] = to_json(job.training);
+    j["parallel"] = to_json(job.plan);
+    return j;
+}
+
+} // namespace trident::core

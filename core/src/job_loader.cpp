@@ -1,0 +1,188 @@
+#include "trident/core/job_loader.h"
+
+#include "trident/core/presets.h"
+#include "trident/core/spec_error.h"
+
+#include <charconv>
+#include <filesystem>
+
+namespace trident::core {
+namespace {
+
+// String references inside a plan file are tried relative to the plan file's folder too.
+Json relative_to(const Json* reference, const std::filesystem::path& dir) {
+    if (!reference) return nullptr;
+    if (reference->is_string() && !dir.empty()) {
+        const std::string name = reference->get<std::string>();
+        std::error_code ec;
+        if (!std::filesystem::exists(name, ec) && std::filesystem::exists(dir / name, ec))
+            return (dir / name).string();
+    }
+    return *reference;
+}
+
+// Adds the file a spec came from to its error, keeping the field as the first word.
+template <typename F>
+auto from_source(const std::string& source, F&& parse) {
+    try {
+        return parse();
+    } catch (const SpecError& e) {
+        if (source.empty()) throw;
+        throw SpecError(e.field(), e.reason() + " [in " + source + "]");
+    }
+}
+
+std::string source_of(const Json& reference) {
+    if (!reference.is_string()) return "";
+    std::error_code ec;
+    const std::string s = reference.get<std::string>();
+    return std::filesystem::is_regular_file(s, ec) ? s : "preset " + s;
+}
+
+Json parse_dp_flag(const std::string& value) {
+    if (value == "auto") return "auto";
+    std::int64_t dp = 0;
+    auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), dp);
+    if (err != std::errc() || end != value.data() + value.size())
+        throw SpecError("parallel.dp", "must be a positive integer or \"auto\", got \"" + value +
+                                           "\"");
+    return dp;
+}
+
+Json recompute_object(const Json* existing) {
+    if (!existing) return Json::object();
+    if (existing->is_string()) return Json{{"granularity", *existing}};
+    return *existing;
+}
+
+} // namespace
+
+JobSpec load_job(const JobInputs& in) {
+    Json plan_file = Json::object();
+    std::filesystem::path plan_dir;
+    std::string plan_source;
+    if (in.plan) {
+        plan_file = resolve_reference(*in.plan, PresetKind::plan, "plan");
+        plan_source = source_of(Json(*in.plan));
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(*in.plan, ec))
+            plan_dir = std::filesystem::path(*in.plan).parent_path();
+    }
+    // The plan file's top level: which keys it may have.
+    Json model_ref, cluster_ref, training_ref, parallel = Json::object();
+    from_source(plan_source, [&] {
+        ObjectReader top(plan_file, "");
+        if (in.plan) top.expect_format("trident.plan/1");
+        top.string_or("name", "");
+        top.string_or("source", "");
+        top.string_or("description", "");
+        model_ref = relative_to(top.get("model"), plan_dir);
+        cluster_ref = relative_to(top.get("cluster"), plan_dir);
+        training_ref = relative_to(top.get("training"), plan_dir);
+        if (const Json* p = top.get("parallel")) {
+            if (!p->is_object()) throw SpecError("parallel", "must be a JSON object");
+            parallel = *p;
+        }
+        top.finish();
+        return 0;
+    });
+
+    JobSpec job;
+    // Model.
+    if (in.model) model_ref = *in.model;
+    if (model_ref.is_null())
+        throw SpecError("model", "missing (give --model NAME|FILE, or a plan with a model)");
+    const std::string model_source = model_ref.is_string() ? source_of(model_ref) : plan_source;
+    job.model = from_source(model_source, [&] {
+        return model_from_json(resolve_reference(model_ref, PresetKind::model, "model"));
+    });
+
+    // Cluster, with --nodes.
+    if (in.cluster) cluster_ref = *in.cluster;
+    if (cluster_ref.is_null())
+        throw SpecError("cluster", "missing (give --cluster NAME|FILE, or a plan with a cluster)");
+    const std::string cluster_source =
+        cluster_ref.is_string() ? source_of(cluster_ref) : plan_source;
+    job.cluster = from_source(cluster_source, [&] {
+        Json cluster = resolve_reference(cluster_ref, PresetKind::cluster, "cluster");
+        if (in.nodes) cluster["nodes"] = *in.nodes;
+        return cluster_from_json(cluster);
+    });
+
+    // Training, with --gbs, --seq-length, --train-iters.
+    if (in.training) training_ref = *in.training;
+    const std::string training_source =
+        training_ref.is_string() ? source_of(training_ref) : plan_source;
+    job.training = from_source(training_source, [&] {
+        Json training = training_ref.is_null() ? Json::object() : training_ref;
+        if (training.is_string()) {
+            training = read_json_file(training.get<std::string>(), "training");
+            ObjectReader check(training, "training");
+            check.expect_format("trident.training/1");
+        }
+        if (in.global_batch_size) training["global_batch_size"] = *in.global_batch_size;
+        if (in.seq_length) training["seq_length"] = *in.seq_length;
+        if (in.train_iters) training["train_iters"] = *in.train_iters;
+        return training_from_json(training, job.model.max_position_embeddings);
+    });
+
+    // Parallel plan, with flags.
+    if (in.tp) parallel["tp"] = *in.tp;
+    if (in.pp) parallel["pp"] = *in.pp;
+    if (in.dp) parallel["dp"] = parse_dp_flag(*in.dp);
+    if (in.cp) parallel["cp"] = *in.cp;
+    if (in.ep) parallel["ep"] = *in.ep;
+    if (in.vpp && in.num_layers_per_virtual_stage)
+        throw SpecError("parallel.vpp", "give either --vpp or --num-layers-per-virtual-"
+                                        "pipeline-stage, not both");
+    if (in.vpp) parallel["vpp"] = *in.vpp;
+    if (in.micro_batch_size) parallel["micro_batch_size"] = *in.micro_batch_size;
+    if (in.schedule) parallel["schedule"] = *in.schedule;
+    if (in.recompute || in.recompute_method || in.recompute_num_layers) {
+        Json rc = recompute_object(parallel.contains("recompute") ? &parallel["recompute"] : nullptr);
+        if (in.recompute) rc["granularity"] = *in.recompute;
+        if (in.recompute_method) rc["method"] = *in.recompute_method;
+        if (in.recompute_num_layers) rc["num_layers"] = *in.recompute_num_layers;
+        parallel["recompute"] = rc;
+    }
+    if (in.sequence_parallel) parallel["sequence_parallel"] = *in.sequence_parallel;
+    if (in.distributed_optimizer) parallel["distributed_optimizer"] = *in.distributed_optimizer;
+    if (in.allow_cross_node_tp) parallel["allow_cross_node_tp"] = *in.allow_cross_node_tp;
+    if (in.num_layers_per_virtual_stage) {
+        // Megatron spells virtual stages as layers per chunk: vpp = (L / pp) / n.
+        const std::int64_t n = *in.num_layers_per_virtual_stage;
+        const Json* pp = parallel.contains("pp") ? &parallel["pp"] : nullptr;
+        if (!pp || !pp->is_number_integer() || pp->get<std::int64_t>() < 1)
+            throw SpecError("parallel.pp", "needed to convert --num-layers-per-virtual-"
+                                           "pipeline-stage into virtual stages");
+        const std::int64_t per_rank = job.model.num_layers / pp->get<std::int64_t>();
+        if (n < 1 || per_rank % n != 0 || job.model.num_layers % pp->get<std::int64_t>() != 0)
+            throw SpecError("parallel.vpp", "--num-layers-per-virtual-pipeline-stage " +
+                                                std::to_string(n) + " must divide the " +
+                                                std::to_string(per_rank) +
+                                                " layers of each pipeline rank");
+        parallel["vpp"] = per_rank / n;
+    }
+    // Virtual stages imply the interleaved schedule unless one is named (as in Megatron).
+    if (!parallel.contains("schedule") && parallel.contains("vpp") &&
+        parallel["vpp"].is_number_integer() && parallel["vpp"].get<std::int64_t>() > 1)
+        parallel["schedule"] = "interleaved-1f1b";
+
+    job.plan = from_source(plan_source, [&] { return plan_from_json(parallel); });
+    if (job.plan.dp == 0) { // "auto": the data-parallel degree fills the cluster
+        const std::int64_t model_parallel = job.plan.tp * job.plan.cp * job.plan.pp;
+        if (job.cluster.devices() % model_parallel != 0)
+            throw SpecError("parallel.dp", "auto: the cluster's " +
+                                               std::to_string(job.cluster.devices()) +
+                                               " devices are not divisible by tp·cp·pp = " +
+                                               std::to_string(model_parallel));
+        job.plan.dp = job.cluster.devices() / model_parallel;
+    }
+    from_source(plan_source, [&] {
+        validate(job);
+        return 0;
+    });
+    return job;
+}
+
+} // namespace trident::core

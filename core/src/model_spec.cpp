@@ -1,0 +1,207 @@
+#include "trident/core/model_spec.h"
+
+#include "limits.h"
+#include "trident/core/spec_error.h"
+
+#include <array>
+
+namespace trident::core {
+namespace {
+
+constexpr std::array<std::string_view, 2> kActivationNames = {"gelu", "swiglu"};
+constexpr std::array<std::string_view, 2> kNormalizationNames = {"layernorm", "rmsnorm"};
+constexpr std::array<std::string_view, 2> kPositionNames = {"learned", "rope"};
+
+template <typename Enum, std::size_t N>
+Enum read_enum(ObjectReader& r, std::string_view key, const std::array<std::string_view, N>& names) {
+    return static_cast<Enum>(enum_index(r.string(key), names, r.field(key)));
+}
+
+MoeSpec moe_from_json(const Json& j, const std::string& path) {
+    using namespace limits;
+    ObjectReader r(j, path);
+    MoeSpec m;
+    m.num_experts = r.integer("num_experts", 1, kMaxExperts);
+    m.top_k = r.integer("top_k", 1, kMaxExperts);
+    m.expert_ffn_hidden_size = r.integer("expert_ffn_hidden_size", 1, kMaxFfn);
+    m.shared_expert_ffn_hidden_size = r.integer_or("shared_expert_ffn_hidden_size", 0, 0, kMaxFfn);
+    m.layer_frequency = r.integer_or("layer_frequency", 1, 1, kMaxLayers);
+    m.first_dense_layers = r.integer_or("first_dense_layers", 0, 0, kMaxLayers);
+    if (const Json* cf = r.get("capacity_factor"); cf && !cf->is_null()) {
+        if (!cf->is_number())
+            throw SpecError(r.field("capacity_factor"), "must be a number or null (dropless)");
+        m.capacity_factor = r.number("capacity_factor", 1.0e-6, 1.0e6);
+    }
+    m.aux_loss_coeff = r.number_or("aux_loss_coeff", m.aux_loss_coeff, 0.0, 1.0e3);
+    r.finish();
+    return m;
+}
+
+MlaSpec mla_from_json(const Json& j, const std::string& path) {
+    using namespace limits;
+    ObjectReader r(j, path);
+    MlaSpec m;
+    m.q_lora_rank = r.integer_or("q_lora_rank", 0, 0, kMaxHidden);
+    m.kv_lora_rank = r.integer("kv_lora_rank", 1, kMaxHidden);
+    m.qk_head_dim = r.integer("qk_head_dim", 1, kMaxHidden);
+    m.qk_pos_emb_head_dim = r.integer("qk_pos_emb_head_dim", 0, kMaxHidden);
+    m.v_head_dim = r.integer("v_head_dim", 1, kMaxHidden);
+    r.finish();
+    return m;
+}
+
+Precision precision_from_json(const Json& j, const std::string& path) {
+    ObjectReader r(j, path);
+    Precision p;
+    p.params = parse_dtype(r.string_or("params", "bf16"), r.field("params"));
+    p.grads = parse_dtype(r.string_or("grads", "fp32"), r.field("grads"));
+    p.optimizer_state = parse_dtype(r.string_or("optimizer_state", "fp32"),
+                                    r.field("optimizer_state"));
+    p.master_weights = r.boolean_or("master_weights", true);
+    r.finish();
+    return p;
+}
+
+} // namespace
+
+std::string to_string(Activation a) { return std::string(kActivationNames[int(a)]); }
+std::string to_string(Normalization n) { return std::string(kNormalizationNames[int(n)]); }
+std::string to_string(PositionEmbedding p) { return std::string(kPositionNames[int(p)]); }
+
+bool ModelSpec::is_moe_layer(std::int64_t layer) const {
+    if (!moe || layer < moe->first_dense_layers) return false;
+    return (layer - moe->first_dense_layers) % moe->layer_frequency == 0;
+}
+
+std::int64_t ModelSpec::num_moe_layers() const {
+    if (!moe || num_layers <= moe->first_dense_layers) return 0;
+    const std::int64_t eligible = num_layers - moe->first_dense_layers;
+    return (eligible + moe->layer_frequency - 1) / moe->layer_frequency;
+}
+
+std::int64_t ModelSpec::padded_vocab_size(std::int64_t tp, std::int64_t divisible_by) const {
+    const std::int64_t multiple = divisible_by * tp;
+    return (vocab_size + multiple - 1) / multiple * multiple;
+}
+
+ModelSpec model_from_json(const Json& j, const std::string& path) {
+    using namespace limits;
+    ObjectReader r(j, path);
+    if (r.has("format")) r.expect_format("trident.model/1");
+    ModelSpec m;
+    m.name = r.string_or("name", "");
+    m.source = r.string_or("source", "");
+    m.num_layers = r.integer("num_layers", 1, kMaxLayers);
+    m.hidden_size = r.integer("hidden_size", 1, kMaxHidden);
+    m.num_attention_heads = r.integer("num_attention_heads", 1, kMaxHeads);
+    m.num_query_groups = r.integer_or("num_query_groups", m.num_attention_heads, 1, kMaxHeads);
+    m.head_dim = r.integer_or("head_dim", 0, 1, kMaxHidden); // 0: derived below
+    m.ffn_hidden_size = r.integer("ffn_hidden_size", 1, kMaxFfn);
+    m.vocab_size = r.integer("vocab_size", 1, kMaxVocab);
+    m.max_position_embeddings = r.integer("max_position_embeddings", 1, kMaxPositions);
+    m.activation = read_enum<Activation>(r, "activation", kActivationNames);
+    m.normalization = read_enum<Normalization>(r, "normalization", kNormalizationNames);
+    m.position_embedding = read_enum<PositionEmbedding>(r, "position_embedding", kPositionNames);
+    m.tied_embeddings = r.boolean("tied_embeddings");
+    m.linear_bias = r.boolean("linear_bias");
+    if (const Json* moe = r.get("moe"); moe && !moe->is_null())
+        m.moe = moe_from_json(*moe, r.field("moe"));
+    if (const Json* mla = r.get("mla"); mla && !mla->is_null())
+        m.mla = mla_from_json(*mla, r.field("mla"));
+    if (const Json* p = r.get("precision")) m.precision = precision_from_json(*p, r.field("precision"));
+    r.finish();
+    if (m.head_dim == 0) {
+        if (m.hidden_size % m.num_attention_heads != 0)
+            throw SpecError(r.field("num_attention_heads"),
+                            std::to_string(m.num_attention_heads) + " must divide hidden_size " +
+                                std::to_string(m.hidden_size) + " (or give head_dim)");
+        m.head_dim = m.hidden_size / m.num_attention_heads;
+    }
+    validate(m, path);
+    return m;
+}
+
+void validate(const ModelSpec& m, const std::string& path) {
+    const auto f = [&](std::string_view key) { return path + "." + std::string(key); };
+    if (m.num_query_groups > m.num_attention_heads || m.num_attention_heads % m.num_query_groups)
+        throw SpecError(f("num_query_groups"),
+                        std::to_string(m.num_query_groups) + " must divide num_attention_heads " +
+                            std::to_string(m.num_attention_heads));
+    if (m.mla && m.num_query_groups != m.num_attention_heads)
+        throw SpecError(f("num_query_groups"),
+                        "must equal num_attention_heads with multi-head latent attention");
+    if (m.moe) {
+        const MoeSpec& e = *m.moe;
+        if (e.top_k > e.num_experts)
+            throw SpecError(f("moe.top_k"), std::to_string(e.top_k) + " exceeds num_experts " +
+                                                std::to_string(e.num_experts));
+        if (m.num_moe_layers() == 0)
+            throw SpecError(f("moe.first_dense_layers"),
+                            "leaves no MoE layer among num_layers " + std::to_string(m.num_layers));
+    }
+    if (m.precision.params == Dtype::fp8 || m.precision.grads == Dtype::fp8)
+        throw SpecError(f("precision"), "fp8 is a compute type here; store params and grads "
+                                        "as bf16, fp16 or fp32");
+    // Bound the size so parameter and FLOP counts stay exact in 64-bit integers.
+    const double h = double(m.hidden_size);
+    double per_layer = 4.0 * h * double(m.num_attention_heads) * double(m.head_dim) +
+                       3.0 * h * double(m.ffn_hidden_size);
+    if (m.mla) per_layer += 4.0 * h * double(m.num_attention_heads) *
+                            double(m.mla->qk_head_dim + m.mla->qk_pos_emb_head_dim +
+                                   m.mla->v_head_dim + m.mla->kv_lora_rank + m.mla->q_lora_rank);
+    if (m.moe) per_layer += 3.0 * h * double(m.moe->num_experts + 1) *
+                            double(m.moe->expert_ffn_hidden_size + m.moe->shared_expert_ffn_hidden_size);
+    const double estimate = double(m.num_layers) * per_layer +
+                            2.0 * h * double(m.vocab_size + m.max_position_embeddings);
+    if (estimate > limits::kMaxParameters)
+        throw SpecError(path, "model is too large (over 1e16 parameters)");
+}
+
+Json to_json(const ModelSpec& m) {
+    Json j;
+    j["format"] = "trident.model/1";
+    j["name"] = m.name;
+    if (!m.source.empty()) j["source"] = m.source;
+    j["num_layers"] = m.num_layers;
+    j["hidden_size"] = m.hidden_size;
+    j["num_attention_heads"] = m.num_attention_heads;
+    j["num_query_groups"] = m.num_query_groups;
+    j["head_dim"] = m.head_dim;
+    j["ffn_hidden_size"] = m.ffn_hidden_size;
+    j["vocab_size"] = m.vocab_size;
+    j["max_position_embeddings"] = m.max_position_embeddings;
+    j["activation"] = to_string(m.activation);
+    j["normalization"] = to_string(m.normalization);
+    j["position_embedding"] = to_string(m.position_embedding);
+    j["tied_embeddings"] = m.tied_embeddings;
+    j["linear_bias"] = m.linear_bias;
+    if (m.moe) {
+        const MoeSpec& e = *m.moe;
+        Json o;
+        o["num_experts"] = e.num_experts;
+        o["top_k"] = e.top_k;
+        o["expert_ffn_hidden_size"] = e.expert_ffn_hidden_size;
+        o["shared_expert_ffn_hidden_size"] = e.shared_expert_ffn_hidden_size;
+        o["layer_frequency"] = e.layer_frequency;
+        o["first_dense_layers"] = e.first_dense_layers;
+        o["capacity_factor"] = e.capacity_factor ? Json(*e.capacity_factor) : Json(nullptr);
+        o["aux_loss_coeff"] = e.aux_loss_coeff;
+        j["moe"] = o;
+    }
+    if (m.mla) {
+        Json o;
+        o["q_lora_rank"] = m.mla->q_lora_rank;
+        o["kv_lora_rank"] = m.mla->kv_lora_rank;
+        o["qk_head_dim"] = m.mla->qk_head_dim;
+        o["qk_pos_emb_head_dim"] = m.mla->qk_pos_emb_head_dim;
+        o["v_head_dim"] = m.mla->v_head_dim;
+        j["mla"] = o;
+    }
+    j["precision"] = {{"params", to_string(m.precision.params)},
+                      {"grads", to_string(m.precision.grads)},
+                      {"optimizer_state", to_string(m.precision.optimizer_state)},
+                      {"master_weights", m.precision.master_weights}};
+    return j;
+}
+
+} // namespace trident::core

@@ -1,0 +1,124 @@
+#include "trident/core/parallel_plan.h"
+
+#include "limits.h"
+#include "trident/core/spec_error.h"
+
+namespace trident::core {
+
+std::string to_string(ScheduleKind s) { return std::string(kScheduleNames[int(s)]); }
+std::string to_string(RecomputeGranularity g) {
+    return std::string(kRecomputeGranularityNames[int(g)]);
+}
+std::string to_string(RecomputeMethod m) { return std::string(kRecomputeMethodNames[int(m)]); }
+
+namespace {
+
+Recompute recompute_from_json(const Json& j, const std::string& path) {
+    Recompute rc;
+    if (j.is_string()) { // shorthand: "recompute": "selective"
+        rc.granularity = static_cast<RecomputeGranularity>(
+            enum_index(j.get<std::string>(), kRecomputeGranularityNames, path));
+        if (rc.granularity == RecomputeGranularity::full)
+            throw SpecError(path, "full recomputation needs an object with num_layers, e.g. "
+                                  "{\"granularity\": \"full\", \"num_layers\": 1}");
+        return rc;
+    }
+    ObjectReader r(j, path);
+    rc.granularity = static_cast<RecomputeGranularity>(
+        enum_index(r.string("granularity"), kRecomputeGranularityNames, r.field("granularity")));
+    if (r.has("method"))
+        rc.method = static_cast<RecomputeMethod>(
+            enum_index(r.string("method"), kRecomputeMethodNames, r.field("method")));
+    rc.num_layers = r.integer_or("num_layers", 0, 0, limits::kMaxLayers);
+    r.finish();
+    return rc;
+}
+
+} // namespace
+
+ParallelPlan plan_from_json(const Json& j, const std::string& path) {
+    using namespace limits;
+    ObjectReader r(j, path);
+    ParallelPlan p;
+    p.tp = r.integer("tp", 1, kMaxDegree);
+    p.pp = r.integer("pp", 1, kMaxDegree);
+    const Json& dp = r.require("dp");
+    if (dp.is_string()) {
+        if (dp.get<std::string>() != "auto")
+            throw SpecError(r.field("dp"), "must be a positive integer or \"auto\", got \"" +
+                                               dp.get<std::string>() + "\"");
+        p.dp = 0; // resolved against the cluster in load_job
+    } else {
+        p.dp = as_integer(dp, r.field("dp"), 1, kMaxDegree);
+    }
+    p.cp = r.integer_or("cp", 1, 1, kMaxDegree);
+    p.ep = r.integer_or("ep", 1, 1, kMaxDegree);
+    p.vpp = r.integer_or("vpp", 1, 1, kMaxLayers);
+    p.sequence_parallel = r.boolean_or("sequence_parallel", false);
+    p.micro_batch_size = r.integer("micro_batch_size", 1, kMaxBatch);
+    p.schedule = static_cast<ScheduleKind>(
+        enum_index(r.string_or("schedule", "1f1b"), kScheduleNames, r.field("schedule")));
+    if (const Json* rc = r.get("recompute")) p.recompute = recompute_from_json(*rc, r.field("recompute"));
+    p.distributed_optimizer = r.boolean_or("distributed_optimizer", false);
+    p.allow_cross_node_tp = r.boolean_or("allow_cross_node_tp", false);
+    p.rank_order = r.string_or("rank_order", std::string(kDefaultRankOrder));
+    r.finish();
+    if (p.dp != 0) validate(p, path);
+    return p;
+}
+
+void validate(const ParallelPlan& p, const std::string& path) {
+    const auto f = [&](std::string_view key) { return path + "." + std::string(key); };
+    if (p.rank_order != kDefaultRankOrder)
+        throw SpecError(f("rank_order"), "only \"" + std::string(kDefaultRankOrder) +
+                                             "\" (Megatron's default) is supported, got \"" +
+                                             p.rank_order + "\"");
+    if (double(p.tp) * double(p.cp) * double(p.dp) * double(p.pp) > double(limits::kMaxDegree))
+        throw SpecError(path, "tp·cp·dp·pp exceeds " + std::to_string(limits::kMaxDegree) +
+                                  " devices");
+    if (p.sequence_parallel && p.tp == 1)
+        throw SpecError(f("sequence_parallel"), "needs tp > 1 (it splits the sequence over the "
+                                                "tensor-parallel group)");
+    if (p.vpp > 1 && p.schedule != ScheduleKind::interleaved_1f1b)
+        throw SpecError(f("vpp"), std::to_string(p.vpp) + " virtual stages need schedule "
+                                                          "\"interleaved-1f1b\", got \"" +
+                                      to_string(p.schedule) + "\"");
+    if (p.schedule == ScheduleKind::interleaved_1f1b) {
+        if (p.vpp < 2)
+            throw SpecError(f("vpp"), "schedule \"interleaved-1f1b\" needs vpp >= 2");
+        if (p.pp < 2)
+            throw SpecError(f("pp"), "schedule \"interleaved-1f1b\" needs pp >= 2");
+    }
+    const Recompute& rc = p.recompute;
+    if (rc.granularity == RecomputeGranularity::full && rc.num_layers < 1)
+        throw SpecError(f("recompute.num_layers"), "full recomputation needs num_layers >= 1");
+    if (rc.granularity != RecomputeGranularity::full && rc.num_layers != 0)
+        throw SpecError(f("recompute.num_layers"),
+                        "applies only to granularity \"full\" (selective covers every layer)");
+    if (p.expert_dp() * p.ep != p.dp * p.cp || p.ep > p.dp * p.cp)
+        throw SpecError(f("ep"), std::to_string(p.ep) + " must divide dp·cp = " +
+                                     std::to_string(p.dp * p.cp) +
+                                     " (experts are spread over the data-parallel ranks)");
+}
+
+Json to_json(const ParallelPlan& p) {
+    Json j;
+    j["tp"] = p.tp;
+    j["pp"] = p.pp;
+    j["dp"] = p.dp;
+    j["cp"] = p.cp;
+    j["ep"] = p.ep;
+    j["vpp"] = p.vpp;
+    j["sequence_parallel"] = p.sequence_parallel;
+    j["micro_batch_size"] = p.micro_batch_size;
+    j["schedule"] = to_string(p.schedule);
+    j["recompute"] = {{"granularity", to_string(p.recompute.granularity)},
+                      {"method", to_string(p.recompute.method)},
+                      {"num_layers", p.recompute.num_layers}};
+    j["distributed_optimizer"] = p.distributed_optimizer;
+    j["allow_cross_node_tp"] = p.allow_cross_node_tp;
+    j["rank_order"] = p.rank_order;
+    return j;
+}
+
+} // namespace trident::core

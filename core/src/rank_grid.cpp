@@ -1,0 +1,89 @@
+#include "trident/core/rank_grid.h"
+
+#include "trident/core/spec_error.h"
+
+namespace trident::core {
+
+RankGrid::RankGrid(const ParallelPlan& plan)
+    : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp), ep_(plan.ep) {
+    if (tp_ < 1 || cp_ < 1 || dp_ < 1 || pp_ < 1 || ep_ < 1 || (dp_ * cp_) % ep_ != 0)
+        throw SpecError("parallel", "rank grid needs positive degrees with ep dividing dp·cp");
+}
+
+RankCoord RankGrid::coord(std::int64_t rank) const {
+    if (rank < 0 || rank >= world_size())
+        throw SpecError("rank", std::to_string(rank) + " is outside [0, " +
+                                    std::to_string(world_size()) + ")");
+    RankCoord c;
+    c.tp = rank % tp_;
+    std::int64_t rest = rank / tp_;
+    c.cp = rest % cp_;
+    rest /= cp_;
+    c.dp = rest % dp_;
+    c.pp = rest / dp_;
+    // Expert view: the cp·dp index of this stage, split as ep (fastest) × expert-dp.
+    const std::int64_t j = c.cp + cp_ * c.dp;
+    c.ep = j % ep_;
+    c.edp = j / ep_;
+    return c;
+}
+
+std::int64_t RankGrid::rank(std::int64_t tp, std::int64_t cp, std::int64_t dp,
+                            std::int64_t pp) const {
+    return tp + tp_ * (cp + cp_ * (dp + dp_ * pp));
+}
+
+std::vector<std::int64_t> RankGrid::group_of(GroupKind kind, std::int64_t r) const {
+    const RankCoord c = coord(r);
+    std::vector<std::int64_t> members;
+    // Rank of the cp·dp index j at this rank's tp and pp.
+    const auto at_j = [&](std::int64_t j) { return rank(c.tp, j % cp_, j / cp_, c.pp); };
+    switch (kind) {
+    case GroupKind::tensor:
+        for (std::int64_t t = 0; t < tp_; ++t) members.push_back(rank(t, c.cp, c.dp, c.pp));
+        break;
+    case GroupKind::context:
+        for (std::int64_t k = 0; k < cp_; ++k) members.push_back(rank(c.tp, k, c.dp, c.pp));
+        break;
+    case GroupKind::data:
+        for (std::int64_t d = 0; d < dp_; ++d) members.push_back(rank(c.tp, c.cp, d, c.pp));
+        break;
+    case GroupKind::data_context:
+        for (std::int64_t j = 0; j < cp_ * dp_; ++j) members.push_back(at_j(j));
+        break;
+    case GroupKind::pipeline:
+        for (std::int64_t s = 0; s < pp_; ++s) members.push_back(rank(c.tp, c.cp, c.dp, s));
+        break;
+    case GroupKind::expert:
+        for (std::int64_t e = 0; e < ep_; ++e) members.push_back(at_j(e + ep_ * c.edp));
+        break;
+    case GroupKind::expert_data:
+        for (std::int64_t d = 0; d < (cp_ * dp_) / ep_; ++d) members.push_back(at_j(c.ep + ep_ * d));
+        break;
+    case GroupKind::model:
+        for (std::int64_t s = 0; s < pp_; ++s)
+            for (std::int64_t t = 0; t < tp_; ++t) members.push_back(rank(t, c.cp, c.dp, s));
+        break;
+    case GroupKind::embedding:
+        if (c.pp != 0 && c.pp != pp_ - 1) break; // middle stages hold no embedding
+        members.push_back(rank(c.tp, c.cp, c.dp, 0));
+        if (pp_ > 1) members.push_back(rank(c.tp, c.cp, c.dp, pp_ - 1));
+        break;
+    }
+    return members;
+}
+
+std::vector<std::vector<std::int64_t>> RankGrid::groups(GroupKind kind) const {
+    std::vector<std::vector<std::int64_t>> all;
+    std::vector<bool> seen(static_cast<std::size_t>(world_size()), false);
+    for (std::int64_t r = 0; r < world_size(); ++r) {
+        if (seen[static_cast<std::size_t>(r)]) continue;
+        auto members = group_of(kind, r);
+        if (members.empty()) continue; // a middle stage has no embedding group
+        for (auto m : members) seen[static_cast<std::size_t>(m)] = true;
+        all.push_back(std::move(members));
+    }
+    return all;
+}
+
+} // namespace trident::core

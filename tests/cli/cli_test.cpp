@@ -1,0 +1,128 @@
+// The `trident` binary as a user runs it: presets, validate on every preset, outputs.
+#include "run_command.h"
+
+#include <cstdio>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+
+using trident::test::run_trident;
+using trident::test::split_words;
+
+TEST(Cli, PresetsListsEveryKind) {
+    const auto r = run_trident({"presets"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* name : {"gpt2-124m", "gpt3-175b", "llama3-405b", "mixtral-8x7b",
+                             "deepseek-v3", "dgx-a100-80gb", "hgx-h200", "localhost",
+                             "megatron-sc21-1t"})
+        EXPECT_NE(r.out.find(name), std::string::npos) << name;
+    EXPECT_NE(r.out.find("174.6B"), std::string::npos); // GPT-3's computed size
+    EXPECT_NE(r.out.find("671.0B"), std::string::npos); // DeepSeek-V3
+}
+
+TEST(Cli, PresetsShowPrintsACopyableFile) {
+    const auto r = run_trident({"presets", "models", "--show", "llama3-8b"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("\"format\": \"trident.model/1\""), std::string::npos);
+}
+
+TEST(Cli, ValidateEveryModelPresetOnOneNode) {
+    // Every model validates with a trivially legal layout: tp 1, pp 1, dp 8.
+    const auto list = run_trident({"presets", "models"});
+    std::istringstream lines(list.out);
+    std::string line;
+    std::getline(lines, line); // "models"
+    std::getline(lines, line); // header
+    int checked = 0;
+    while (std::getline(lines, line)) {
+        const auto words = split_words(line);
+        if (words.empty()) continue;
+        const auto r = run_trident({"validate", "--model", words[0], "--cluster", "hgx-h200",
+                                    "--tp", "1", "--pp", "1", "--dp", "8", "--mbs", "1", "--gbs",
+                                    "8", "--seq-length", "1024"});
+        EXPECT_EQ(r.exit_code, 0) << words[0] << ": " << r.err;
+        EXPECT_NE(r.out.find("valid"), std::string::npos);
+        ++checked;
+    }
+    EXPECT_GE(checked, 20);
+}
+
+TEST(Cli, ValidateEveryClusterAndPlanPreset) {
+    for (const char* cluster : {"dgx-a100-80gb", "dgx-h100", "hgx-h200"}) {
+        const auto r = run_trident({"validate", "--model", "llama3-70b", "--cluster", cluster,
+                                    "--nodes", "4", "--tp", "8", "--pp", "4", "--dp", "auto",
+                                    "--mbs", "1", "--gbs", "32", "--sequence-parallel",
+                                    "--distributed-optimizer"});
+        EXPECT_EQ(r.exit_code, 0) << cluster << ": " << r.err;
+    }
+    const auto local = run_trident({"validate", "--model", "gpt2-124m", "--cluster", "localhost",
+                                    "--tp", "1", "--pp", "1", "--dp", "auto", "--mbs", "1",
+                                    "--gbs", "64"});
+    EXPECT_EQ(local.exit_code, 0) << local.err;
+    for (const char* plan : {"megatron-sc21-1.7b", "megatron-sc21-76b", "megatron-sc21-1t"}) {
+        const auto r = run_trident({"validate", "--plan", plan});
+        EXPECT_EQ(r.exit_code, 0) << plan << ": " << r.err;
+    }
+}
+
+TEST(Cli, ValidateReportsDerivedValues) {
+    const auto r = run_trident({"validate", "--plan", "megatron-sc21-145b", "--rank", "1535"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("145,6"), std::string::npos) << r.out; // parameters 145,6xx,xxx,xxx
+    EXPECT_NE(r.out.find("48 micro-batches per step"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("rank 1535 (node 191): tp 7, cp 0, ep 0, dp 23, pp 7"),
+              std::string::npos)
+        << r.out;
+}
+
+TEST(Cli, MegatronAliasesMatchShortFlags) {
+    const auto a = run_trident(split_words(
+        "validate --json --model llama3-8b --cluster dgx-h100 --nodes 2 --tp 4 --pp 2 --dp 2 "
+        "--mbs 2 --gbs 64 --recompute full --recompute-num-layers 2 --sequence-parallel"));
+    const auto b = run_trident(split_words(
+        "validate --json --model llama3-8b --cluster dgx-h100 --nodes 2 "
+        "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 --data-parallel-size 2 "
+        "--micro-batch-size 2 --global-batch-size 64 --recompute-granularity full "
+        "--recompute-num-layers 2 --sequence-parallel"));
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    EXPECT_EQ(a.out, b.out);
+}
+
+TEST(Cli, ResolvedPlanFileRoundTrips) {
+    const std::string path = testing::TempDir() + "trident-plan.json";
+    const auto first = run_trident(split_words(
+        "validate --model mixtral-8x7b --cluster dgx-h100 --nodes 2 --tp 2 --pp 2 --dp auto "
+        "--ep 4 --mbs 1 --gbs 32 --seq-length 4096 --out " + path));
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    const auto again = run_trident({"validate", "--plan", path, "--json"});
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    std::ifstream in(path);
+    std::stringstream written;
+    written << in.rdbuf();
+    EXPECT_EQ(again.out, written.str());
+    std::remove(path.c_str());
+}
+
+TEST(Cli, FailedValidateKeepsAnExistingOutputFile) {
+    const std::string path = testing::TempDir() + "trident-keep.json";
+    { std::ofstream(path) << "precious\n"; }
+    const auto r = run_trident(split_words("validate --model gpt2-124m --cluster dgx-h100 --tp 5 "
+                                           "--pp 1 --dp 1 --mbs 1 --gbs 8 --out " + path));
+    EXPECT_EQ(r.exit_code, 2);
+    std::ifstream in(path);
+    std::string content;
+    std::getline(in, content);
+    EXPECT_EQ(content, "precious");
+    std::remove(path.c_str());
+}
+
+TEST(Cli, UnknownSubcommandIsBadInput) {
+    const auto r = run_trident({"simulate-everything"});
+    EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(Cli, HelpExitsZero) {
+    const auto r = run_trident({"--help"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("validate"), std::string::npos);
+}

@@ -1,0 +1,96 @@
+#include "trident/core/rank_grid.h"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+#include <set>
+
+using namespace trident::core;
+
+namespace {
+ParallelPlan plan(std::int64_t tp, std::int64_t cp, std::int64_t dp, std::int64_t pp,
+                  std::int64_t ep = 1) {
+    ParallelPlan p;
+    p.tp = tp;
+    p.cp = cp;
+    p.dp = dp;
+    p.pp = pp;
+    p.ep = ep;
+    return p;
+}
+using Groups = std::vector<std::vector<std::int64_t>>;
+} // namespace
+
+TEST(RankGrid, MegatronDocumentationExample) {
+    // Megatron-LM's initialize_model_parallel docstring: 16 GPUs, tp 2, pp 4 (so dp 2).
+    const RankGrid g(plan(2, 1, 2, 4));
+    EXPECT_EQ(g.groups(GroupKind::tensor),
+              (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}}));
+    EXPECT_EQ(g.groups(GroupKind::data),
+              (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}}));
+    EXPECT_EQ(g.groups(GroupKind::pipeline),
+              (Groups{{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14}, {3, 7, 11, 15}}));
+    EXPECT_EQ(g.groups(GroupKind::embedding), (Groups{{0, 12}, {1, 13}, {2, 14}, {3, 15}}));
+    EXPECT_TRUE(g.group_of(GroupKind::embedding, 5).empty());
+}
+
+TEST(RankGrid, CoordinatesRoundTrip) {
+    const RankGrid g(plan(2, 2, 3, 2, 3));
+    for (std::int64_t r = 0; r < g.world_size(); ++r) {
+        const RankCoord c = g.coord(r);
+        EXPECT_EQ(g.rank(c.tp, c.cp, c.dp, c.pp), r);
+        EXPECT_EQ(c.cp + 2 * c.dp, c.ep + 3 * c.edp); // same cp·dp index in both views
+    }
+}
+
+TEST(RankGrid, EveryKindPartitionsTheRanks) {
+    const RankGrid g(plan(2, 2, 4, 3, 4));
+    for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {
+        const auto kind = static_cast<GroupKind>(k);
+        if (kind == GroupKind::embedding) continue; // covers first and last stage only
+        std::multiset<std::int64_t> seen;
+        for (const auto& group : g.groups(kind)) {
+            seen.insert(group.begin(), group.end());
+            for (auto r : group) EXPECT_EQ(g.group_of(kind, r), group) << kGroupKindNames[k];
+        }
+        EXPECT_EQ(seen.size(), std::size_t(g.world_size())) << kGroupKindNames[k];
+        for (std::int64_t r = 0; r < g.world_size(); ++r)
+            EXPECT_EQ(seen.count(r), 1u) << kGroupKindNames[k] << " rank " << r;
+    }
+}
+
+TEST(RankGrid, GroupSizes) {
+    const RankGrid g(plan(4, 2, 8, 2, 4));
+    EXPECT_EQ(g.group_of(GroupKind::tensor, 0).size(), 4u);
+    EXPECT_EQ(g.group_of(GroupKind::context, 0).size(), 2u);
+    EXPECT_EQ(g.group_of(GroupKind::data, 0).size(), 8u);
+    EXPECT_EQ(g.group_of(GroupKind::data_context, 0).size(), 16u);
+    EXPECT_EQ(g.group_of(GroupKind::pipeline, 0).size(), 2u);
+    EXPECT_EQ(g.group_of(GroupKind::expert, 0).size(), 4u);
+    EXPECT_EQ(g.group_of(GroupKind::expert_data, 0).size(), 4u);
+    EXPECT_EQ(g.group_of(GroupKind::model, 0).size(), 8u);
+}
+
+TEST(RankGrid, ExpertGroupsAreConsecutiveDataRanks) {
+    // tp 1, dp 8, ep 4: experts are exchanged among dp ranks 0-3 and 4-7 (Megatron-Core),
+    // and replicas of the same experts sit 4 apart.
+    const RankGrid g(plan(1, 1, 8, 1, 4));
+    EXPECT_EQ(g.groups(GroupKind::expert), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+    EXPECT_EQ(g.groups(GroupKind::expert_data), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+    // With tp 2 the same holds per tensor rank.
+    const RankGrid t(plan(2, 1, 4, 1, 2));
+    EXPECT_EQ(t.group_of(GroupKind::expert, 1), (std::vector<std::int64_t>{1, 3}));
+    EXPECT_EQ(t.group_of(GroupKind::expert_data, 1), (std::vector<std::int64_t>{1, 5}));
+}
+
+TEST(RankGrid, TensorGroupsStayInsideANode) {
+    const RankGrid g(plan(8, 1, 16, 8));
+    for (const auto& group : g.groups(GroupKind::tensor)) {
+        EXPECT_EQ(group.front() / 8, group.back() / 8);
+    }
+}
+
+TEST(RankGrid, RankOutOfRangeIsAnError) {
+    const RankGrid g(plan(2, 1, 2, 2));
+    EXPECT_THROW(g.coord(8), std::exception);
+    EXPECT_THROW(g.coord(-1), std::exception);
+}
