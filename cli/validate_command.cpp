@@ -80,7 +80,7 @@ void print_plan(const JobSpec& job) {
               << " within a node, " << c.inter_node_fabric << " between nodes)\n";
     std::cout << "training  global batch " << job.training.global_batch_size << " × seq "
               << job.training.seq_length << " = " << with_commas(job.training.tokens_per_step())
-              << " tokens/step, " << job.training.train_iters << " iterations\n";
+              << " tokens/step, " << job.training.train_iters << " iteration(s)\n";
     std::cout << "plan      tp " << p.tp << " · cp " << p.cp << " · dp " << p.dp << " · pp "
               << p.pp << " = " << p.devices() << " devices; ep " << p.ep << " (expert dp "
               << p.expert_dp() << "), vpp " << p.vpp << "; rank order " << p.rank_order << "\n"

@@ -64,6 +64,12 @@ Json parse_json_text(std::string_view text, const std::string& source) {
         std::replace(what.begin(), what.end(), '\n', ' ');
         throw SpecError(source, "JSON syntax error at line " + std::to_string(line) +
                                     ", column " + std::to_string(column) + ": " + what);
+    } catch (const Json::out_of_range& e) {
+        // A number too large for a double (1e400) is out of range, not a syntax error, and
+        // nlohmann reports no position for it (found by the fuzzer).
+        std::string what = e.what();
+        if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+        throw SpecError(source, "JSON number out of range: " + what);
     }
 }
 

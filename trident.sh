@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Trident's one entry point on a fresh Debian 12 machine (run as root, or with sudo):
+#   ./trident.sh demo   install what is missing, build Release in build/, run the main job
+#   ./trident.sh test   install what is missing, build Release in build/, run every test
+#   ./trident.sh build  install what is missing and build only
+# Packages are installed only when missing, so a second run installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Debian 12 packages Trident builds with. CUDA 13 (toolkit, cuBLAS, NCCL) is not a Debian
+# package: the build uses /usr/local/cuda when it is there.
+PACKAGES=(cmake make g++ pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev
+          libopenmpi-dev openmpi-bin)
+
+missing_packages() {
+    local p
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+            printf '%s\n' "$p"
+    done
+}
+
+install_missing() {
+    local missing
+    mapfile -t missing < <(missing_packages)
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    echo "trident.sh: installing ${missing[*]}"
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || { echo "trident.sh: need root to install ${missing[*]}" >&2; exit 1; }
+        sudo=(sudo)
+    fi
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}"
+}
+
+build() {
+    install_missing
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+    cmake --build build -j "$(nproc)"
+}
+
+demo() {
+    local trident=build/cli/trident
+    echo "== trident presets"
+    "$trident" presets
+    echo
+    echo "== GPT-3 175B on 128 DGX A100 nodes (1024 GPUs): tp 8, pp 16, dp from the cluster"
+    "$trident" validate --model gpt3-175b --cluster dgx-a100-80gb --nodes 128 \
+        --tp 8 --pp 16 --dp auto --mbs 1 --gbs 1536 --vpp 2 --sequence-parallel \
+        --distributed-optimizer --recompute selective
+    echo
+    echo "== Narayanan et al. 2021, Table 1: the 1T-parameter run on 3072 A100s"
+    "$trident" validate --plan megatron-sc21-1t
+}
+
+case "${1:-}" in
+    demo) build && demo ;;
+    test) build && ctest --test-dir build --output-on-failure -j "$(nproc)" ;;
+    build) build ;;
+    *) echo "usage: ./trident.sh demo | test | build" >&2; exit 2 ;;
+esac
