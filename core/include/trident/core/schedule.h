@@ -1,0 +1,88 @@
+#pragma once
+// Schedule: the ordered actions of every pipeline rank for one training step — the one object
+// the simulator times and the executor runs. Compute actions are forward (F), backward-input
+// (B: gradient w.r.t. the layer inputs) and backward-weight (W: gradient w.r.t. the weights);
+// B and W are separate so zero-bubble schedules can move W (Qi et al., ICLR 2024). Point-to-
+// point actions carry activations downstream and gradients upstream.
+//
+// Virtual stage s = chunk · p + rank: model chunk `chunk` of pipeline rank `rank` holds layers
+// [s · L/(p·v), (s+1) · L/(p·v)) (Narayanan et al. 2021, interleaved schedule).
+//
+// Communication semantics (what the checker proves and the executor must honour): a send never
+// blocks (it is posted, like MPI_Isend, and completes later); a receive blocks until the
+// matching send has been posted.
+#include "trident/core/parallel_plan.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trident::core {
+
+enum class ActionKind : std::uint8_t {
+    forward,
+    backward_input,
+    backward_weight,
+    send_activation, // after F, to the rank of the next virtual stage
+    recv_activation, // before F, from the rank of the previous virtual stage
+    send_gradient,   // after B (zero-bubble) or B+W (fused backward), to the previous stage
+    recv_gradient,   // before B, from the rank of the next virtual stage
+};
+inline constexpr std::string_view kActionKindNames[] = {
+    "F", "B", "W", "send_act", "recv_act", "send_grad", "recv_grad"};
+
+inline bool is_compute(ActionKind k) { return k <= ActionKind::backward_weight; }
+
+struct Action {
+    ActionKind kind = ActionKind::forward;
+    std::int32_t microbatch = 0;
+    std::int32_t chunk = 0;
+    std::int32_t peer = -1; // pipeline rank on the other side of a send/recv; -1 for compute
+    bool operator==(const Action&) const = default;
+};
+
+std::string to_string(const Action& a);
+
+struct Schedule {
+    ScheduleKind kind = ScheduleKind::one_f_one_b;
+    std::int32_t stages = 1;       // p
+    std::int32_t chunks = 1;       // v, model chunks per pipeline rank
+    std::int32_t microbatches = 1; // m
+    std::vector<std::vector<Action>> ranks; // actions of each pipeline rank, in order
+
+    std::int32_t virtual_stages() const { return stages * chunks; }
+    std::int32_t virtual_stage(std::int32_t rank, std::int32_t chunk) const {
+        return chunk * stages + rank;
+    }
+    std::int32_t rank_of(std::int32_t virtual_stage) const { return virtual_stage % stages; }
+    std::int32_t chunk_of(std::int32_t virtual_stage) const { return virtual_stage / stages; }
+};
+
+class ScheduleError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Builds the schedule of every pipeline rank: the compute order of the named schedule with the
+// point-to-point actions placed around it. Throws SpecError for impossible arguments (v > 1
+// outside interleaved-1f1b, interleaved with m % p != 0).
+Schedule make_schedule(ScheduleKind kind, std::int32_t stages, std::int32_t chunks,
+                       std::int32_t microbatches);
+
+// Proves a schedule complete (every micro-batch × virtual stage has one F, B and W, in that
+// order, each with the sends/receives its data needs, each send matched by one receive) and
+// deadlock-free under the semantics above. Throws ScheduleError naming the first problem.
+void check_schedule(const Schedule& s);
+
+// Peak number of (micro-batch, chunk) pairs a rank holds between two points of its order:
+// from F until B finishes (all activations live) and from F until W finishes (the inputs W
+// still needs). The memory model multiplies per-micro-batch activation bytes by these.
+struct InFlight {
+    std::int32_t until_backward_input = 0;
+    std::int32_t until_backward_weight = 0;
+};
+InFlight max_in_flight(const Schedule& s, std::int32_t rank);
+
+} // namespace trident::core

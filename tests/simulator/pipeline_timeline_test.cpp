@@ -1,0 +1,114 @@
+// Timing of the shared schedules: the textbook bubble fractions with equal stages and free
+// communication, ZB-H1 against 1F1B, and every dependency and stream exclusivity respected.
+#include "trident/simulator/pipeline_timeline.h"
+
+#include <gtest/gtest.h>
+#include <map>
+#include <tuple>
+
+using namespace trident;
+using core::Action;
+using core::ActionKind;
+using core::EventKind;
+using core::ScheduleKind;
+
+namespace {
+
+// F = B = W = 1 per micro-batch and stage, split evenly over v chunks.
+simulator::ComputeCost unit_cost(double v) {
+    return [v](std::int32_t, const Action&) { return 1.0 / v; };
+}
+double free_transfer(std::int32_t, std::int32_t, const Action&) { return 0.0; }
+
+simulator::PipelineTimeline run(ScheduleKind kind, int p, int v, int m,
+                                const simulator::ComputeCost& cost,
+                                const simulator::TransferCost& transfer = free_transfer) {
+    return simulator::time_schedule(core::make_schedule(kind, p, v, m), cost, transfer);
+}
+
+} // namespace
+
+TEST(PipelineTimeline, GpipeAnd1f1bBubbleIsPMinus1OverMPlusPMinus1) {
+    for (auto kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b})
+        for (int p : {1, 2, 4, 8, 16})
+            for (int m : {1, 3, 8, 32, 64}) {
+                const auto t = run(kind, p, 1, m, unit_cost(1));
+                EXPECT_DOUBLE_EQ(t.makespan_s, 3.0 * (m + p - 1));
+                for (int r = 0; r < p; ++r)
+                    EXPECT_NEAR(t.bubble_fraction(r), double(p - 1) / (m + p - 1), 1e-12)
+                        << core::to_string(kind) << " p " << p << " m " << m << " rank " << r;
+            }
+}
+
+TEST(PipelineTimeline, InterleavedBubbleShrinksByV) {
+    for (int p : {2, 4, 8})
+        for (int v : {2, 3, 4})
+            for (int m : {p, 2 * p, 8 * p}) {
+                const auto t = run(ScheduleKind::interleaved_1f1b, p, v, m, unit_cost(v));
+                for (int r = 0; r < p; ++r)
+                    EXPECT_NEAR(t.bubble_fraction(r), double(p - 1) / (v * m + p - 1), 1e-9)
+                        << "p " << p << " v " << v << " m " << m << " rank " << r;
+            }
+}
+
+TEST(PipelineTimeline, ZeroBubbleH1HasAThirdOf1f1bBubble) {
+    // Qi et al. 2024: ZB-H1's bubble is (p−1)(F+B−W), a third of 1F1B's (p−1)(F+B+W) when
+    // F = B = W.
+    for (int p : {2, 4, 8, 16})
+        for (int m : {p, 2 * p, 4 * p}) {
+            const auto zb = run(ScheduleKind::zero_bubble_h1, p, 1, m, unit_cost(1));
+            const auto base = run(ScheduleKind::one_f_one_b, p, 1, m, unit_cost(1));
+            const double zb_bubble = zb.makespan_s - 3.0 * m;
+            const double base_bubble = base.makespan_s - 3.0 * m;
+            EXPECT_LE(zb_bubble, base_bubble / 3.0 + 1e-9) << "p " << p << " m " << m;
+            EXPECT_NEAR(zb_bubble, double(p - 1), 1e-9) << "p " << p << " m " << m;
+        }
+}
+
+TEST(PipelineTimeline, DependenciesAndStreamsAreRespected) {
+    // Uneven costs per rank and kind, and a transfer time, so that waiting actually happens.
+    const auto cost = [](std::int32_t rank, const Action& a) {
+        const double base = 1.0 + 0.25 * rank;
+        return a.kind == ActionKind::forward ? base : a.kind == ActionKind::backward_input ? 1.5 * base : 0.7 * base;
+    };
+    const auto transfer = [](std::int32_t, std::int32_t, const Action&) { return 0.3; };
+    for (auto [kind, p, v, m] : {std::tuple{ScheduleKind::gpipe, 4, 1, 6},
+                                 std::tuple{ScheduleKind::one_f_one_b, 5, 1, 9},
+                                 std::tuple{ScheduleKind::interleaved_1f1b, 4, 3, 8},
+                                 std::tuple{ScheduleKind::zero_bubble_h1, 6, 1, 12}}) {
+        const core::Schedule s = core::make_schedule(kind, p, v, m);
+        const auto t = simulator::time_schedule(s, cost, transfer);
+        // End of each compute (kind, micro-batch, virtual stage).
+        std::map<std::tuple<int, int, int>, std::pair<double, double>> at;
+        std::map<std::pair<int, int>, double> stream_end;
+        std::vector<core::TraceEvent> by_stream = t.events;
+        std::stable_sort(by_stream.begin(), by_stream.end(), [](const auto& a, const auto& b) {
+            return std::tie(a.rank, a.stream, a.start_s) < std::tie(b.rank, b.stream, b.start_s);
+        });
+        for (const auto& e : by_stream) {
+            if (e.stream != core::Stream::compute) continue;
+            auto& last = stream_end[{e.rank, int(e.stream)}];
+            EXPECT_GE(e.start_s, last - 1e-12) << "overlap on rank " << e.rank;
+            last = e.end_s;
+            at[{int(e.kind), e.microbatch, s.virtual_stage(e.rank, e.chunk)}] = {e.start_s, e.end_s};
+        }
+        const int nvs = p * v;
+        for (int mb = 0; mb < m; ++mb)
+            for (int vs = 0; vs < nvs; ++vs) {
+                const auto f = at.at({int(EventKind::forward), mb, vs});
+                const auto b = at.at({int(EventKind::backward_input), mb, vs});
+                const auto w = at.at({int(EventKind::backward_weight), mb, vs});
+                EXPECT_GE(b.first, f.second);
+                EXPECT_GE(w.first, b.second);
+                if (vs > 0) {
+                    const double hop = s.rank_of(vs - 1) != s.rank_of(vs) ? 0.3 : 0.0;
+                    EXPECT_GE(f.first + 1e-12, at.at({int(EventKind::forward), mb, vs - 1}).second + hop);
+                }
+                if (vs + 1 < nvs) {
+                    const double hop = s.rank_of(vs + 1) != s.rank_of(vs) ? 0.3 : 0.0;
+                    EXPECT_GE(b.first + 1e-12,
+                              at.at({int(EventKind::backward_input), mb, vs + 1}).second + hop);
+                }
+            }
+    }
+}
