@@ -104,6 +104,7 @@ ModelSpec model_from_json(const Json& j, const std::string& path) {
     m.position_embedding = read_enum<PositionEmbedding>(r, "position_embedding", kPositionNames);
     m.tied_embeddings = r.boolean("tied_embeddings");
     m.linear_bias = r.boolean("linear_bias");
+    m.dropout = r.boolean_or("dropout", false);
     if (const Json* moe = r.get("moe"); moe && !moe->is_null())
         m.moe = moe_from_json(*moe, r.field("moe"));
     if (const Json* mla = r.get("mla"); mla && !mla->is_null())
@@ -175,6 +176,7 @@ Json to_json(const ModelSpec& m) {
     j["position_embedding"] = to_string(m.position_embedding);
     j["tied_embeddings"] = m.tied_embeddings;
     j["linear_bias"] = m.linear_bias;
+    j["dropout"] = m.dropout;
     if (m.moe) {
         const MoeSpec& e = *m.moe;
         Json o;

@@ -11,6 +11,7 @@ std::string_view preset_folder(PresetKind kind) {
     case PresetKind::model: return "models";
     case PresetKind::cluster: return "clusters";
     case PresetKind::plan: return "plans";
+    case PresetKind::profile: return "devices";
     }
     return "";
 }
@@ -20,6 +21,7 @@ std::string_view format_tag(PresetKind kind) {
     case PresetKind::model: return "trident.model/1";
     case PresetKind::cluster: return "trident.cluster/1";
     case PresetKind::plan: return "trident.plan/1";
+    case PresetKind::profile: return "trident.profile/1";
     }
     return "";
 }

@@ -62,6 +62,7 @@ struct ModelSpec {
     PositionEmbedding position_embedding = PositionEmbedding::learned;
     bool tied_embeddings = true;
     bool linear_bias = true; // biases on the linear layers (GPT yes, Llama no)
+    bool dropout = false;    // attention and hidden dropout (GPT trained with 0.1; Llama none)
     std::optional<MoeSpec> moe;
     std::optional<MlaSpec> mla;
     Precision precision;

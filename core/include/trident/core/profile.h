@@ -1,0 +1,93 @@
+#pragma once
+// Profile: measured (or derived) performance of one device type and its fabrics
+// (`trident.profile/1`). Lookups interpolate in log-space between table points; outside a table
+// they fall back to a fitted model (roofline for kernels, α–β for collectives) and say so in
+// the returned Timing, so reports can list every fallback. A missing table, dtype, kernel,
+// fabric or collective is a SpecError, never a zero.
+#include "trident/core/dtype.h"
+#include "trident/core/json_io.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trident::core {
+
+enum class MemoryKernel { layernorm, rmsnorm, gelu, swiglu, softmax_cross_entropy, adamw, elementwise };
+inline constexpr std::array<std::string_view, 7> kMemoryKernelNames = {
+    "layernorm", "rmsnorm", "gelu", "swiglu", "softmax_cross_entropy", "adamw", "elementwise"};
+
+enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
+inline constexpr std::array<std::string_view, 6> kCollectiveNames = {
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"};
+
+// Bus-bandwidth factor of nccl-tests: busbw = algbw · factor(n).
+double bus_bandwidth_factor(Collective c, std::int64_t group);
+
+struct Timing {
+    double seconds = 0.0;
+    std::string fallback; // empty when interpolated inside a table
+};
+
+struct Provenance {
+    std::string kind; // "measured" or "derived"
+    std::string method;
+    std::vector<std::string> sources;
+    std::string generated_by;
+    std::string date;
+};
+
+class Profile {
+public:
+    static Profile from_json(const Json& j, const std::string& path = "profile");
+
+    const std::string& name() const { return name_; }
+    const Provenance& provenance() const { return provenance_; }
+    double peak_flops_per_s(Dtype d) const;
+    double memory_bytes() const { return memory_bytes_; }
+    double memory_bandwidth_bytes_per_s() const { return memory_bandwidth_; }
+    bool has_fabric(const std::string& fabric) const { return fabrics_.contains(fabric); }
+
+    // C[m×n] = A[m×k]·B[k×n].
+    Timing gemm(Dtype d, std::int64_t m, std::int64_t n, std::int64_t k) const;
+    // Flash attention over batch·heads sequences of length seq (queries and keys).
+    Timing attention(Dtype d, std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
+                     bool causal, bool backward) const;
+    Timing memory_bound(MemoryKernel kernel, double bytes) const;
+    // `bytes` as nccl-tests counts it: the whole buffer.
+    Timing collective(const std::string& fabric, Collective c, std::int64_t group,
+                      double bytes) const;
+
+private:
+    struct Curve { // log-log 1-D table
+        std::vector<double> log_x, log_y;
+        double at(double x, bool* outside) const;
+    };
+    struct GemmGrid {
+        std::vector<double> log_m, log_n, log_k, log_t; // t[(i·N + j)·K + l]
+        double best_efficiency = 0.0;                   // fitted roofline: best FLOP/s ÷ peak
+    };
+    struct AttentionGrid { // one per (head_dim, causal)
+        std::vector<double> log_bh, log_seq, log_forward, log_backward;
+    };
+    struct Fabric {
+        double alpha_s = 0.0;
+        double bus_bandwidth = 0.0;
+        std::map<std::pair<int, std::int64_t>, Curve> tables; // (collective, group) -> bytes curve
+    };
+
+    std::string name_;
+    Provenance provenance_;
+    std::map<Dtype, double> peak_;
+    double memory_bytes_ = 0.0;
+    double memory_bandwidth_ = 0.0;
+    std::map<Dtype, GemmGrid> gemm_;
+    std::map<Dtype, std::map<std::pair<std::int64_t, bool>, AttentionGrid>> attention_;
+    std::map<MemoryKernel, Curve> memory_bound_;
+    std::map<std::string, Fabric> fabrics_;
+};
+
+} // namespace trident::core

@@ -1,0 +1,403 @@
+#include "trident/core/profile.h"
+
+#include "trident/core/spec_error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace trident::core {
+namespace {
+
+// Index i and fraction f with axis[i] <= x <= axis[i+1] (log-space axis); false if outside.
+bool bracket(const std::vector<double>& axis, double x, std::size_t& i, double& f) {
+    if (axis.size() == 1) {
+        i = 0;
+        f = 0.0;
+        return std::fabs(x - axis[0]) < 1e-9;
+    }
+    if (x < axis.front() - 1e-9 || x > axis.back() + 1e-9) return false;
+    i = std::size_t(std::upper_bound(axis.begin(), axis.end(), x) - axis.begin());
+    i = std::clamp<std::size_t>(i, 1, axis.size() - 1) - 1;
+    f = std::clamp((x - axis[i]) / (axis[i + 1] - axis[i]), 0.0, 1.0);
+    return true;
+}
+
+std::vector<double> sorted_log_axis(const std::set<double>& values) {
+    std::vector<double> out;
+    for (double v : values) out.push_back(std::log(v));
+    return out;
+}
+
+std::size_t position(const std::vector<double>& axis, double log_value) {
+    return std::size_t(std::lower_bound(axis.begin(), axis.end(), log_value - 1e-12) - axis.begin());
+}
+
+const Json& array_field(ObjectReader& r, std::string_view key) {
+    const Json& v = r.require(key);
+    if (!v.is_array() || v.empty()) throw SpecError(r.field(key), "must be a non-empty array");
+    return v;
+}
+
+// Reads a row of positive numbers of a given length.
+std::vector<double> row(const Json& v, std::size_t n, const std::string& field) {
+    if (!v.is_array() || v.size() != n)
+        throw SpecError(field, "must be an array of " + std::to_string(n) + " numbers");
+    std::vector<double> out;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!v[i].is_number()) throw SpecError(field, "must hold numbers only");
+        out.push_back(v[i].get<double>());
+        if (!(out.back() >= 0.0) || !std::isfinite(out.back()))
+            throw SpecError(field, "must hold finite non-negative numbers");
+    }
+    return out;
+}
+
+} // namespace
+
+double bus_bandwidth_factor(Collective c, std::int64_t n) {
+    const double g = double(n);
+    switch (c) {
+    case Collective::all_reduce: return 2.0 * (g - 1.0) / g;
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_to_all: return (g - 1.0) / g;
+    case Collective::broadcast:
+    case Collective::send_recv: return 1.0;
+    }
+    return 1.0;
+}
+
+double Profile::Curve::at(double x, bool* outside) const {
+    const double lx = std::log(std::max(x, 1e-300));
+    std::size_t i = 0;
+    double f = 0.0;
+    if (bracket(log_x, lx, i, f)) {
+        *outside = false;
+        if (log_x.size() == 1) return std::exp(log_y[0]);
+        return std::exp(log_y[i] + f * (log_y[i + 1] - log_y[i]));
+    }
+    *outside = true;
+    if (lx < log_x.front()) return std::exp(log_y.front()); // latency floor
+    // Beyond the largest point: bandwidth-bound, time grows linearly in size.
+    return std::exp(log_y.back()) * x / std::exp(log_x.back());
+}
+
+Profile Profile::from_json(const Json& j, const std::string& path) {
+    ObjectReader top(j, path);
+    if (top.has("format")) top.expect_format("trident.profile/1");
+    Profile p;
+    p.name_ = top.string("name");
+    {
+        ObjectReader r(top.require("provenance"), top.field("provenance"));
+        p.provenance_.kind = r.string("kind");
+        if (p.provenance_.kind != "measured" && p.provenance_.kind != "derived")
+            throw SpecError(r.field("kind"), "must be \"measured\" or \"derived\"");
+        p.provenance_.method = r.string_or("method", "");
+        if (const Json* s = r.get("sources")) {
+            if (!s->is_array()) throw SpecError(r.field("sources"), "must be an array of strings");
+            for (const Json& x : *s) {
+                if (!x.is_string()) throw SpecError(r.field("sources"), "must be an array of strings");
+                p.provenance_.sources.push_back(x.get<std::string>());
+            }
+        }
+        p.provenance_.generated_by = r.string_or("generated_by", "");
+        p.provenance_.date = r.string_or("date", "");
+        r.get("measured_on");
+        r.get("command");
+        r.finish();
+    }
+    {
+        ObjectReader r(top.require("device"), top.field("device"));
+        ObjectReader peaks(r.require("peak_flops_per_s"), r.field("peak_flops_per_s"));
+        for (auto name : kDtypeNames)
+            if (peaks.has(name))
+                p.peak_[parse_dtype(std::string(name), peaks.field(name))] =
+                    peaks.number(name, 1.0, 1.0e20);
+        peaks.finish();
+        p.memory_bytes_ = r.number("memory_bytes", 1.0, 1.0e15);
+        p.memory_bandwidth_ = r.number("memory_bandwidth_bytes_per_s", 1.0, 1.0e15);
+        r.finish();
+    }
+    ObjectReader kernels(top.require("kernels"), top.field("kernels"));
+    {
+        ObjectReader g(kernels.require("gemm"), kernels.field("gemm"));
+        for (auto name : kDtypeNames) {
+            if (!g.has(name)) continue;
+            const Dtype d = parse_dtype(std::string(name), g.field(name));
+            const Json& rows = array_field(g, name);
+            std::set<double> ms, ns, ks;
+            std::vector<std::vector<double>> parsed;
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                parsed.push_back(row(rows[i], 4, g.field(name) + "[" + std::to_string(i) + "]"));
+                if (parsed.back()[0] < 1 || parsed.back()[1] < 1 || parsed.back()[2] < 1 ||
+                    parsed.back()[3] <= 0)
+                    throw SpecError(g.field(name) + "[" + std::to_string(i) + "]",
+                                    "needs positive m, n, k and time");
+                ms.insert(parsed.back()[0]);
+                ns.insert(parsed.back()[1]);
+                ks.insert(parsed.back()[2]);
+            }
+            GemmGrid grid;
+            grid.log_m = sorted_log_axis(ms);
+            grid.log_n = sorted_log_axis(ns);
+            grid.log_k = sorted_log_axis(ks);
+            const std::size_t total = ms.size() * ns.size() * ks.size();
+            if (parsed.size() != total)
+                throw SpecError(g.field(name), "must be a full m×n×k grid (" +
+                                                   std::to_string(total) + " rows), got " +
+                                                   std::to_string(parsed.size()));
+            grid.log_t.assign(total, NAN);
+            const double peak = p.peak_.contains(d) ? p.peak_[d] : 0.0;
+            if (peak <= 0.0) throw SpecError(top.field("device.peak_flops_per_s"), "has no " + std::string(name) + " peak for the gemm table");
+            for (const auto& rw : parsed) {
+                const std::size_t a = position(grid.log_m, std::log(rw[0])),
+                                  b = position(grid.log_n, std::log(rw[1])),
+                                  c = position(grid.log_k, std::log(rw[2]));
+                grid.log_t[(a * ns.size() + b) * ks.size() + c] = std::log(rw[3]);
+                grid.best_efficiency =
+                    std::max(grid.best_efficiency, 2.0 * rw[0] * rw[1] * rw[2] / rw[3] / peak);
+            }
+            if (std::any_of(grid.log_t.begin(), grid.log_t.end(), [](double v) { return std::isnan(v); }))
+                throw SpecError(g.field(name), "has duplicate rows, so the grid has holes");
+            p.gemm_[d] = std::move(grid);
+        }
+        g.finish();
+    }
+    {
+        ObjectReader a(kernels.require("attention"), kernels.field("attention"));
+        for (auto name : kDtypeNames) {
+            if (!a.has(name)) continue;
+            const Dtype d = parse_dtype(std::string(name), a.field(name));
+            const Json& rows = array_field(a, name);
+            std::map<std::pair<std::int64_t, bool>, std::vector<std::vector<double>>> groups;
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                auto rw = row(rows[i], 6, a.field(name) + "[" + std::to_string(i) + "]");
+                if (rw[0] < 1 || rw[1] < 1 || rw[2] < 1 || rw[4] <= 0 || rw[5] <= 0)
+                    throw SpecError(a.field(name) + "[" + std::to_string(i) + "]",
+                                    "needs positive sizes and times");
+                groups[{std::int64_t(rw[2]), rw[3] != 0.0}].push_back(rw);
+            }
+            for (auto& [key, list] : groups) {
+                std::set<double> bhs, seqs;
+                for (auto& rw : list) {
+                    bhs.insert(rw[0]);
+                    seqs.insert(rw[1]);
+                }
+                AttentionGrid grid;
+                grid.log_bh = sorted_log_axis(bhs);
+                grid.log_seq = sorted_log_axis(seqs);
+                if (list.size() != bhs.size() * seqs.size())
+                    throw SpecError(a.field(name), "must be a full batch_heads×seq grid for head_dim " +
+                                                       std::to_string(key.first));
+                grid.log_forward.assign(list.size(), NAN);
+                grid.log_backward.assign(list.size(), NAN);
+                for (auto& rw : list) {
+                    const std::size_t idx = position(grid.log_bh, std::log(rw[0])) * seqs.size() +
+                                            position(grid.log_seq, std::log(rw[1]));
+                    grid.log_forward[idx] = std::log(rw[4]);
+                    grid.log_backward[idx] = std::log(rw[5]);
+                }
+                p.attention_[d][key] = std::move(grid);
+            }
+        }
+        a.finish();
+    }
+    {
+        ObjectReader mb(kernels.require("memory_bound"), kernels.field("memory_bound"));
+        for (std::size_t k = 0; k < kMemoryKernelNames.size(); ++k) {
+            const auto name = kMemoryKernelNames[k];
+            if (!mb.has(name)) continue;
+            const Json& rows = array_field(mb, name);
+            std::vector<std::pair<double, double>> points;
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                auto rw = row(rows[i], 2, mb.field(name) + "[" + std::to_string(i) + "]");
+                if (rw[0] <= 0 || rw[1] <= 0)
+                    throw SpecError(mb.field(name) + "[" + std::to_string(i) + "]", "needs positive bytes and time");
+                points.emplace_back(rw[0], rw[1]);
+            }
+            std::sort(points.begin(), points.end());
+            Curve c;
+            for (auto [x, y] : points) {
+                if (!c.log_x.empty() && std::log(x) <= c.log_x.back())
+                    throw SpecError(mb.field(name), "has two rows for the same size");
+                c.log_x.push_back(std::log(x));
+                c.log_y.push_back(std::log(y));
+            }
+            p.memory_bound_[MemoryKernel(k)] = std::move(c);
+        }
+        mb.finish();
+    }
+    kernels.finish();
+    {
+        const Json& fabrics = top.require("fabrics");
+        ObjectReader all(fabrics, top.field("fabrics"));
+        if (!fabrics.is_object() || fabrics.empty()) throw SpecError(top.field("fabrics"), "must name at least one fabric");
+        for (auto it = fabrics.begin(); it != fabrics.end(); ++it) {
+            all.get(it.key());
+            ObjectReader r(it.value(), all.field(it.key()));
+            Fabric f;
+            r.string_or("scope", "");
+            f.alpha_s = r.number("alpha_s", 0.0, 1.0);
+            f.bus_bandwidth = r.number("bus_bandwidth_bytes_per_s", 1.0, 1.0e15);
+            ObjectReader cs(r.require("collectives"), r.field("collectives"));
+            for (std::size_t c = 0; c < kCollectiveNames.size(); ++c) {
+                const auto name = kCollectiveNames[c];
+                if (!cs.has(name)) continue;
+                const Json& rows = array_field(cs, name);
+                std::map<std::int64_t, std::vector<std::pair<double, double>>> by_group;
+                for (std::size_t i = 0; i < rows.size(); ++i) {
+                    auto rw = row(rows[i], 3, cs.field(name) + "[" + std::to_string(i) + "]");
+                    if (rw[0] < 2 || rw[1] <= 0 || rw[2] <= 0)
+                        throw SpecError(cs.field(name) + "[" + std::to_string(i) + "]",
+                                        "needs group >= 2, positive bytes and time");
+                    by_group[std::int64_t(rw[0])].emplace_back(rw[1], rw[2]);
+                }
+                for (auto& [group, points] : by_group) {
+                    std::sort(points.begin(), points.end());
+                    Curve curve;
+                    for (auto [x, y] : points) {
+                        if (!curve.log_x.empty() && std::log(x) <= curve.log_x.back())
+                            throw SpecError(cs.field(name), "has two rows for group " + std::to_string(group) + " and one size");
+                        curve.log_x.push_back(std::log(x));
+                        curve.log_y.push_back(std::log(y));
+                    }
+                    f.tables[{int(c), group}] = std::move(curve);
+                }
+            }
+            cs.finish();
+            r.finish();
+            p.fabrics_[it.key()] = std::move(f);
+        }
+    }
+    top.finish();
+    return p;
+}
+
+double Profile::peak_flops_per_s(Dtype d) const {
+    auto it = peak_.find(d);
+    if (it == peak_.end())
+        throw SpecError("profile." + name_ + ".device.peak_flops_per_s", "has no " + to_string(d) + " peak");
+    return it->second;
+}
+
+Timing Profile::gemm(Dtype d, std::int64_t m, std::int64_t n, std::int64_t k) const {
+    auto it = gemm_.find(d);
+    if (it == gemm_.end())
+        throw SpecError("profile." + name_ + ".kernels.gemm", "has no " + to_string(d) + " table");
+    if (m <= 0 || n <= 0 || k <= 0) return {};
+    const GemmGrid& g = it->second;
+    std::size_t i, j, l;
+    double fi, fj, fl;
+    if (bracket(g.log_m, std::log(double(m)), i, fi) && bracket(g.log_n, std::log(double(n)), j, fj) &&
+        bracket(g.log_k, std::log(double(k)), l, fl)) {
+        const std::size_t N = g.log_n.size(), K = g.log_k.size();
+        const auto at = [&](std::size_t a, std::size_t b, std::size_t c) {
+            a = std::min(a, g.log_m.size() - 1);
+            b = std::min(b, N - 1);
+            c = std::min(c, K - 1);
+            return g.log_t[(a * N + b) * K + c];
+        };
+        double v = 0.0;
+        for (int da = 0; da < 2; ++da)
+            for (int db = 0; db < 2; ++db)
+                for (int dc = 0; dc < 2; ++dc)
+                    v += (da ? fi : 1 - fi) * (db ? fj : 1 - fj) * (dc ? fl : 1 - fl) *
+                         at(i + da, j + db, l + dc);
+        return {std::exp(v), ""};
+    }
+    // Roofline at the table's best achieved efficiency, never below its fastest entry.
+    const double flops = 2.0 * double(m) * double(n) * double(k);
+    const double bytes = double(dtype_bytes(d)) * (double(m) * k + double(k) * n + double(m) * n);
+    const double roof = std::max(flops / (peak_flops_per_s(d) * g.best_efficiency),
+                                 bytes / memory_bandwidth_);
+    const double floor = std::exp(*std::min_element(g.log_t.begin(), g.log_t.end()));
+    return {std::max(roof, floor), "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                       std::to_string(k) + " outside the table: roofline"};
+}
+
+Timing Profile::attention(Dtype d, std::int64_t bh, std::int64_t seq, std::int64_t head_dim,
+                          bool causal, bool backward) const {
+    auto it = attention_.find(d);
+    if (it == attention_.end())
+        throw SpecError("profile." + name_ + ".kernels.attention", "has no " + to_string(d) + " table");
+    if (bh <= 0 || seq <= 0) return {};
+    // Nearest tabulated head dim with this mask; time scales with FLOPs (∝ head_dim).
+    const AttentionGrid* grid = nullptr;
+    std::int64_t tab_dim = 0;
+    for (const auto& [key, g] : it->second)
+        if (key.second == causal &&
+            (!grid || std::llabs(key.first - head_dim) < std::llabs(tab_dim - head_dim))) {
+            grid = &g;
+            tab_dim = key.first;
+        }
+    if (!grid)
+        throw SpecError("profile." + name_ + ".kernels.attention",
+                        std::string("has no ") + (causal ? "causal" : "non-causal") + " rows");
+    std::string fallback;
+    if (tab_dim != head_dim)
+        fallback = "attention head_dim " + std::to_string(head_dim) + " scaled from " + std::to_string(tab_dim);
+    // Clamp into the table and scale by FLOPs (∝ bh · seq²) outside it.
+    const double lbh = std::log(double(bh)), lseq = std::log(double(seq));
+    const double cbh = std::clamp(lbh, grid->log_bh.front(), grid->log_bh.back());
+    const double cseq = std::clamp(lseq, grid->log_seq.front(), grid->log_seq.back());
+    if (cbh != lbh || cseq != lseq) {
+        if (!fallback.empty()) fallback += "; ";
+        fallback += "attention " + std::to_string(bh) + "x" + std::to_string(seq) +
+                    " outside the table: FLOP-scaled";
+    }
+    std::size_t i, j;
+    double fi, fj;
+    bracket(grid->log_bh, cbh, i, fi);
+    bracket(grid->log_seq, cseq, j, fj);
+    const auto& t = backward ? grid->log_backward : grid->log_forward;
+    const std::size_t S = grid->log_seq.size();
+    const auto at = [&](std::size_t a, std::size_t b) {
+        return t[std::min(a, grid->log_bh.size() - 1) * S + std::min(b, S - 1)];
+    };
+    double v = 0.0;
+    for (int da = 0; da < 2; ++da)
+        for (int db = 0; db < 2; ++db)
+            v += (da ? fi : 1 - fi) * (db ? fj : 1 - fj) * at(i + da, j + db);
+    const double scale = std::exp(lbh - cbh) * std::exp(2.0 * (lseq - cseq)) *
+                         double(head_dim) / double(tab_dim);
+    return {std::exp(v) * scale, fallback};
+}
+
+Timing Profile::memory_bound(MemoryKernel kernel, double bytes) const {
+    auto it = memory_bound_.find(kernel);
+    if (it == memory_bound_.end())
+        throw SpecError("profile." + name_ + ".kernels.memory_bound",
+                        "has no " + std::string(kMemoryKernelNames[int(kernel)]) + " table");
+    if (bytes <= 0) return {};
+    bool outside = false;
+    const double t = it->second.at(bytes, &outside);
+    return {t, outside ? std::string(kMemoryKernelNames[int(kernel)]) + " size outside the table" : ""};
+}
+
+Timing Profile::collective(const std::string& fabric, Collective c, std::int64_t group,
+                           double bytes) const {
+    auto f = fabrics_.find(fabric);
+    if (f == fabrics_.end())
+        throw SpecError("profile." + name_ + ".fabrics", "has no fabric \"" + fabric + "\"");
+    if (group <= 1 || bytes <= 0) return {};
+    const Fabric& fab = f->second;
+    auto t = fab.tables.find({int(c), group});
+    if (t != fab.tables.end()) {
+        bool outside = false;
+        const double s = t->second.at(bytes, &outside);
+        return {s, outside ? fabric + " " + std::string(kCollectiveNames[int(c)]) + " size outside the table" : ""};
+    }
+    // α–β model (nccl-tests conventions): ring steps of latency α, then bytes at bus bandwidth.
+    const double n = double(group);
+    double steps = n - 1.0;
+    if (c == Collective::all_reduce) steps = 2.0 * (n - 1.0);
+    if (c == Collective::broadcast) steps = std::ceil(std::log2(n));
+    if (c == Collective::send_recv) steps = 1.0;
+    const double seconds =
+        steps * fab.alpha_s + bus_bandwidth_factor(c, group) * bytes / fab.bus_bandwidth;
+    return {seconds, fabric + " " + std::string(kCollectiveNames[int(c)]) + " group " +
+                         std::to_string(group) + " not in the table: alpha-beta"};
+}
+
+} // namespace trident::core

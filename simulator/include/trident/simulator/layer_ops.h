@@ -1,0 +1,65 @@
+#pragma once
+// The operations of one transformer layer (and of the embedding and the LM head) for one
+// micro-batch on one rank, with their shapes under the plan's tensor (tp), sequence (sp),
+// context (cp) and expert (ep) parallelism. The cost model times these with a Profile; the
+// FLOP counters sum them with every degree at 1. One list, so time and FLOPs cannot disagree.
+#include "trident/core/model_spec.h"
+#include "trident/core/parallel_plan.h"
+#include "trident/core/profile.h"
+#include "trident/core/rank_grid.h"
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace trident::simulator {
+
+enum class OpKind { gemm, attention, memory_bound, collective };
+// F, B (input gradient, recomputation included) and W (weight gradient): the parts the
+// schedules place separately.
+enum class Phase { forward, backward_input, backward_weight };
+
+struct Op {
+    std::string_view name;
+    OpKind kind = OpKind::gemm;
+    Phase phase = Phase::forward;
+    bool recompute = false; // repeated forward work inside the backward (not model FLOPs)
+    std::int64_t count = 1; // identical repetitions (e.g. local experts)
+    // gemm: C[m×n] = A[m×k]·B[k×n]
+    std::int64_t m = 0, n = 0, k = 0;
+    // attention core (flash)
+    std::int64_t batch_heads = 0, seq = 0, head_dim = 0;
+    bool causal = true;
+    double work_fraction = 1.0; // share of the full attention this rank computes (cp)
+    // memory-bound kernel
+    core::MemoryKernel kernel = core::MemoryKernel::elementwise;
+    // collective over a process group
+    core::Collective collective = core::Collective::all_reduce;
+    core::GroupKind group = core::GroupKind::tensor;
+    double bytes = 0.0; // memory-bound: bytes moved; collective: nccl-tests buffer size
+    // FLOPs in the Narayanan et al. convention (GEMMs and the attention core; the full s²
+    // attention, not halved for the causal mask), per repetition.
+    double flops = 0.0;
+};
+
+// How one rank sees a layer: degrees that split it and the tokens of one micro-batch.
+struct LayerView {
+    std::int64_t tp = 1, cp = 1, ep = 1;
+    bool sequence_parallel = false;
+    std::int64_t micro_batch = 1; // sequences
+    std::int64_t seq = 1;         // full sequence length (before cp)
+    core::RecomputeGranularity recompute = core::RecomputeGranularity::none;
+
+    static LayerView of(const core::ParallelPlan& plan, std::int64_t seq_length);
+    // The whole model on one device: what model FLOPs count.
+    static LayerView global(std::int64_t sequences, std::int64_t seq_length);
+};
+
+std::vector<Op> layer_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t layer);
+// Word (and learned position) embedding: first virtual stage.
+std::vector<Op> embedding_ops(const core::ModelSpec& m, const LayerView& v,
+                              std::int64_t padded_vocab);
+// Final norm, LM head and vocabulary-parallel softmax cross-entropy: last virtual stage.
+std::vector<Op> head_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t padded_vocab);
+
+} // namespace trident::simulator

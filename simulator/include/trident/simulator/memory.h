@@ -1,0 +1,46 @@
+#pragma once
+// Memory per rank, per pipeline stage: weights, gradients and optimizer state (Megatron-LM's
+// theoretical_memory_usage accounting, per component so uneven stages and experts come out
+// right), activations (Korthikanti et al. 2022, generalised to GQA, SwiGLU, MoE and MLA) times
+// the micro-batches the schedule keeps in flight on that stage, and communication buffers.
+// Reported per stage, never averaged: the first stage usually holds the most.
+#include "trident/core/job.h"
+#include "trident/core/schedule.h"
+#include "trident/simulator/layer_ops.h"
+
+#include <vector>
+
+namespace trident::simulator {
+
+// Activation bytes one micro-batch leaves stored in layer `layer` until its backward (16-bit
+// activations, 1-byte dropout masks). `flash_attention` drops the s² score tensors (Dao
+// 2022); with it off this is Korthikanti et al.'s Table 2.
+double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer,
+                        bool flash_attention = true);
+// What a weight-gradient pass still needs after B has run (the inputs of the linear layers),
+// held longer by zero-bubble schedules.
+double weight_gradient_input_bytes(const core::ModelSpec& m, const LayerView& v,
+                                   std::int64_t layer);
+
+struct StageParameters {
+    double dense = 0.0;  // parameters on one rank of this stage, replicated over dp·cp
+    double expert = 0.0; // routed-expert parameters, replicated over expert-dp
+    double total() const { return dense + expert; }
+};
+StageParameters stage_parameters(const core::JobSpec& job, std::int32_t pipeline_rank);
+
+struct StageMemory {
+    double weights_bytes = 0.0;
+    double gradients_bytes = 0.0;
+    double optimizer_bytes = 0.0;
+    double activations_bytes = 0.0;
+    double buffers_bytes = 0.0;
+    std::int32_t in_flight = 0; // (micro-batch, chunk) pairs held until their backward
+    double total_bytes() const {
+        return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + buffers_bytes;
+    }
+};
+
+std::vector<StageMemory> memory_per_stage(const core::JobSpec& job, const core::Schedule& schedule);
+
+} // namespace trident::simulator

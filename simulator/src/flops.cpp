@@ -1,0 +1,43 @@
+#include "trident/simulator/flops.h"
+
+#include "trident/simulator/layer_ops.h"
+
+namespace trident::simulator {
+
+bool is_fully_recomputed(const core::JobSpec& job, std::int64_t layer) {
+    const core::Recompute& rc = job.plan.recompute;
+    if (rc.granularity != core::RecomputeGranularity::full) return false;
+    if (rc.method == core::RecomputeMethod::uniform) return true;
+    return layer % job.layers_per_model_chunk() < rc.num_layers;
+}
+
+namespace {
+
+void add(StepFlops& total, const std::vector<Op>& ops) {
+    for (const Op& op : ops) {
+        const double f = op.flops * double(op.count);
+        total.hardware += f;
+        if (!op.recompute) total.model += f;
+    }
+}
+
+} // namespace
+
+StepFlops step_flops(const core::JobSpec& job) {
+    StepFlops total;
+    LayerView v = LayerView::global(job.training.global_batch_size, job.training.seq_length);
+    const std::int64_t vocab = job.model.padded_vocab_size(job.plan.tp);
+    for (std::int64_t layer = 0; layer < job.model.num_layers; ++layer) {
+        v.recompute = is_fully_recomputed(job, layer) ? core::RecomputeGranularity::full
+                      : job.plan.recompute.granularity == core::RecomputeGranularity::selective
+                          ? core::RecomputeGranularity::selective
+                          : core::RecomputeGranularity::none;
+        add(total, layer_ops(job.model, v, layer));
+    }
+    v.recompute = core::RecomputeGranularity::none;
+    add(total, embedding_ops(job.model, v, vocab));
+    add(total, head_ops(job.model, v, vocab));
+    return total;
+}
+
+} // namespace trident::simulator

@@ -1,0 +1,325 @@
+// Operations of a transformer layer under tensor/sequence/context/expert parallelism.
+// Sources: Shoeybi et al. 2019 (tensor-parallel GEMM split and its all-reduces), Korthikanti
+// et al. 2022 (sequence parallelism: all-gather / reduce-scatter in place of all-reduce;
+// selective recomputation of the attention core), Narayanan et al. 2021 (FLOP convention),
+// Dao 2023 (flash attention: scores never stored, backward recomputes them), Lepikhin et al.
+// 2021 and Megatron-Core's MoE (token all-to-all over the expert group), DeepSeek-V2 2024 (MLA).
+#include "trident/simulator/layer_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trident::simulator {
+
+using core::Collective;
+using core::GroupKind;
+using core::MemoryKernel;
+using core::RecomputeGranularity;
+
+LayerView LayerView::of(const core::ParallelPlan& plan, std::int64_t seq_length) {
+    LayerView v;
+    v.tp = plan.tp;
+    v.cp = plan.cp;
+    v.ep = plan.ep;
+    v.sequence_parallel = plan.sequence_parallel;
+    v.micro_batch = plan.micro_batch_size;
+    v.seq = seq_length;
+    v.recompute = plan.recompute.granularity;
+    return v;
+}
+
+LayerView LayerView::global(std::int64_t sequences, std::int64_t seq_length) {
+    LayerView v;
+    v.micro_batch = sequences;
+    v.seq = seq_length;
+    return v;
+}
+
+namespace {
+
+constexpr double kActivationBytes = 2.0; // bf16 activations
+
+struct Builder {
+    std::vector<Op>& ops;
+    const LayerView& v;
+    bool full_recompute = false; // repeat every forward op inside the backward
+
+    void push(Op op) {
+        ops.push_back(op);
+        if (full_recompute && op.phase == Phase::forward) {
+            op.phase = Phase::backward_input;
+            op.recompute = true;
+            ops.push_back(op);
+        }
+    }
+
+    // A linear layer: forward, input gradient (dgrad) and weight gradient (wgrad).
+    void linear(std::string_view name, std::int64_t m, std::int64_t n, std::int64_t k,
+                std::int64_t count = 1) {
+        if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return;
+        const double flops = 2.0 * double(m) * double(n) * double(k);
+        Op f{.name = name, .kind = OpKind::gemm, .phase = Phase::forward, .count = count,
+             .m = m, .n = n, .k = k, .flops = flops};
+        push(f);
+        ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input,
+                       .count = count, .m = m, .n = k, .k = n, .flops = flops});
+        ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_weight,
+                       .count = count, .m = k, .n = n, .k = m, .flops = flops});
+    }
+
+    void memory(std::string_view name, MemoryKernel kernel, double forward_bytes,
+                double backward_bytes, Phase backward_phase = Phase::backward_input,
+                std::int64_t count = 1) {
+        if (forward_bytes > 0)
+            push({.name = name, .kind = OpKind::memory_bound, .phase = Phase::forward,
+                  .count = count, .kernel = kernel, .bytes = forward_bytes});
+        if (backward_bytes > 0)
+            ops.push_back({.name = name, .kind = OpKind::memory_bound, .phase = backward_phase,
+                           .count = count, .kernel = kernel, .bytes = backward_bytes});
+    }
+
+    void collective(std::string_view name, Collective c, GroupKind group, double bytes,
+                    Phase phase) {
+        if (bytes <= 0) return;
+        Op op{.name = name, .kind = OpKind::collective, .phase = phase, .collective = c,
+              .group = group, .bytes = bytes};
+        if (phase == Phase::forward)
+            push(op);
+        else
+            ops.push_back(op);
+    }
+
+    // Entering a tensor-parallel region (before a column-parallel GEMM).
+    void enter_tp(std::string_view name, double bytes) {
+        if (v.tp == 1) return;
+        if (v.sequence_parallel) {
+            collective(name, Collective::all_gather, GroupKind::tensor, bytes, Phase::forward);
+            collective(name, Collective::reduce_scatter, GroupKind::tensor, bytes,
+                       Phase::backward_input);
+        } else {
+            collective(name, Collective::all_reduce, GroupKind::tensor, bytes,
+                       Phase::backward_input);
+        }
+    }
+
+    // Leaving it (after a row-parallel GEMM).
+    void leave_tp(std::string_view name, double bytes) {
+        if (v.tp == 1) return;
+        if (v.sequence_parallel) {
+            collective(name, Collective::reduce_scatter, GroupKind::tensor, bytes, Phase::forward);
+            collective(name, Collective::all_gather, GroupKind::tensor, bytes,
+                       Phase::backward_input);
+        } else {
+            collective(name, Collective::all_reduce, GroupKind::tensor, bytes, Phase::forward);
+        }
+    }
+};
+
+MemoryKernel norm_kernel(const core::ModelSpec& m) {
+    return m.normalization == core::Normalization::layernorm ? MemoryKernel::layernorm
+                                                             : MemoryKernel::rmsnorm;
+}
+
+// Bytes of a norm over `tokens × width`: forward reads x, writes y; backward reads x and dy,
+// writes dx.
+void norm(Builder& b, const core::ModelSpec& m, std::string_view name, double tokens, double width) {
+    const double x = tokens * width * kActivationBytes;
+    b.memory(name, norm_kernel(m), 2 * x, 3 * x);
+}
+
+// Residual add (with dropout when the model uses it).
+void residual(Builder& b, const core::ModelSpec& m, std::string_view name, double tokens, double h) {
+    const double x = tokens * h * kActivationBytes;
+    const double mask = m.dropout ? tokens * h : 0.0;
+    b.memory(name, MemoryKernel::elementwise, 3 * x + mask, 2 * x + mask);
+}
+
+void mlp(Builder& b, const core::ModelSpec& m, std::string_view prefix_fc1,
+         std::string_view prefix_fc2, std::string_view act_name, std::int64_t tokens,
+         std::int64_t width, std::int64_t tp, std::int64_t count = 1) {
+    const bool swiglu = m.activation == core::Activation::swiglu;
+    const std::int64_t local = width / tp;
+    b.linear(prefix_fc1, tokens, (swiglu ? 2 : 1) * local, m.hidden_size, count);
+    const double y = double(tokens) * double(local) * kActivationBytes;
+    // GeLU reads x, writes y; SwiGLU reads gate and up (2y), writes y. Backward reads what the
+    // forward read plus dy and writes the input gradient.
+    if (swiglu)
+        b.memory(act_name, MemoryKernel::swiglu, 3 * y, 5 * y, Phase::backward_input, count);
+    else
+        b.memory(act_name, MemoryKernel::gelu, 2 * y, 3 * y, Phase::backward_input, count);
+    b.linear(prefix_fc2, tokens, m.hidden_size, local, count);
+}
+
+void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t tokens) {
+    const std::int64_t h = m.hidden_size, t = v.tp, heads = m.num_attention_heads / t;
+    const double act = double(tokens) * double(h) * kActivationBytes;
+    b.enter_tp("qkv input", act);
+    std::int64_t score_dim = m.head_dim, value_dim = m.head_dim;
+    if (m.mla) {
+        const core::MlaSpec& a = *m.mla;
+        score_dim = a.qk_head_dim + a.qk_pos_emb_head_dim;
+        value_dim = a.v_head_dim;
+        // The down-projections are small and replicated across the tensor group.
+        if (a.q_lora_rank > 0) {
+            b.linear("q down", tokens, a.q_lora_rank, h);
+            norm(b, m, "q norm", double(tokens), double(a.q_lora_rank));
+            b.linear("q up", tokens, heads * score_dim, a.q_lora_rank);
+        } else {
+            b.linear("q", tokens, heads * score_dim, h);
+        }
+        b.linear("kv down", tokens, a.kv_lora_rank + a.qk_pos_emb_head_dim, h);
+        norm(b, m, "kv norm", double(tokens), double(a.kv_lora_rank));
+        b.linear("kv up", tokens, heads * (a.qk_head_dim + a.v_head_dim), a.kv_lora_rank);
+    } else {
+        const std::int64_t q = heads * m.head_dim;
+        const std::int64_t kv = (m.num_query_groups / t) * m.head_dim;
+        b.linear("qkv", tokens, q + 2 * kv, h);
+    }
+    // Context parallelism: each rank gathers the keys and values of the whole sequence and
+    // computes 1/cp of the attention (Megatron-Core's all-gather flavour of ring attention).
+    const std::int64_t kv_width = m.mla ? heads * (score_dim + value_dim) / 2
+                                        : (m.num_query_groups / t) * m.head_dim;
+    if (v.cp > 1) {
+        const double kv_bytes = 2.0 * double(v.micro_batch) * double(v.seq) * double(kv_width) * kActivationBytes;
+        b.collective("cp kv gather", Collective::all_gather, GroupKind::context, kv_bytes, Phase::forward);
+        b.collective("cp kv grad", Collective::reduce_scatter, GroupKind::context, kv_bytes,
+                     Phase::backward_input);
+    }
+    // Core: QKᵀ and AV, 2·b·heads·s²·d each (full s², Narayanan's convention).
+    const double s = double(v.seq), bh = double(v.micro_batch * heads);
+    const double core_flops = (2.0 * bh * s * s * double(score_dim) + 2.0 * bh * s * s * double(value_dim)) / double(v.cp);
+    Op core{.name = "attention core", .kind = OpKind::attention, .phase = Phase::forward,
+            .batch_heads = v.micro_batch * heads, .seq = v.seq,
+            .head_dim = (score_dim + value_dim) / 2, .causal = true,
+            .work_fraction = 1.0 / double(v.cp), .flops = core_flops};
+    b.push(core);
+    if (v.recompute == RecomputeGranularity::selective) { // Korthikanti et al. 2022, §4.2
+        Op again = core;
+        again.phase = Phase::backward_input;
+        again.recompute = true;
+        b.ops.push_back(again);
+    }
+    Op back = core;
+    back.phase = Phase::backward_input;
+    back.flops = 2.0 * core_flops; // dQ, dK (from dS) and dV, dP: twice the forward
+    b.ops.push_back(back);
+    b.linear("attention out", tokens, h, heads * value_dim);
+    b.leave_tp("attention out", act);
+}
+
+void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t tokens,
+         std::int64_t norm_tokens) {
+    const core::MoeSpec& e = *m.moe;
+    const std::int64_t h = m.hidden_size;
+    b.linear("router", norm_tokens, e.num_experts, h);
+    b.memory("router softmax", MemoryKernel::elementwise,
+             double(norm_tokens) * double(e.num_experts) * 8.0,
+             double(norm_tokens) * double(e.num_experts) * 8.0);
+    // Token copies routed to experts, padded to capacity when a capacity factor is set.
+    const double capacity = e.capacity_factor.value_or(1.0);
+    const double routed_bytes = double(norm_tokens) * double(e.top_k) * double(h) * kActivationBytes;
+    b.memory("permute", MemoryKernel::elementwise, 2 * routed_bytes, 2 * routed_bytes);
+    if (v.ep > 1) {
+        b.collective("dispatch", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity, Phase::forward);
+        b.collective("dispatch", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity,
+                     Phase::backward_input);
+    }
+    if (v.tp > 1) { // experts are tensor-parallel too: every tp rank sees all routed tokens
+        b.collective("expert tp gather", Collective::all_gather, GroupKind::tensor,
+                     double(tokens) * double(e.top_k) * double(h) * kActivationBytes * capacity, Phase::forward);
+        b.collective("expert tp gather", Collective::reduce_scatter, GroupKind::tensor,
+                     double(tokens) * double(e.top_k) * double(h) * kActivationBytes * capacity,
+                     Phase::backward_input);
+    }
+    // Balanced routing: the ep ranks together receive ep·tokens·top_k copies, spread evenly over
+    // the num_experts experts, num_experts/ep of them local.
+    const std::int64_t local_experts = e.num_experts / v.ep;
+    const auto per_expert = std::int64_t(
+        std::ceil(double(tokens) * double(e.top_k) * double(v.ep) * capacity / double(e.num_experts)));
+    mlp(b, m, "expert fc1", "expert fc2", "expert activation", per_expert,
+        e.expert_ffn_hidden_size, v.tp, local_experts);
+    if (v.tp > 1) {
+        b.collective("expert tp scatter", Collective::reduce_scatter, GroupKind::tensor,
+                     double(tokens) * double(e.top_k) * double(h) * kActivationBytes * capacity, Phase::forward);
+        b.collective("expert tp scatter", Collective::all_gather, GroupKind::tensor,
+                     double(tokens) * double(e.top_k) * double(h) * kActivationBytes * capacity,
+                     Phase::backward_input);
+    }
+    if (v.ep > 1) {
+        b.collective("combine", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity, Phase::forward);
+        b.collective("combine", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity,
+                     Phase::backward_input);
+    }
+    b.memory("unpermute", MemoryKernel::elementwise, 2 * routed_bytes, 2 * routed_bytes);
+    if (e.shared_expert_ffn_hidden_size > 0) {
+        const double act = double(tokens) * double(h) * kActivationBytes;
+        b.enter_tp("shared expert input", act);
+        mlp(b, m, "shared fc1", "shared fc2", "shared activation", tokens,
+            e.shared_expert_ffn_hidden_size, v.tp);
+        b.leave_tp("shared expert out", act);
+    }
+}
+
+} // namespace
+
+std::vector<Op> layer_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t layer) {
+    std::vector<Op> ops;
+    Builder b{ops, v, v.recompute == RecomputeGranularity::full};
+    const std::int64_t tokens = v.micro_batch * v.seq / v.cp;
+    const std::int64_t norm_tokens = v.sequence_parallel ? tokens / v.tp : tokens;
+    const double h = double(m.hidden_size);
+    norm(b, m, "attention norm", double(norm_tokens), h);
+    attention(b, m, v, tokens);
+    residual(b, m, "attention residual", double(norm_tokens), h);
+    norm(b, m, "mlp norm", double(norm_tokens), h);
+    if (m.is_moe_layer(layer)) {
+        moe(b, m, v, tokens, norm_tokens);
+    } else {
+        const double act = double(tokens) * h * kActivationBytes;
+        b.enter_tp("mlp input", act);
+        mlp(b, m, "fc1", "fc2", "activation", tokens, m.ffn_hidden_size, v.tp);
+        b.leave_tp("mlp out", act);
+    }
+    residual(b, m, "mlp residual", double(norm_tokens), h);
+    return ops;
+}
+
+std::vector<Op> embedding_ops(const core::ModelSpec& m, const LayerView& v,
+                              std::int64_t padded_vocab) {
+    (void)padded_vocab;
+    std::vector<Op> ops;
+    Builder b{ops, v};
+    const std::int64_t tokens = v.micro_batch * v.seq / v.cp;
+    const double x = double(tokens) * double(m.hidden_size) * kActivationBytes;
+    // Vocabulary-parallel lookup: each tp rank fills the rows of its shard, then the shards
+    // are summed (reduce-scattered under sequence parallelism).
+    b.memory("embedding lookup", MemoryKernel::elementwise, 2 * x, 0);
+    b.memory("embedding grad", MemoryKernel::elementwise, 0, 2 * x, Phase::backward_weight);
+    b.leave_tp("embedding reduce", x);
+    const double local = v.sequence_parallel ? x / double(v.tp) : x;
+    if (m.position_embedding == core::PositionEmbedding::learned)
+        b.memory("position add", MemoryKernel::elementwise, 3 * local, 2 * local);
+    return ops;
+}
+
+std::vector<Op> head_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t padded_vocab) {
+    std::vector<Op> ops;
+    Builder b{ops, v};
+    const std::int64_t tokens = v.micro_batch * v.seq / v.cp;
+    const std::int64_t norm_tokens = v.sequence_parallel ? tokens / v.tp : tokens;
+    const double h = double(m.hidden_size);
+    norm(b, m, "final norm", double(norm_tokens), h);
+    b.enter_tp("lm head input", double(tokens) * h * kActivationBytes);
+    const std::int64_t local_vocab = padded_vocab / v.tp;
+    b.linear("lm head", tokens, local_vocab, m.hidden_size);
+    // Vocabulary-parallel cross-entropy: fp32 softmax over the shard; max, sum and target logit
+    // all-reduced over the tensor group (Shoeybi et al. 2019, §3).
+    const double logits = double(tokens) * double(local_vocab);
+    b.memory("cross entropy", MemoryKernel::softmax_cross_entropy, logits * (2 + 4), logits * (4 + 2));
+    if (v.tp > 1)
+        b.collective("cross entropy stats", Collective::all_reduce, GroupKind::tensor,
+                     double(tokens) * 3 * 4, Phase::forward);
+    return ops;
+}
+
+} // namespace trident::simulator

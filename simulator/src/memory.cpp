@@ -1,0 +1,180 @@
+#include "trident/simulator/memory.h"
+
+#include "trident/core/parameter_count.h"
+#include "trident/simulator/flops.h"
+
+#include <algorithm>
+
+namespace trident::simulator {
+
+namespace {
+
+double mask_bytes(const core::ModelSpec& m, double elements) { return m.dropout ? elements : 0.0; }
+
+} // namespace
+
+double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer,
+                        bool flash_attention) {
+    const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
+    const double T = double(v.micro_batch) * double(v.seq) / double(v.cp); // tokens per rank
+    const double h = double(m.hidden_size), s = double(v.seq);
+    const double heads = double(m.num_attention_heads);
+    if (v.recompute == core::RecomputeGranularity::full) return 2.0 * T * h / sd; // layer input
+
+    // Attention block (Korthikanti et al. 2022, §4.1): norm input, QKV input, Q and K, V,
+    // output-projection input, dropout mask; plus the score tensors unless flash attention.
+    double q_width, k_width, v_width, latents = 0.0;
+    if (m.mla) {
+        const core::MlaSpec& a = *m.mla;
+        q_width = k_width = heads * double(a.qk_head_dim + a.qk_pos_emb_head_dim);
+        v_width = heads * double(a.v_head_dim);
+        latents = 2.0 * T * double(a.q_lora_rank + a.kv_lora_rank + a.qk_pos_emb_head_dim);
+    } else {
+        q_width = heads * double(m.head_dim);
+        k_width = v_width = double(m.num_query_groups) * double(m.head_dim);
+    }
+    double attention = 2.0 * T * h / sd                       // norm input
+                       + 2.0 * T * h / sd                     // QKV input
+                       + latents                              // MLA latents (replicated)
+                       + 2.0 * T * (q_width + k_width) / t    // Q, K
+                       + 2.0 * T * v_width / t                // V
+                       + 2.0 * T * v_width / t                // projection input (context)
+                       + mask_bytes(m, T * h / sd);           // attention-output dropout
+    const bool keep_scores = !flash_attention && v.recompute != core::RecomputeGranularity::selective;
+    const double score_elements = T * heads * s / t; // b·a·s²/(t·cp)
+    if (keep_scores)
+        attention += 2.0 * score_elements                                  // softmax output
+                     + mask_bytes(m, score_elements)                       // its dropout mask
+                     + (m.dropout ? 2.0 * score_elements : 0.0);           // dropout output
+    else if (flash_attention)
+        attention += 4.0 * T * heads / t; // fp32 log-sum-exp per row
+
+    // MLP block: norm input, fc1 input, fc1 output, activation output, dropout mask.
+    const double gate = m.activation == core::Activation::swiglu ? 2.0 : 1.0;
+    double mlp = 2.0 * T * h / sd + mask_bytes(m, T * h / sd);
+    if (m.is_moe_layer(layer)) {
+        const core::MoeSpec& e = *m.moe;
+        const double routed = T * double(e.top_k) * e.capacity_factor.value_or(1.0);
+        const double fe = double(e.expert_ffn_hidden_size);
+        mlp += 2.0 * T * h / sd                          // router input
+               + 4.0 * T * double(e.num_experts) / sd    // fp32 router probabilities
+               + 2.0 * routed * h                        // permuted tokens (expert fc1 input)
+               + 2.0 * routed * fe * gate / t + 2.0 * routed * fe / t // expert fc1 out, act out
+               + 2.0 * routed * h;                       // expert outputs before unpermute
+        if (e.shared_expert_ffn_hidden_size > 0) {
+            const double fs = double(e.shared_expert_ffn_hidden_size);
+            mlp += 2.0 * T * fs * gate / t + 2.0 * T * fs / t;
+        }
+    } else {
+        const double f = double(m.ffn_hidden_size);
+        mlp += 2.0 * T * h / sd + 2.0 * T * f * gate / t + 2.0 * T * f / t;
+    }
+    return attention + mlp;
+}
+
+double weight_gradient_input_bytes(const core::ModelSpec& m, const LayerView& v,
+                                   std::int64_t layer) {
+    const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
+    const double T = double(v.micro_batch) * double(v.seq) / double(v.cp);
+    const double h = double(m.hidden_size);
+    const double q = double(m.num_attention_heads) * double(m.head_dim);
+    // Inputs of the column-parallel GEMMs (QKV, fc1: sharded under sequence parallelism) and
+    // of the row-parallel ones (output projection, fc2).
+    if (m.is_moe_layer(layer)) {
+        const core::MoeSpec& e = *m.moe;
+        const double routed = T * double(e.top_k) * e.capacity_factor.value_or(1.0);
+        return 2.0 * T * h / sd * 2 + 2.0 * T * q / t + 2.0 * routed * h +
+               2.0 * routed * double(e.expert_ffn_hidden_size) / t;
+    }
+    return 2.0 * T * h / sd * 2 + 2.0 * T * q / t + 2.0 * T * double(m.ffn_hidden_size) / t;
+}
+
+StageParameters stage_parameters(const core::JobSpec& job, std::int32_t r) {
+    const core::ModelSpec& m = job.model;
+    const core::ParallelPlan& p = job.plan;
+    const double t = double(p.tp);
+    const std::int64_t per_chunk = job.layers_per_model_chunk();
+    StageParameters out;
+    for (std::int64_t c = 0; c < p.vpp; ++c) {
+        const std::int64_t vs = c * p.pp + r;
+        for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
+            const core::LayerParameters lp = core::layer_parameters(m, layer);
+            // Attention and MLP weights split over tp; norms and the router replicated;
+            // routed experts split over ep (and tp, which Megatron uses as expert tp).
+            out.dense += double(lp.attention + lp.dense_mlp + lp.shared_experts) / t +
+                         double(lp.attention_norms + lp.layer_norms + lp.router);
+            out.expert += double(lp.routed_experts) / (double(p.ep) * t);
+        }
+    }
+    const double vocab_shard = double(m.padded_vocab_size(p.tp)) * double(m.hidden_size) / t;
+    if (r == 0) {
+        out.dense += vocab_shard;
+        if (m.position_embedding == core::PositionEmbedding::learned)
+            out.dense += double(m.max_position_embeddings) * double(m.hidden_size);
+    }
+    if (r == p.pp - 1) {
+        out.dense += double(core::count_parameters(m).final_norm);
+        // An untied output layer, or — with more than one stage — the last stage's copy of a
+        // tied embedding, kept in sync over the embedding group.
+        if (!m.tied_embeddings || p.pp > 1) out.dense += vocab_shard;
+    }
+    return out;
+}
+
+std::vector<StageMemory> memory_per_stage(const core::JobSpec& job, const core::Schedule& schedule) {
+    const core::ModelSpec& m = job.model;
+    const core::ParallelPlan& p = job.plan;
+    const core::Precision& prec = m.precision;
+    const double weight_b = double(core::dtype_bytes(prec.params));
+    const double grad_b = double(core::dtype_bytes(prec.grads));
+    const double optimizer_b =
+        (prec.master_weights ? 4.0 : 0.0) + 2.0 * double(core::dtype_bytes(prec.optimizer_state));
+    LayerView v = LayerView::of(p, job.training.seq_length);
+    const double T = double(v.micro_batch) * double(v.seq) / double(v.cp);
+    const double h = double(m.hidden_size);
+    const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
+    const std::int64_t per_chunk = job.layers_per_model_chunk();
+
+    std::vector<StageMemory> stages(std::size_t(p.pp));
+    for (std::int32_t r = 0; r < p.pp; ++r) {
+        StageMemory& s = stages[std::size_t(r)];
+        const StageParameters params = stage_parameters(job, r);
+        s.weights_bytes = params.total() * weight_b;
+        s.gradients_bytes = params.total() * grad_b;
+        // ZeRO-1 / distributed optimizer: state sharded over the ranks that hold each copy.
+        const double dense_shard = p.distributed_optimizer ? double(p.dp * p.cp) : 1.0;
+        const double expert_shard = p.distributed_optimizer ? double(p.expert_dp()) : 1.0;
+        s.optimizer_bytes = optimizer_b * (params.dense / dense_shard + params.expert / expert_shard);
+
+        // Activations of one (micro-batch, chunk), largest chunk of this rank.
+        double chunk_bytes = 0.0, chunk_w_bytes = 0.0;
+        for (std::int64_t c = 0; c < p.vpp; ++c) {
+            const std::int64_t vs = c * p.pp + r;
+            double bytes = 0.0, w_bytes = 0.0;
+            for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
+                v.recompute = is_fully_recomputed(job, layer) ? core::RecomputeGranularity::full
+                              : p.recompute.granularity == core::RecomputeGranularity::selective
+                                  ? core::RecomputeGranularity::selective
+                                  : core::RecomputeGranularity::none;
+                bytes += activation_bytes(m, v, layer);
+                w_bytes += weight_gradient_input_bytes(m, v, layer);
+            }
+            if (vs == schedule.virtual_stages() - 1) // final norm input and fp32 softmax of the loss
+                bytes += 2.0 * T * h / sd + 4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
+            chunk_bytes = std::max(chunk_bytes, bytes);
+            chunk_w_bytes = std::max(chunk_w_bytes, w_bytes);
+        }
+        const core::InFlight flight = core::max_in_flight(schedule, r);
+        s.in_flight = flight.until_backward_input;
+        s.activations_bytes = double(flight.until_backward_input) * chunk_bytes +
+                              double(flight.until_backward_weight - flight.until_backward_input) *
+                                  chunk_w_bytes;
+        // Point-to-point send and receive buffers for activations and gradients, and the
+        // all-gathered activation that sequence parallelism materialises for each GEMM.
+        s.buffers_bytes = (p.pp > 1 ? 4.0 * 2.0 * T * h / sd : 0.0) +
+                          (p.sequence_parallel ? 2.0 * T * h : 0.0);
+    }
+    return stages;
+}
+
+} // namespace trident::simulator
