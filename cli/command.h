@@ -12,6 +12,7 @@ struct Command {
 };
 
 Command add_presets_command(CLI::App& app);
+Command add_simulate_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);
 Command add_version_command(CLI::App& app);
 

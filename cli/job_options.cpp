@@ -70,6 +70,12 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
          in.distributed_optimizer, "Shard optimizer state over data-parallel ranks (ZeRO-1)");
     flag(app, "--allow-cross-node-tp", in.allow_cross_node_tp,
          "Allow tensor-parallel groups to span nodes");
+    flag(app, "--overlap-grad-reduce,!--no-overlap-grad-reduce", in.overlap_grad_reduce,
+         "Reduce gradient buckets while the last backward runs");
+    flag(app, "--overlap-param-gather,!--no-overlap-param-gather", in.overlap_param_gather,
+         "Gather updated parameters during the next forward (distributed optimizer)");
+    flag(app, "--flash-attention,--use-flash-attn,!--no-flash-attention", in.flash_attention,
+         "Fused attention without stored scores (default on)");
 }
 
 } // namespace trident::cli

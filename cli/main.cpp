@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     std::vector<cli::Command> commands = {
         cli::add_presets_command(app),
         cli::add_validate_command(app),
+        cli::add_simulate_command(app),
         cli::add_version_command(app),
     };
     try {

@@ -148,6 +148,9 @@ JobSpec load_job(const JobInputs& in) {
     if (in.sequence_parallel) parallel["sequence_parallel"] = *in.sequence_parallel;
     if (in.distributed_optimizer) parallel["distributed_optimizer"] = *in.distributed_optimizer;
     if (in.allow_cross_node_tp) parallel["allow_cross_node_tp"] = *in.allow_cross_node_tp;
+    if (in.overlap_grad_reduce) parallel["overlap_grad_reduce"] = *in.overlap_grad_reduce;
+    if (in.overlap_param_gather) parallel["overlap_param_gather"] = *in.overlap_param_gather;
+    if (in.flash_attention) parallel["flash_attention"] = *in.flash_attention;
     if (in.num_layers_per_virtual_stage) {
         // Megatron spells virtual stages as layers per chunk: vpp = (L / pp) / n.
         const std::int64_t n = *in.num_layers_per_virtual_stage;

@@ -60,6 +60,9 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
         enum_index(r.string_or("schedule", "1f1b"), kScheduleNames, r.field("schedule")));
     if (const Json* rc = r.get("recompute")) p.recompute = recompute_from_json(*rc, r.field("recompute"));
     p.distributed_optimizer = r.boolean_or("distributed_optimizer", false);
+    p.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", false);
+    p.overlap_param_gather = r.boolean_or("overlap_param_gather", false);
+    p.flash_attention = r.boolean_or("flash_attention", true);
     p.allow_cross_node_tp = r.boolean_or("allow_cross_node_tp", false);
     p.rank_order = r.string_or("rank_order", std::string(kDefaultRankOrder));
     r.finish();
@@ -89,6 +92,9 @@ void validate(const ParallelPlan& p, const std::string& path) {
         if (p.pp < 2)
             throw SpecError(f("pp"), "schedule \"interleaved-1f1b\" needs pp >= 2");
     }
+    if (p.overlap_param_gather && !p.distributed_optimizer)
+        throw SpecError(f("overlap_param_gather"), "needs distributed_optimizer (only it gathers "
+                                                   "parameters after the step)");
     const Recompute& rc = p.recompute;
     if (rc.granularity == RecomputeGranularity::full && rc.num_layers < 1)
         throw SpecError(f("recompute.num_layers"), "full recomputation needs num_layers >= 1");
@@ -116,6 +122,9 @@ Json to_json(const ParallelPlan& p) {
                       {"method", to_string(p.recompute.method)},
                       {"num_layers", p.recompute.num_layers}};
     j["distributed_optimizer"] = p.distributed_optimizer;
+    j["overlap_grad_reduce"] = p.overlap_grad_reduce;
+    j["overlap_param_gather"] = p.overlap_param_gather;
+    j["flash_attention"] = p.flash_attention;
     j["allow_cross_node_tp"] = p.allow_cross_node_tp;
     j["rank_order"] = p.rank_order;
     return j;

@@ -3,6 +3,7 @@
 #include "trident/core/spec_error.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <set>
 
@@ -387,6 +388,20 @@ Timing Profile::collective(const std::string& fabric, Collective c, std::int64_t
         bool outside = false;
         const double s = t->second.at(bytes, &outside);
         return {s, outside ? fabric + " " + std::string(kCollectiveNames[int(c)]) + " size outside the table" : ""};
+    }
+    // Between two tabulated group sizes: interpolate in log(group) at this size.
+    auto above = fab.tables.lower_bound({int(c), group});
+    if (above != fab.tables.end() && above->first.first == int(c) && above != fab.tables.begin()) {
+        auto below = std::prev(above);
+        if (below->first.first == int(c)) {
+            bool out_low = false, out_high = false;
+            const double lo = std::log(below->second.at(bytes, &out_low));
+            const double hi = std::log(above->second.at(bytes, &out_high));
+            const double f = (std::log(double(group)) - std::log(double(below->first.second))) /
+                             (std::log(double(above->first.second)) - std::log(double(below->first.second)));
+            return {std::exp(lo + f * (hi - lo)),
+                    out_low || out_high ? fabric + " " + std::string(kCollectiveNames[int(c)]) + " size outside the table" : ""};
+        }
     }
     // α–β model (nccl-tests conventions): ring steps of latency α, then bytes at bus bandwidth.
     const double n = double(group);

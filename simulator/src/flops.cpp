@@ -4,11 +4,13 @@
 
 namespace trident::simulator {
 
-bool is_fully_recomputed(const core::JobSpec& job, std::int64_t layer) {
+core::RecomputeGranularity layer_recompute(const core::JobSpec& job, std::int64_t layer) {
     const core::Recompute& rc = job.plan.recompute;
-    if (rc.granularity != core::RecomputeGranularity::full) return false;
-    if (rc.method == core::RecomputeMethod::uniform) return true;
-    return layer % job.layers_per_model_chunk() < rc.num_layers;
+    if (rc.granularity != core::RecomputeGranularity::full) return rc.granularity;
+    if (rc.method == core::RecomputeMethod::uniform ||
+        layer % job.layers_per_model_chunk() < rc.num_layers)
+        return core::RecomputeGranularity::full;
+    return core::RecomputeGranularity::none;
 }
 
 namespace {
@@ -28,10 +30,7 @@ StepFlops step_flops(const core::JobSpec& job) {
     LayerView v = LayerView::global(job.training.global_batch_size, job.training.seq_length);
     const std::int64_t vocab = job.model.padded_vocab_size(job.plan.tp);
     for (std::int64_t layer = 0; layer < job.model.num_layers; ++layer) {
-        v.recompute = is_fully_recomputed(job, layer) ? core::RecomputeGranularity::full
-                      : job.plan.recompute.granularity == core::RecomputeGranularity::selective
-                          ? core::RecomputeGranularity::selective
-                          : core::RecomputeGranularity::none;
+        v.recompute = layer_recompute(job, layer);
         add(total, layer_ops(job.model, v, layer));
     }
     v.recompute = core::RecomputeGranularity::none;

@@ -25,6 +25,7 @@ LayerView LayerView::of(const core::ParallelPlan& plan, std::int64_t seq_length)
     v.micro_batch = plan.micro_batch_size;
     v.seq = seq_length;
     v.recompute = plan.recompute.granularity;
+    v.flash_attention = plan.flash_attention;
     return v;
 }
 
@@ -188,21 +189,57 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
     // Core: QKᵀ and AV, 2·b·heads·s²·d each (full s², Narayanan's convention).
     const double s = double(v.seq), bh = double(v.micro_batch * heads);
     const double core_flops = (2.0 * bh * s * s * double(score_dim) + 2.0 * bh * s * s * double(value_dim)) / double(v.cp);
-    Op core{.name = "attention core", .kind = OpKind::attention, .phase = Phase::forward,
-            .batch_heads = v.micro_batch * heads, .seq = v.seq,
-            .head_dim = (score_dim + value_dim) / 2, .causal = true,
-            .work_fraction = 1.0 / double(v.cp), .flops = core_flops};
-    b.push(core);
-    if (v.recompute == RecomputeGranularity::selective) { // Korthikanti et al. 2022, §4.2
-        Op again = core;
-        again.phase = Phase::backward_input;
-        again.recompute = true;
-        b.ops.push_back(again);
+    if (v.flash_attention) {
+        Op core{.name = "attention core", .kind = OpKind::attention, .phase = Phase::forward,
+                .batch_heads = v.micro_batch * heads, .seq = v.seq,
+                .head_dim = (score_dim + value_dim) / 2, .causal = true,
+                .work_fraction = 1.0 / double(v.cp), .flops = core_flops};
+        b.push(core);
+        if (v.recompute == RecomputeGranularity::selective) { // Korthikanti et al. 2022, §4.2
+            Op again = core;
+            again.phase = Phase::backward_input;
+            again.recompute = true;
+            b.ops.push_back(again);
+        }
+        Op back = core;
+        back.phase = Phase::backward_input;
+        back.flops = 2.0 * core_flops; // dQ, dK (from dS) and dV, dP: twice the forward
+        b.ops.push_back(back);
+    } else {
+        // Megatron before flash attention: batched GEMMs (the batch folded into m, one launch)
+        // around a fused scale-mask-softmax and the attention dropout, all over b·heads·s²/cp
+        // scores. Its backward has no weight gradient: both GEMM gradients land in B.
+        const auto rows = std::int64_t(bh) * v.seq / v.cp;
+        const double scores = double(rows) * s;
+        const bool selective = v.recompute == RecomputeGranularity::selective;
+        const auto core_op = [&](Op op) {
+            b.push(op);
+            if (selective) {
+                op.phase = Phase::backward_input;
+                op.recompute = true;
+                b.ops.push_back(op);
+            }
+        };
+        const auto bmm = [&](std::string_view name, std::int64_t n, std::int64_t k) {
+            const double flops = 2.0 * double(rows) * double(n) * double(k);
+            core_op({.name = name, .kind = OpKind::gemm, .phase = Phase::forward, .m = rows, .n = n, .k = k, .flops = flops});
+            b.ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input, .m = rows, .n = k, .k = n, .flops = flops});
+            b.ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input, .m = k, .n = n, .k = rows, .flops = flops});
+        };
+        bmm("attention scores", v.seq, score_dim);
+        core_op({.name = "softmax", .kind = OpKind::memory_bound, .phase = Phase::forward,
+                 .kernel = MemoryKernel::elementwise, .bytes = 4.0 * scores});
+        b.ops.push_back({.name = "softmax", .kind = OpKind::memory_bound, .phase = Phase::backward_input,
+                         .kernel = MemoryKernel::elementwise, .bytes = 6.0 * scores});
+        if (m.dropout) {
+            core_op({.name = "attention dropout", .kind = OpKind::memory_bound, .phase = Phase::forward,
+                     .kernel = MemoryKernel::elementwise, .bytes = 5.0 * scores});
+            b.ops.push_back({.name = "attention dropout", .kind = OpKind::memory_bound,
+                             .phase = Phase::backward_input, .kernel = MemoryKernel::elementwise,
+                             .bytes = 5.0 * scores});
+        }
+        bmm("attention values", value_dim, v.seq);
     }
-    Op back = core;
-    back.phase = Phase::backward_input;
-    back.flops = 2.0 * core_flops; // dQ, dK (from dS) and dV, dP: twice the forward
-    b.ops.push_back(back);
     b.linear("attention out", tokens, h, heads * value_dim);
     b.leave_tp("attention out", act);
 }

@@ -13,8 +13,8 @@ double mask_bytes(const core::ModelSpec& m, double elements) { return m.dropout 
 
 } // namespace
 
-double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer,
-                        bool flash_attention) {
+double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer) {
+    const bool flash_attention = v.flash_attention;
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
     const double T = double(v.micro_batch) * double(v.seq) / double(v.cp); // tokens per rank
     const double h = double(m.hidden_size), s = double(v.seq);
@@ -152,10 +152,7 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job, const core::
             const std::int64_t vs = c * p.pp + r;
             double bytes = 0.0, w_bytes = 0.0;
             for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
-                v.recompute = is_fully_recomputed(job, layer) ? core::RecomputeGranularity::full
-                              : p.recompute.granularity == core::RecomputeGranularity::selective
-                                  ? core::RecomputeGranularity::selective
-                                  : core::RecomputeGranularity::none;
+                v.recompute = layer_recompute(job, layer);
                 bytes += activation_bytes(m, v, layer);
                 w_bytes += weight_gradient_input_bytes(m, v, layer);
             }

@@ -33,7 +33,7 @@ EventKind event_kind(ActionKind k) {
 } // namespace
 
 PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compute,
-                               const TransferCost& transfer) {
+                               const TransferCost& transfer, bool record_events) {
     const std::int32_t p = s.stages, nvs = s.virtual_stages();
     PipelineTimeline t;
     t.busy_s.assign(std::size_t(p), 0.0);
@@ -51,8 +51,7 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
     std::vector<double> last_compute(std::size_t(p), 0.0); // end of the latest compute action
     std::size_t remaining = 0;
     for (const auto& r : s.ranks) remaining += r.size();
-    std::size_t total_events = remaining;
-    t.events.reserve(total_events);
+    if (record_events) t.events.reserve(remaining);
 
     while (remaining > 0) {
         bool progress = false;
@@ -67,7 +66,7 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                     const double end = start + compute(r, a);
                     compute_free[std::size_t(r)] = last_compute[std::size_t(r)] = end;
                     t.busy_s[std::size_t(r)] += end - start;
-                    t.events.push_back({r, Stream::compute, event_kind(a.kind), a.microbatch,
+                    if (record_events) t.events.push_back({r, Stream::compute, event_kind(a.kind), a.microbatch,
                                         a.chunk, start, end, 0.0, 0.0});
                 } else if (a.kind == ActionKind::send_activation ||
                            a.kind == ActionKind::send_gradient) {
@@ -78,17 +77,19 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                     const std::size_t c = cell(a.microbatch, act ? vs + 1 : vs - 1);
                     (act ? activation_arrival : gradient_arrival)[c] = end;
                     send_start[c * 2 + (act ? 0 : 1)] = start;
-                    t.events.push_back({r, Stream::pipeline_p2p, event_kind(a.kind), a.microbatch,
-                                        a.chunk, start, end, 0.0, 0.0});
+                    if (record_events)
+                        t.events.push_back({r, Stream::pipeline_p2p, event_kind(a.kind), a.microbatch,
+                                            a.chunk, start, end, 0.0, 0.0});
                 } else {
                     const bool act = a.kind == ActionKind::recv_activation;
                     const std::size_t c = cell(a.microbatch, vs);
                     const double arrival = (act ? activation_arrival : gradient_arrival)[c];
                     if (arrival < 0.0) break; // not sent yet: come back to this rank later
                     data_ready[std::size_t(r)] = std::max(data_ready[std::size_t(r)], arrival);
-                    t.events.push_back({r, Stream::pipeline_p2p, event_kind(a.kind), a.microbatch,
-                                        a.chunk, send_start[c * 2 + (act ? 0 : 1)], arrival, 0.0,
-                                        0.0});
+                    if (record_events)
+                        t.events.push_back({r, Stream::pipeline_p2p, event_kind(a.kind), a.microbatch,
+                                            a.chunk, send_start[c * 2 + (act ? 0 : 1)], arrival,
+                                            0.0, 0.0});
                 }
                 --remaining;
                 progress = true;

@@ -16,8 +16,9 @@ core::ModelSpec gpt3() {
     return core::model_from_json(core::resolve_reference("gpt3-175b", core::PresetKind::model, "m"));
 }
 
-simulator::LayerView view(std::int64_t tp, bool sp, RecomputeGranularity rc) {
+simulator::LayerView view(std::int64_t tp, bool sp, RecomputeGranularity rc, bool flash = true) {
     simulator::LayerView v;
+    v.flash_attention = flash;
     v.tp = tp;
     v.sequence_parallel = sp;
     v.micro_batch = 2;
@@ -32,7 +33,7 @@ TEST(Memory, ActivationsMatchKorthikantiTable2) {
     const auto m = gpt3(); // GPT-3: f = 4h, LayerNorm, dropout, multi-head attention
     const double s = 2048, b = 2, h = 12288, a = 96, t = 8;
     const auto act = [&](std::int64_t tp, bool sp, RecomputeGranularity rc) {
-        return simulator::activation_bytes(m, view(tp, sp, rc), 0, /*flash_attention=*/false);
+        return simulator::activation_bytes(m, view(tp, sp, rc, /*flash=*/false), 0);
     };
     using RG = RecomputeGranularity;
     EXPECT_DOUBLE_EQ(act(1, false, RG::none), s * b * h * (34 + 5 * a * s / h));

@@ -33,6 +33,9 @@ struct JobInputs {
     std::optional<bool> sequence_parallel;
     std::optional<bool> distributed_optimizer;
     std::optional<bool> allow_cross_node_tp;
+    std::optional<bool> overlap_grad_reduce;
+    std::optional<bool> overlap_param_gather;
+    std::optional<bool> flash_attention;
 };
 
 // Loads, applies overrides, resolves dp "auto", and validates. Throws SpecError.

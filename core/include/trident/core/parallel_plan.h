@@ -49,6 +49,11 @@ struct ParallelPlan {
     ScheduleKind schedule = ScheduleKind::one_f_one_b;
     Recompute recompute;
     bool distributed_optimizer = false; // ZeRO-1: optimizer state sharded over dp (·cp)
+    bool overlap_grad_reduce = false;   // reduce gradient buckets during the last backward
+    bool overlap_param_gather = false;  // gather updated parameters during the next forward
+    // Fused attention that never stores the s² scores (Dao 2022). Off: Megatron's 2021 path of
+    // two batched GEMMs around a fused scale-mask-softmax (and dropout), scores kept.
+    bool flash_attention = true;
     bool allow_cross_node_tp = false;
     std::string rank_order = std::string(kDefaultRankOrder);
 

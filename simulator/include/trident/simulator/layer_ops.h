@@ -49,6 +49,7 @@ struct LayerView {
     std::int64_t micro_batch = 1; // sequences
     std::int64_t seq = 1;         // full sequence length (before cp)
     core::RecomputeGranularity recompute = core::RecomputeGranularity::none;
+    bool flash_attention = true;
 
     static LayerView of(const core::ParallelPlan& plan, std::int64_t seq_length);
     // The whole model on one device: what model FLOPs count.

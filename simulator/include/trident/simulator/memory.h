@@ -13,10 +13,9 @@
 namespace trident::simulator {
 
 // Activation bytes one micro-batch leaves stored in layer `layer` until its backward (16-bit
-// activations, 1-byte dropout masks). `flash_attention` drops the s² score tensors (Dao
-// 2022); with it off this is Korthikanti et al.'s Table 2.
-double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer,
-                        bool flash_attention = true);
+// activations, 1-byte dropout masks). Flash attention (v.flash_attention) drops the s² score
+// tensors (Dao 2022); without it this is Korthikanti et al.'s Table 2.
+double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer);
 // What a weight-gradient pass still needs after B has run (the inputs of the linear layers),
 // held longer by zero-bubble schedules.
 double weight_gradient_input_bytes(const core::ModelSpec& m, const LayerView& v,

@@ -28,7 +28,8 @@ struct PipelineTimeline {
     double bubble_fraction(std::int32_t rank) const;
 };
 
+// `record_events` false leaves `events` empty (the timing is the same, and faster).
 PipelineTimeline time_schedule(const core::Schedule& schedule, const ComputeCost& compute,
-                               const TransferCost& transfer);
+                               const TransferCost& transfer, bool record_events = true);
 
 } // namespace trident::simulator

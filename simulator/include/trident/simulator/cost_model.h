@@ -1,0 +1,64 @@
+#pragma once
+// Cost of every model chunk's forward (F), input-gradient (B) and weight-gradient (W) pass for
+// one micro-batch, from the operation list and a Profile. Tensor-, context- and expert-
+// parallel collectives run inside the pass that needs them (Megatron does not overlap them by
+// default); each is timed on the fabric its group actually crosses.
+#include "trident/core/job.h"
+#include "trident/core/profile.h"
+#include "trident/core/rank_grid.h"
+#include "trident/core/schedule.h"
+#include "trident/simulator/layer_ops.h"
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace trident::simulator {
+
+struct PassCost {
+    double compute_s = 0.0;    // kernels of the pass itself
+    double recompute_s = 0.0;  // forward work repeated inside B
+    double collective_s = 0.0; // tp / cp / ep collectives inside the pass
+    double flops = 0.0;        // executed FLOPs (recomputation included)
+    double total_s() const { return compute_s + recompute_s + collective_s; }
+};
+
+struct ChunkCost {
+    PassCost forward, backward_input, backward_weight;
+    const PassCost& of(core::ActionKind kind) const;
+};
+
+// Counts each distinct fallback the profile reported.
+using Fallbacks = std::map<std::string, std::int64_t>;
+
+class CostModel {
+public:
+    CostModel(const core::JobSpec& job, const core::Profile& profile);
+
+    const ChunkCost& chunk(std::int32_t pipeline_rank, std::int32_t chunk) const;
+    // One activation or gradient message between adjacent pipeline ranks.
+    double p2p_s(std::int32_t from_rank, std::int32_t to_rank) const;
+    double p2p_bytes() const { return p2p_bytes_; }
+    // A collective over `kind` groups of the ranks of `pipeline_rank`, on the fabric it crosses.
+    double collective_s(core::GroupKind kind, std::int32_t pipeline_rank, core::Collective c,
+                        double bytes) const;
+    double memory_bound_s(core::MemoryKernel kernel, double bytes) const;
+    const Fallbacks& fallbacks() const { return fallbacks_; }
+    // Global rank that represents a pipeline rank (tp, cp, dp coordinates 0).
+    std::int64_t representative(std::int32_t pipeline_rank) const;
+
+private:
+    double op_s(const Op& op, std::int32_t pipeline_rank) const;
+    // F, B and W costs of an operation list.
+    std::array<PassCost, 3> by_phase(const std::vector<Op>& ops, std::int32_t pipeline_rank) const;
+
+    const core::JobSpec& job_;
+    const core::Profile& profile_;
+    core::RankGrid grid_;
+    std::vector<ChunkCost> chunks_; // [rank * vpp + chunk]
+    double p2p_bytes_ = 0.0;
+    mutable Fallbacks fallbacks_;
+};
+
+} // namespace trident::simulator

@@ -1,0 +1,58 @@
+#pragma once
+// One training step, end to end: the plan's pipeline schedule timed with the cost model, then
+// the data-parallel gradient reduction (bucketed; optionally overlapped with the last
+// backward), the tied-embedding sync, the optimizer step and — with the distributed optimizer
+// — the parameter all-gather. Step time is the slowest pipeline stage's finish.
+#include "trident/core/job.h"
+#include "trident/core/profile.h"
+#include "trident/core/trace.h"
+#include "trident/simulator/cost_model.h"
+#include "trident/simulator/memory.h"
+
+#include <vector>
+
+namespace trident::simulator {
+
+struct StageReport {
+    std::int32_t stage = 0;
+    std::int64_t representative_rank = 0;
+    double compute_s = 0.0;     // F, B, W kernels
+    double recompute_s = 0.0;   // repeated forward inside B
+    double collective_s = 0.0;  // tp / cp / ep collectives inside the passes (exposed)
+    double data_parallel_s = 0.0; // exposed gradient reduction, embedding sync, param gather
+    double optimizer_s = 0.0;
+    double bubble_s = 0.0;      // idle: pipeline fill/drain and waits for point-to-point data
+    double pipeline_end_s = 0.0;
+    StageMemory memory;
+    double bubble_fraction(double step_s) const { return step_s > 0 ? bubble_s / step_s : 0.0; }
+};
+
+struct Report {
+    core::JobSpec job;
+    std::string profile_name;
+    std::string profile_kind; // measured | derived
+    double step_time_s = 0.0;
+    double tokens_per_s = 0.0;
+    double model_flops = 0.0;    // per step, all devices
+    double hardware_flops = 0.0; // recomputation included
+    double tflops_per_device = 0.0; // model FLOPs
+    double mfu = 0.0;
+    double hfu = 0.0;
+    double peak_flops_per_s = 0.0;
+    double memory_capacity_bytes = 0.0;
+    std::int32_t microbatches = 0;
+    std::vector<StageReport> stages;
+    Fallbacks fallbacks;
+    core::Trace trace; // simulated events (empty unless asked for)
+};
+
+struct SimulateOptions {
+    bool trace = false;
+    // Megatron's default gradient bucket: max(40M, 1M·dp) parameters.
+    double bucket_parameters = 40.0e6;
+};
+
+Report simulate(const core::JobSpec& job, const core::Profile& profile,
+                const SimulateOptions& options = {});
+
+} // namespace trident::simulator

@@ -1,0 +1,98 @@
+#include "trident/simulator/report.h"
+
+#include <cstdio>
+#include <ostream>
+#include <string>
+
+namespace trident::simulator {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string fmt(const char* format, double v) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, format, v);
+    return buffer;
+}
+
+} // namespace
+
+void print_report(const Report& r, std::ostream& out) {
+    const core::JobSpec& j = r.job;
+    const core::ParallelPlan& p = j.plan;
+    out << j.model.name << " on " << j.cluster.devices() << " × " << r.profile_name << " ("
+        << j.cluster.nodes << " nodes): tp " << p.tp << " · cp " << p.cp << " · dp " << p.dp
+        << " · pp " << p.pp << (p.ep > 1 ? " · ep " + std::to_string(p.ep) : "") << ", "
+        << core::to_string(p.schedule) << (p.vpp > 1 ? " v=" + std::to_string(p.vpp) : "")
+        << ", micro-batch " << p.micro_batch_size << " × " << r.microbatches << ", recompute "
+        << core::to_string(p.recompute.granularity) << "\n";
+    out << "step time " << fmt("%.3f s", r.step_time_s) << "   tokens/s "
+        << fmt("%.0f", r.tokens_per_s) << "   TFLOP/s/device " << fmt("%.1f", r.tflops_per_device)
+        << "   MFU " << fmt("%.1f %%", 100 * r.mfu) << "   HFU " << fmt("%.1f %%", 100 * r.hfu)
+        << "   (peak " << fmt("%.0f", r.peak_flops_per_s / 1e12) << " TFLOP/s)\n\n";
+    out << "stage  compute  recompute  tp/cp/ep  dp+emb  optimizer   bubble  bubble%   "
+           "memory GiB (weights grads optim activ buffers)       of capacity\n";
+    for (const StageReport& s : r.stages) {
+        const StageMemory& m = s.memory;
+        out << fmt("%5.0f", double(s.stage)) << fmt("%9.3f", s.compute_s) << fmt("%11.3f", s.recompute_s)
+            << fmt("%10.3f", s.collective_s) << fmt("%8.3f", s.data_parallel_s)
+            << fmt("%11.3f", s.optimizer_s) << fmt("%9.3f", s.bubble_s)
+            << fmt("%8.1f%%", 100 * s.bubble_fraction(r.step_time_s)) << fmt("%9.1f", m.total_bytes() / kGiB)
+            << " (" << fmt("%.1f", m.weights_bytes / kGiB) << " " << fmt("%.1f", m.gradients_bytes / kGiB)
+            << " " << fmt("%.1f", m.optimizer_bytes / kGiB) << " " << fmt("%.1f", m.activations_bytes / kGiB)
+            << " " << fmt("%.1f", m.buffers_bytes / kGiB) << ")" << fmt("%17.0f%%", 100 * m.total_bytes() / r.memory_capacity_bytes)
+            << (m.total_bytes() > r.memory_capacity_bytes ? "  OUT OF MEMORY" : "") << "\n";
+    }
+    out << "(seconds per step on one rank of each stage; bubble = idle waiting for the pipeline "
+           "and point-to-point data)\n";
+    out << "profile " << r.profile_name << " (" << r.profile_kind << ")";
+    if (r.fallbacks.empty()) {
+        out << "; every lookup inside the tables\n";
+    } else {
+        out << "; fallbacks outside the tables:\n";
+        for (const auto& [what, count] : r.fallbacks) out << "  " << what << " (" << count << "×)\n";
+    }
+}
+
+core::Json report_json(const Report& r) {
+    core::Json j;
+    j["format"] = "trident.report/1";
+    j["job"] = core::to_json(r.job);
+    j["profile"] = {{"name", r.profile_name}, {"kind", r.profile_kind}};
+    j["step_time_s"] = r.step_time_s;
+    j["tokens_per_s"] = r.tokens_per_s;
+    j["model_flops"] = r.model_flops;
+    j["hardware_flops"] = r.hardware_flops;
+    j["tflops_per_device"] = r.tflops_per_device;
+    j["mfu"] = r.mfu;
+    j["hfu"] = r.hfu;
+    j["microbatches"] = r.microbatches;
+    j["memory_capacity_bytes"] = r.memory_capacity_bytes;
+    core::Json stages = core::Json::array();
+    for (const StageReport& s : r.stages) {
+        const StageMemory& m = s.memory;
+        stages.push_back({{"stage", s.stage},
+                          {"representative_rank", s.representative_rank},
+                          {"compute_s", s.compute_s},
+                          {"recompute_s", s.recompute_s},
+                          {"collective_s", s.collective_s},
+                          {"data_parallel_s", s.data_parallel_s},
+                          {"optimizer_s", s.optimizer_s},
+                          {"bubble_s", s.bubble_s},
+                          {"bubble_fraction", s.bubble_fraction(r.step_time_s)},
+                          {"memory", {{"weights_bytes", m.weights_bytes},
+                                      {"gradients_bytes", m.gradients_bytes},
+                                      {"optimizer_bytes", m.optimizer_bytes},
+                                      {"activations_bytes", m.activations_bytes},
+                                      {"buffers_bytes", m.buffers_bytes},
+                                      {"total_bytes", m.total_bytes()},
+                                      {"in_flight_microbatches", m.in_flight}}}});
+    }
+    j["stages"] = stages;
+    core::Json fallbacks = core::Json::object();
+    for (const auto& [what, count] : r.fallbacks) fallbacks[what] = count;
+    j["fallbacks"] = fallbacks;
+    return j;
+}
+
+} // namespace trident::simulator

@@ -1,0 +1,172 @@
+#include "trident/simulator/simulate.h"
+
+#include "trident/core/schedule.h"
+#include "trident/simulator/flops.h"
+#include "trident/simulator/pipeline_timeline.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trident::simulator {
+
+using core::Collective;
+using core::GroupKind;
+
+namespace {
+
+// Time of a collective over `total_bytes`, issued in buckets as Megatron's DDP does.
+double bucketed(const CostModel& cost, GroupKind group, std::int32_t stage, Collective c,
+                double total_bytes, double bucket_bytes) {
+    if (total_bytes <= 0) return 0.0;
+    const double full = std::floor(total_bytes / bucket_bytes);
+    const double rest = total_bytes - full * bucket_bytes;
+    double s = 0.0;
+    if (full > 0) s += full * cost.collective_s(group, stage, c, bucket_bytes);
+    if (rest > 0) s += cost.collective_s(group, stage, c, rest);
+    return s;
+}
+
+} // namespace
+
+Report simulate(const core::JobSpec& job, const core::Profile& profile,
+                const SimulateOptions& options) {
+    const core::ParallelPlan& p = job.plan;
+    const core::Precision& prec = job.model.precision;
+    Report report;
+    report.job = job;
+    report.profile_name = profile.name();
+    report.profile_kind = profile.provenance().kind;
+    report.microbatches = std::int32_t(job.micro_batches_per_step());
+    report.peak_flops_per_s = profile.peak_flops_per_s(prec.params);
+    report.memory_capacity_bytes = profile.memory_bytes();
+
+    const core::Schedule schedule = core::make_schedule(p.schedule, std::int32_t(p.pp),
+                                                        std::int32_t(p.vpp), report.microbatches);
+    const CostModel cost(job, profile);
+    // Transfer times per (from, to) pair, computed once: the event loop asks for every message.
+    std::vector<double> p2p(std::size_t(p.pp * p.pp), 0.0);
+    for (std::int32_t a = 0; a < p.pp; ++a)
+        for (std::int32_t b = 0; b < p.pp; ++b)
+            if (a != b && (std::abs(a - b) == 1 || std::abs(a - b) == p.pp - 1))
+                p2p[std::size_t(a * p.pp + b)] = cost.p2p_s(a, b);
+    PipelineTimeline timeline = time_schedule(
+        schedule,
+        [&](std::int32_t r, const core::Action& a) { return cost.chunk(r, a.chunk).of(a.kind).total_s(); },
+        [&](std::int32_t from, std::int32_t to, const core::Action&) { return p2p[std::size_t(from * p.pp + to)]; },
+        options.trace);
+    const auto memory = memory_per_stage(job, schedule);
+
+    const double grad_b = double(core::dtype_bytes(prec.grads));
+    const double param_b = double(core::dtype_bytes(prec.params));
+    const double bucket_bytes = std::max(options.bucket_parameters, 1.0e6 * double(p.dp)) * grad_b;
+    for (std::int32_t r = 0; r < p.pp; ++r) {
+        StageReport s;
+        s.stage = r;
+        s.representative_rank = cost.representative(r);
+        s.memory = memory[std::size_t(r)];
+        double last_backward_s = 0.0; // the final micro-batch's backward, over all chunks
+        for (std::int32_t c = 0; c < p.vpp; ++c) {
+            const ChunkCost& cc = cost.chunk(r, c);
+            for (const PassCost* pc : {&cc.forward, &cc.backward_input, &cc.backward_weight}) {
+                s.compute_s += pc->compute_s * report.microbatches;
+                s.recompute_s += pc->recompute_s * report.microbatches;
+                s.collective_s += pc->collective_s * report.microbatches;
+            }
+            last_backward_s += cc.backward_input.total_s() + cc.backward_weight.total_s();
+        }
+        s.pipeline_end_s = timeline.end_s[std::size_t(r)];
+
+        // Gradient reduction: dense grads over dp·cp, expert grads over expert-dp; reduce-
+        // scatter with the distributed optimizer, all-reduce without.
+        const StageParameters params = stage_parameters(job, r);
+        const Collective reduce = p.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
+        double reduce_s = bucketed(cost, GroupKind::data_context, r, reduce, params.dense * grad_b, bucket_bytes) +
+                          bucketed(cost, GroupKind::expert_data, r, reduce, params.expert * grad_b, bucket_bytes);
+        if (p.overlap_grad_reduce) reduce_s = std::max(0.0, reduce_s - last_backward_s);
+        // Tied embeddings across stages: first and last stage sum their embedding gradients.
+        double embedding_s = 0.0;
+        if (job.model.tied_embeddings && p.pp > 1 && (r == 0 || r == p.pp - 1))
+            embedding_s = cost.collective_s(GroupKind::embedding, r, Collective::all_reduce,
+                                            double(job.model.padded_vocab_size(p.tp)) *
+                                                double(job.model.hidden_size) / double(p.tp) * grad_b);
+        // AdamW over the local shard: reads fp32 master, grad, m, v; writes master, m, v and the
+        // bf16 weights (30 bytes per parameter with fp32 state).
+        const double shard_dense = p.distributed_optimizer ? double(p.dp * p.cp) : 1.0;
+        const double shard_expert = p.distributed_optimizer ? double(p.expert_dp()) : 1.0;
+        const double local = params.dense / shard_dense + params.expert / shard_expert;
+        const double state_b = 2.0 * double(core::dtype_bytes(prec.optimizer_state)) + (prec.master_weights ? 4.0 : 0.0);
+        s.optimizer_s = cost.memory_bound_s(core::MemoryKernel::adamw, local * (grad_b + 2.0 * state_b + param_b));
+        // Global gradient-norm: one scalar all-reduce across the model.
+        s.optimizer_s += cost.collective_s(GroupKind::model, r, Collective::all_reduce, 4.0);
+        double gather_s = 0.0;
+        if (p.distributed_optimizer) {
+            gather_s = bucketed(cost, GroupKind::data_context, r, Collective::all_gather, params.dense * param_b, bucket_bytes) +
+                       bucketed(cost, GroupKind::expert_data, r, Collective::all_gather, params.expert * param_b, bucket_bytes);
+            // Overlapped with the next step's forward: exposed only beyond the first forward.
+            if (p.overlap_param_gather) gather_s = std::max(0.0, gather_s - cost.chunk(r, 0).forward.total_s());
+        }
+        s.data_parallel_s = reduce_s + embedding_s + gather_s;
+        report.stages.push_back(s);
+        if (options.trace) {
+            double t = s.pipeline_end_s;
+            const auto add = [&](core::Stream stream, core::EventKind kind, double seconds, double bytes) {
+                if (seconds <= 0) return;
+                report.trace.events.push_back({std::int32_t(s.representative_rank), stream, kind, -1, -1, t, t + seconds, bytes, 0.0});
+                t += seconds;
+            };
+            add(core::Stream::data_parallel, core::EventKind::gradient_reduce, reduce_s + embedding_s, params.total() * grad_b);
+            add(core::Stream::compute, core::EventKind::optimizer, s.optimizer_s, 0.0);
+            add(core::Stream::data_parallel, core::EventKind::parameter_gather, gather_s, params.total() * param_b);
+        }
+    }
+    for (const StageReport& s : report.stages)
+        report.step_time_s = std::max(report.step_time_s, s.pipeline_end_s + s.data_parallel_s + s.optimizer_s);
+    for (StageReport& s : report.stages)
+        s.bubble_s = std::max(0.0, report.step_time_s - s.compute_s - s.recompute_s - s.collective_s -
+                                       s.data_parallel_s - s.optimizer_s);
+
+    const StepFlops flops = step_flops(job);
+    const double devices = double(job.cluster.devices());
+    report.model_flops = flops.model;
+    report.hardware_flops = flops.hardware;
+    report.tokens_per_s = double(job.training.tokens_per_step()) / report.step_time_s;
+    report.tflops_per_device = flops.model / report.step_time_s / devices / 1e12;
+    report.mfu = flops.model / (report.step_time_s * devices * report.peak_flops_per_s);
+    report.hfu = flops.hardware / (report.step_time_s * devices * report.peak_flops_per_s);
+
+    if (options.trace) {
+        // The pipeline events become the trace in place; recomputation is split off the front
+        // of each B as its own block, appended after them (a trace is not ordered).
+        report.trace.source = "simulated";
+        std::vector<core::TraceEvent> dp_events = std::move(report.trace.events);
+        report.trace.events = std::move(timeline.events);
+        std::vector<core::TraceEvent>& events = report.trace.events;
+        const std::size_t pipeline_events = events.size();
+        for (std::size_t i = 0; i < pipeline_events; ++i) {
+            core::TraceEvent& e = events[i];
+            const std::int32_t stage = e.rank;
+            e.rank = std::int32_t(cost.representative(stage));
+            if (e.stream != core::Stream::compute) {
+                e.bytes = cost.p2p_bytes();
+                continue;
+            }
+            const core::ActionKind kind = e.kind == core::EventKind::forward ? core::ActionKind::forward
+                                          : e.kind == core::EventKind::backward_input ? core::ActionKind::backward_input
+                                                                                      : core::ActionKind::backward_weight;
+            const PassCost& pc = cost.chunk(stage, e.chunk).of(kind);
+            e.flops = pc.flops;
+            if (pc.recompute_s > 0) {
+                core::TraceEvent again = e;
+                again.kind = core::EventKind::recompute;
+                again.end_s = e.start_s + pc.recompute_s;
+                e.start_s = again.end_s;
+                events.push_back(again);
+            }
+        }
+        events.insert(events.end(), dp_events.begin(), dp_events.end());
+    }
+    report.fallbacks = cost.fallbacks();
+    return report;
+}
+
+} // namespace trident::simulator
