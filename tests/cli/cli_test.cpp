@@ -126,3 +126,33 @@ TEST(Cli, HelpExitsZero) {
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find("validate"), std::string::npos);
 }
+
+TEST(Cli, SimulatePrintsTheReportAndWritesFiles) {
+    const std::string dir = testing::TempDir();
+    const auto r = run_trident({"simulate", "--plan", "megatron-sc21-145b", "--trace",
+                                dir + "trident-trace.json", "--json", dir + "trident-report.json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("step time"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("MFU"), std::string::npos);
+    EXPECT_NE(r.out.find("profile a100-sxm4-80gb (derived)"), std::string::npos);
+    std::ifstream trace(dir + "trident-trace.json");
+    std::stringstream t;
+    t << trace.rdbuf();
+    EXPECT_NE(t.str().find("\"traceEvents\""), std::string::npos);
+    EXPECT_NE(t.str().find("\"format\":\"trident.trace/1\""), std::string::npos);
+    EXPECT_NE(t.str().find("\"name\":\"recompute\""), std::string::npos);
+    std::ifstream report(dir + "trident-report.json");
+    std::stringstream j;
+    j << report.rdbuf();
+    EXPECT_NE(j.str().find("\"format\": \"trident.report/1\""), std::string::npos);
+    EXPECT_NE(j.str().find("\"bubble_fraction\""), std::string::npos);
+}
+
+TEST(Cli, SimulateAcceptsEveryShippedClusterDevice) {
+    for (const char* cluster : {"dgx-a100-80gb", "dgx-h100", "hgx-h200"}) {
+        const auto r = run_trident(split_words(std::string("simulate --model llama3-70b --cluster ") + cluster +
+                                               " --nodes 8 --tp 8 --pp 4 --dp auto --mbs 1 --gbs 64 "
+                                               "--seq-length 4096 --sequence-parallel --recompute selective"));
+        EXPECT_EQ(r.exit_code, 0) << cluster << ": " << r.err;
+    }
+}
