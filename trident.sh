@@ -46,13 +46,18 @@ demo() {
     echo "== trident presets"
     "$trident" presets
     echo
-    echo "== GPT-3 175B on 128 DGX A100 nodes (1024 GPUs): tp 8, pp 16, dp from the cluster"
+    echo "== GPT-3 175B on 128 DGX A100 nodes (1024 GPUs): validate the layout"
     "$trident" validate --model gpt3-175b --cluster dgx-a100-80gb --nodes 128 \
         --tp 8 --pp 16 --dp auto --mbs 1 --gbs 1536 --vpp 2 --sequence-parallel \
         --distributed-optimizer --recompute selective
     echo
-    echo "== Narayanan et al. 2021, Table 1: the 1T-parameter run on 3072 A100s"
-    "$trident" validate --plan megatron-sc21-1t
+    echo "== ... and simulate one step (timeline in build/demo-trace.json, open it in Perfetto)"
+    "$trident" simulate --model gpt3-175b --cluster dgx-a100-80gb --nodes 128 \
+        --tp 8 --pp 16 --dp auto --mbs 1 --gbs 1536 --vpp 2 --sequence-parallel \
+        --distributed-optimizer --recompute selective --trace build/demo-trace.json
+    echo
+    echo "== Narayanan et al. 2021, Table 1: the 1T-parameter run on 3072 A100s (published: 163 TFLOP/s per GPU)"
+    "$trident" simulate --plan megatron-sc21-1t
 }
 
 case "${1:-}" in

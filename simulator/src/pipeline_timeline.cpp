@@ -42,7 +42,6 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
     // while not yet sent. Activations and gradients in separate tables.
     const std::size_t cells = std::size_t(s.microbatches) * std::size_t(nvs);
     std::vector<double> activation_arrival(cells, -1.0), gradient_arrival(cells, -1.0);
-    std::vector<double> send_start(cells * 2, 0.0);
     const auto cell = [&](std::int32_t mb, std::int32_t vs) { return std::size_t(mb) * nvs + vs; };
 
     std::vector<std::size_t> next(std::size_t(p), 0);
@@ -76,7 +75,6 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                     p2p_free[std::size_t(r)] = end;
                     const std::size_t c = cell(a.microbatch, act ? vs + 1 : vs - 1);
                     (act ? activation_arrival : gradient_arrival)[c] = end;
-                    send_start[c * 2 + (act ? 0 : 1)] = start;
                     if (record_events)
                         t.events.push_back({r, Stream::pipeline_p2p, event_kind(a.kind), a.microbatch,
                                             a.chunk, start, end, 0.0, 0.0});
@@ -85,11 +83,8 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                     const std::size_t c = cell(a.microbatch, vs);
                     const double arrival = (act ? activation_arrival : gradient_arrival)[c];
                     if (arrival < 0.0) break; // not sent yet: come back to this rank later
+                    // The transfer itself is the sender's event; the receiver only waits.
                     data_ready[std::size_t(r)] = std::max(data_ready[std::size_t(r)], arrival);
-                    if (record_events)
-                        t.events.push_back({r, Stream::pipeline_p2p, event_kind(a.kind), a.microbatch,
-                                            a.chunk, send_start[c * 2 + (act ? 0 : 1)], arrival,
-                                            0.0, 0.0});
                 }
                 --remaining;
                 progress = true;

@@ -98,15 +98,17 @@ TEST(Simulate, TraceRespectsStreamsAndRoundTrips) {
     for (const auto& e : r.trace.events) {
         EXPECT_LE(e.start_s, e.end_s);
         EXPECT_LE(e.end_s, r.step_time_s * (1 + 1e-12));
-        if (e.stream == core::Stream::compute) streams[{e.rank, 0}].push_back({e.start_s, e.end_s});
+        streams[{e.rank, int(e.stream)}].push_back({e.start_s, e.end_s});
         recompute += e.kind == core::EventKind::recompute;
     }
     EXPECT_GT(recompute, 0);
-    EXPECT_EQ(streams.size(), 8u); // one compute lane per pipeline stage
+    // Each stage: a compute lane, a point-to-point lane, a data-parallel lane.
+    EXPECT_EQ(streams.size(), 24u);
     for (auto& [lane, spans] : streams) {
         std::sort(spans.begin(), spans.end());
         for (std::size_t i = 1; i < spans.size(); ++i)
-            EXPECT_GE(spans[i].first, spans[i - 1].second - 1e-12) << "overlap on rank " << lane.first;
+            EXPECT_GE(spans[i].first, spans[i - 1].second - 1e-12)
+                << "overlap on rank " << lane.first << " stream " << lane.second;
     }
     std::ostringstream text;
     core::write_chrome_trace(r.trace, text);

@@ -19,7 +19,7 @@ using TransferCost =
     std::function<double(std::int32_t from_rank, std::int32_t to_rank, const core::Action& send)>;
 
 struct PipelineTimeline {
-    std::vector<core::TraceEvent> events; // rank = pipeline rank
+    std::vector<core::TraceEvent> events; // rank = pipeline rank; sends carry the transfers
     double makespan_s = 0.0;              // last compute end over all ranks
     std::vector<double> busy_s;           // compute time per pipeline rank
     std::vector<double> end_s;            // last compute end per pipeline rank
