@@ -302,7 +302,7 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
 std::vector<Op> layer_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t layer) {
     std::vector<Op> ops;
     Builder b{ops, v, v.recompute == RecomputeGranularity::full};
-    const std::int64_t tokens = v.micro_batch * v.seq / v.cp;
+    const std::int64_t tokens = v.tokens();
     const std::int64_t norm_tokens = v.sequence_parallel ? tokens / v.tp : tokens;
     const double h = double(m.hidden_size);
     norm(b, m, "attention norm", double(norm_tokens), h);
@@ -326,7 +326,7 @@ std::vector<Op> embedding_ops(const core::ModelSpec& m, const LayerView& v,
     (void)padded_vocab;
     std::vector<Op> ops;
     Builder b{ops, v};
-    const std::int64_t tokens = v.micro_batch * v.seq / v.cp;
+    const std::int64_t tokens = v.tokens();
     const double x = double(tokens) * double(m.hidden_size) * kActivationBytes;
     // Vocabulary-parallel lookup: each tp rank fills the rows of its shard, then the shards
     // are summed (reduce-scattered under sequence parallelism).
@@ -342,7 +342,7 @@ std::vector<Op> embedding_ops(const core::ModelSpec& m, const LayerView& v,
 std::vector<Op> head_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t padded_vocab) {
     std::vector<Op> ops;
     Builder b{ops, v};
-    const std::int64_t tokens = v.micro_batch * v.seq / v.cp;
+    const std::int64_t tokens = v.tokens();
     const std::int64_t norm_tokens = v.sequence_parallel ? tokens / v.tp : tokens;
     const double h = double(m.hidden_size);
     norm(b, m, "final norm", double(norm_tokens), h);

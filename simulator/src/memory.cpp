@@ -16,7 +16,7 @@ double mask_bytes(const core::ModelSpec& m, double elements) { return m.dropout 
 double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer) {
     const bool flash_attention = v.flash_attention;
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
-    const double T = double(v.micro_batch) * double(v.seq) / double(v.cp); // tokens per rank
+    const double T = double(v.tokens());
     const double h = double(m.hidden_size), s = double(v.seq);
     const double heads = double(m.num_attention_heads);
     if (v.recompute == core::RecomputeGranularity::full) return 2.0 * T * h / sd; // layer input
@@ -75,7 +75,7 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
 double weight_gradient_input_bytes(const core::ModelSpec& m, const LayerView& v,
                                    std::int64_t layer) {
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
-    const double T = double(v.micro_batch) * double(v.seq) / double(v.cp);
+    const double T = double(v.tokens());
     const double h = double(m.hidden_size);
     const double q = double(m.num_attention_heads) * double(m.head_dim);
     // Inputs of the column-parallel GEMMs (QKV, fc1: sharded under sequence parallelism) and
@@ -121,16 +121,24 @@ StageParameters stage_parameters(const core::JobSpec& job, std::int32_t r) {
     return out;
 }
 
+double optimizer_state_bytes_per_parameter(const core::Precision& prec) {
+    return (prec.master_weights ? 4.0 : 0.0) + 2.0 * double(core::dtype_bytes(prec.optimizer_state));
+}
+
+double optimizer_parameters(const StageParameters& params, const core::ParallelPlan& p) {
+    if (!p.distributed_optimizer) return params.total();
+    return params.dense / double(p.dp * p.cp) + params.expert / double(p.expert_dp());
+}
+
 std::vector<StageMemory> memory_per_stage(const core::JobSpec& job, const core::Schedule& schedule) {
     const core::ModelSpec& m = job.model;
     const core::ParallelPlan& p = job.plan;
     const core::Precision& prec = m.precision;
     const double weight_b = double(core::dtype_bytes(prec.params));
     const double grad_b = double(core::dtype_bytes(prec.grads));
-    const double optimizer_b =
-        (prec.master_weights ? 4.0 : 0.0) + 2.0 * double(core::dtype_bytes(prec.optimizer_state));
+    const double optimizer_b = optimizer_state_bytes_per_parameter(prec);
     LayerView v = LayerView::of(p, job.training.seq_length);
-    const double T = double(v.micro_batch) * double(v.seq) / double(v.cp);
+    const double T = double(v.tokens());
     const double h = double(m.hidden_size);
     const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
     const std::int64_t per_chunk = job.layers_per_model_chunk();
@@ -141,10 +149,7 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job, const core::
         const StageParameters params = stage_parameters(job, r);
         s.weights_bytes = params.total() * weight_b;
         s.gradients_bytes = params.total() * grad_b;
-        // ZeRO-1 / distributed optimizer: state sharded over the ranks that hold each copy.
-        const double dense_shard = p.distributed_optimizer ? double(p.dp * p.cp) : 1.0;
-        const double expert_shard = p.distributed_optimizer ? double(p.expert_dp()) : 1.0;
-        s.optimizer_bytes = optimizer_b * (params.dense / dense_shard + params.expert / expert_shard);
+        s.optimizer_bytes = optimizer_b * optimizer_parameters(params, p);
 
         // Activations of one (micro-batch, chunk), largest chunk of this rank.
         double chunk_bytes = 0.0, chunk_w_bytes = 0.0;

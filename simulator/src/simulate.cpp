@@ -91,10 +91,8 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
                                                 double(job.model.hidden_size) / double(p.tp) * grad_b);
         // AdamW over the local shard: reads fp32 master, grad, m, v; writes master, m, v and the
         // bf16 weights (30 bytes per parameter with fp32 state).
-        const double shard_dense = p.distributed_optimizer ? double(p.dp * p.cp) : 1.0;
-        const double shard_expert = p.distributed_optimizer ? double(p.expert_dp()) : 1.0;
-        const double local = params.dense / shard_dense + params.expert / shard_expert;
-        const double state_b = 2.0 * double(core::dtype_bytes(prec.optimizer_state)) + (prec.master_weights ? 4.0 : 0.0);
+        const double local = optimizer_parameters(params, p);
+        const double state_b = optimizer_state_bytes_per_parameter(prec);
         s.optimizer_s = cost.memory_bound_s(core::MemoryKernel::adamw, local * (grad_b + 2.0 * state_b + param_b));
         // Global gradient-norm: one scalar all-reduce across the model.
         s.optimizer_s += cost.collective_s(GroupKind::model, r, Collective::all_reduce, 4.0);

@@ -51,6 +51,9 @@ struct LayerView {
     core::RecomputeGranularity recompute = core::RecomputeGranularity::none;
     bool flash_attention = true;
 
+    // Tokens of one micro-batch on this rank (context parallelism splits the sequence).
+    std::int64_t tokens() const { return micro_batch * seq / cp; }
+
     static LayerView of(const core::ParallelPlan& plan, std::int64_t seq_length);
     // The whole model on one device: what model FLOPs count.
     static LayerView global(std::int64_t sequences, std::int64_t seq_length);
