@@ -17,7 +17,7 @@ namespace {
 
 void add(StepFlops& total, const std::vector<Op>& ops) {
     for (const Op& op : ops) {
-        const double f = op.flops * double(op.count);
+        const double f = op.flops;
         total.hardware += f;
         if (!op.recompute) total.model += f;
     }

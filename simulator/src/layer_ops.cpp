@@ -55,28 +55,26 @@ struct Builder {
     }
 
     // A linear layer: forward, input gradient (dgrad) and weight gradient (wgrad).
-    void linear(std::string_view name, std::int64_t m, std::int64_t n, std::int64_t k,
-                std::int64_t count = 1) {
-        if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return;
+    void linear(std::string_view name, std::int64_t m, std::int64_t n, std::int64_t k) {
+        if (m <= 0 || n <= 0 || k <= 0) return;
         const double flops = 2.0 * double(m) * double(n) * double(k);
-        Op f{.name = name, .kind = OpKind::gemm, .phase = Phase::forward, .count = count,
-             .m = m, .n = n, .k = k, .flops = flops};
+        Op f{.name = name, .kind = OpKind::gemm, .phase = Phase::forward, .m = m, .n = n, .k = k,
+             .flops = flops};
         push(f);
-        ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input,
-                       .count = count, .m = m, .n = k, .k = n, .flops = flops});
-        ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_weight,
-                       .count = count, .m = k, .n = n, .k = m, .flops = flops});
+        ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input, .m = m,
+                       .n = k, .k = n, .flops = flops});
+        ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_weight, .m = k,
+                       .n = n, .k = m, .flops = flops});
     }
 
     void memory(std::string_view name, MemoryKernel kernel, double forward_bytes,
-                double backward_bytes, Phase backward_phase = Phase::backward_input,
-                std::int64_t count = 1) {
+                double backward_bytes, Phase backward_phase = Phase::backward_input) {
         if (forward_bytes > 0)
             push({.name = name, .kind = OpKind::memory_bound, .phase = Phase::forward,
-                  .count = count, .kernel = kernel, .bytes = forward_bytes});
+                  .kernel = kernel, .bytes = forward_bytes});
         if (backward_bytes > 0)
             ops.push_back({.name = name, .kind = OpKind::memory_bound, .phase = backward_phase,
-                           .count = count, .kernel = kernel, .bytes = backward_bytes});
+                           .kernel = kernel, .bytes = backward_bytes});
     }
 
     void collective(std::string_view name, Collective c, GroupKind group, double bytes,
@@ -137,18 +135,18 @@ void residual(Builder& b, const core::ModelSpec& m, std::string_view name, doubl
 
 void mlp(Builder& b, const core::ModelSpec& m, std::string_view prefix_fc1,
          std::string_view prefix_fc2, std::string_view act_name, std::int64_t tokens,
-         std::int64_t width, std::int64_t tp, std::int64_t count = 1) {
+         std::int64_t width, std::int64_t tp) {
     const bool swiglu = m.activation == core::Activation::swiglu;
     const std::int64_t local = width / tp;
-    b.linear(prefix_fc1, tokens, (swiglu ? 2 : 1) * local, m.hidden_size, count);
+    b.linear(prefix_fc1, tokens, (swiglu ? 2 : 1) * local, m.hidden_size);
     const double y = double(tokens) * double(local) * kActivationBytes;
     // GeLU reads x, writes y; SwiGLU reads gate and up (2y), writes y. Backward reads what the
     // forward read plus dy and writes the input gradient.
     if (swiglu)
-        b.memory(act_name, MemoryKernel::swiglu, 3 * y, 5 * y, Phase::backward_input, count);
+        b.memory(act_name, MemoryKernel::swiglu, 3 * y, 5 * y);
     else
-        b.memory(act_name, MemoryKernel::gelu, 2 * y, 3 * y, Phase::backward_input, count);
-    b.linear(prefix_fc2, tokens, m.hidden_size, local, count);
+        b.memory(act_name, MemoryKernel::gelu, 2 * y, 3 * y);
+    b.linear(prefix_fc2, tokens, m.hidden_size, local);
 }
 
 void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t tokens) {
@@ -269,12 +267,13 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
                      Phase::backward_input);
     }
     // Balanced routing: the ep ranks together receive ep·tokens·top_k copies, spread evenly over
-    // the num_experts experts, num_experts/ep of them local.
+    // the num_experts experts, num_experts/ep of them local. The local experts run as one
+    // grouped GEMM (Megatron-Core --moe-grouped-gemm): timed as one GEMM over all their tokens.
     const std::int64_t local_experts = e.num_experts / v.ep;
     const auto per_expert = std::int64_t(
         std::ceil(double(tokens) * double(e.top_k) * double(v.ep) * capacity / double(e.num_experts)));
-    mlp(b, m, "expert fc1", "expert fc2", "expert activation", per_expert,
-        e.expert_ffn_hidden_size, v.tp, local_experts);
+    mlp(b, m, "expert fc1", "expert fc2", "expert activation", per_expert * local_experts,
+        e.expert_ffn_hidden_size, v.tp);
     if (v.tp > 1) {
         b.collective("expert tp scatter", Collective::reduce_scatter, GroupKind::tensor,
                      double(tokens) * double(e.top_k) * double(h) * kActivationBytes * capacity, Phase::forward);

@@ -21,7 +21,7 @@ void print_report(const Report& r, std::ostream& out) {
     const core::JobSpec& j = r.job;
     const core::ParallelPlan& p = j.plan;
     out << j.model.name << " on " << j.cluster.devices() << " × " << r.profile_name << " ("
-        << j.cluster.nodes << " nodes): tp " << p.tp << " · cp " << p.cp << " · dp " << p.dp
+        << j.cluster.nodes << (j.cluster.nodes == 1 ? " node" : " nodes") << "): tp " << p.tp << " · cp " << p.cp << " · dp " << p.dp
         << " · pp " << p.pp << (p.ep > 1 ? " · ep " + std::to_string(p.ep) : "") << ", "
         << core::to_string(p.schedule) << (p.vpp > 1 ? " v=" + std::to_string(p.vpp) : "")
         << ", micro-batch " << p.micro_batch_size << " × " << r.microbatches << ", recompute "
