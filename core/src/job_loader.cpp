@@ -55,39 +55,46 @@ Json recompute_object(const Json* existing) {
     return *existing;
 }
 
-} // namespace
-
-JobSpec load_job(const JobInputs& in) {
-    Json plan_file = Json::object();
-    std::filesystem::path plan_dir;
-    std::string plan_source;
-    if (in.plan) {
-        plan_file = resolve_reference(*in.plan, PresetKind::plan, "plan");
-        plan_source = source_of(Json(*in.plan));
-        std::error_code ec;
-        if (std::filesystem::is_regular_file(*in.plan, ec))
-            plan_dir = std::filesystem::path(*in.plan).parent_path();
-    }
-    // The plan file's top level: which keys it may have.
+// What a plan file contributes before command-line options override it.
+struct PlanFile {
     Json model_ref, cluster_ref, training_ref, parallel = Json::object();
-    from_source(plan_source, [&] {
+    std::string source;
+};
+
+PlanFile read_plan_file(const JobInputs& in) {
+    PlanFile f;
+    if (!in.plan) return f;
+    const Json plan_file = resolve_reference(*in.plan, PresetKind::plan, "plan");
+    f.source = source_of(Json(*in.plan));
+    std::filesystem::path plan_dir;
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(*in.plan, ec))
+        plan_dir = std::filesystem::path(*in.plan).parent_path();
+    from_source(f.source, [&] {
         ObjectReader top(plan_file, "");
-        if (in.plan) top.expect_format("trident.plan/1");
+        top.expect_format("trident.plan/1");
         top.string_or("name", "");
         top.string_or("source", "");
         top.string_or("description", "");
-        model_ref = relative_to(top.get("model"), plan_dir);
-        cluster_ref = relative_to(top.get("cluster"), plan_dir);
-        training_ref = relative_to(top.get("training"), plan_dir);
+        if (const Json* planner = top.get("planner"); planner && !planner->is_object())
+            throw SpecError("planner", "must be a JSON object (what the planner recorded)");
+        f.model_ref = relative_to(top.get("model"), plan_dir);
+        f.cluster_ref = relative_to(top.get("cluster"), plan_dir);
+        f.training_ref = relative_to(top.get("training"), plan_dir);
         if (const Json* p = top.get("parallel")) {
             if (!p->is_object()) throw SpecError("parallel", "must be a JSON object");
-            parallel = *p;
+            f.parallel = *p;
         }
         top.finish();
         return 0;
     });
+    return f;
+}
 
-    JobSpec job;
+// Model, cluster and training from the plan file and the options.
+void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
+    const std::string& plan_source = f.source;
+    Json model_ref = f.model_ref, cluster_ref = f.cluster_ref, training_ref = f.training_ref;
     // Model.
     if (in.model) model_ref = *in.model;
     if (model_ref.is_null())
@@ -125,6 +132,22 @@ JobSpec load_job(const JobInputs& in) {
         if (in.train_iters) training["train_iters"] = *in.train_iters;
         return training_from_json(training, job.model.max_position_embeddings);
     });
+}
+
+} // namespace
+
+JobSpec load_specs(const JobInputs& in) {
+    JobSpec job;
+    load_specs(job, in, read_plan_file(in));
+    return job;
+}
+
+JobSpec load_job(const JobInputs& in) {
+    const PlanFile file = read_plan_file(in);
+    const std::string& plan_source = file.source;
+    Json parallel = file.parallel;
+    JobSpec job;
+    load_specs(job, in, file);
 
     // Parallel plan, with flags.
     if (in.tp) parallel["tp"] = *in.tp;

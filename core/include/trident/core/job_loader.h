@@ -41,4 +41,9 @@ struct JobInputs {
 // Loads, applies overrides, resolves dp "auto", and validates. Throws SpecError.
 JobSpec load_job(const JobInputs& inputs);
 
+// Loads only the model, cluster and training (what the planner searches a plan for); the
+// returned plan is a default one, not validated against them. The parallel overrides of
+// `inputs` are ignored.
+JobSpec load_specs(const JobInputs& inputs);
+
 } // namespace trident::core
