@@ -3,6 +3,7 @@
 #include "trident/simulator/flops.h"
 
 #include <set>
+#include <tuple>
 
 namespace trident::simulator {
 
@@ -95,17 +96,25 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile)
     // already holds 1/tp.
     p2p_bytes_ = double(base.tokens()) * double(job.model.hidden_size) * 2.0 / double(p.tp);
 
-    // Identical layers cost the same: time each (kind of layer, recomputation) once per rank.
+    // Identical layers cost the same: time each (kind of layer, recomputation, which of its
+    // collective groups cross nodes) once.
     chunks_.resize(std::size_t(p.pp * p.vpp));
+    std::map<std::tuple<bool, int, int>, std::array<PassCost, 3>> cache;
     for (std::int32_t r = 0; r < p.pp; ++r) {
-        std::map<std::pair<bool, int>, std::array<PassCost, 3>> cache;
+        int placement = 0;
+        for (auto kind : {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert}) {
+            std::set<std::int64_t> nodes;
+            for (auto member : grid_.group_of(kind, representative(r)))
+                nodes.insert(member / job.cluster.devices_per_node);
+            placement = placement * 2 + (nodes.size() > 1);
+        }
         for (std::int32_t c = 0; c < p.vpp; ++c) {
             const std::int32_t vs = std::int32_t(c * p.pp + r);
             ChunkCost& cost = chunks_[std::size_t(r * p.vpp + c)];
             for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
                 LayerView v = base;
                 v.recompute = layer_recompute(job, layer);
-                const auto key = std::make_pair(job.model.is_moe_layer(layer), int(v.recompute));
+                const auto key = std::make_tuple(job.model.is_moe_layer(layer), int(v.recompute), placement);
                 auto it = cache.find(key);
                 if (it == cache.end())
                     it = cache.emplace(key, by_phase(layer_ops(job.model, v, layer), r)).first;

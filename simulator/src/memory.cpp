@@ -130,7 +130,18 @@ double optimizer_parameters(const StageParameters& params, const core::ParallelP
     return params.dense / double(p.dp * p.cp) + params.expert / double(p.expert_dp());
 }
 
+std::vector<core::InFlight> in_flight_per_rank(const core::Schedule& schedule) {
+    std::vector<core::InFlight> out;
+    for (std::int32_t r = 0; r < schedule.stages; ++r) out.push_back(core::max_in_flight(schedule, r));
+    return out;
+}
+
 std::vector<StageMemory> memory_per_stage(const core::JobSpec& job, const core::Schedule& schedule) {
+    return memory_per_stage(job, in_flight_per_rank(schedule));
+}
+
+std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
+                                          const std::vector<core::InFlight>& in_flight) {
     const core::ModelSpec& m = job.model;
     const core::ParallelPlan& p = job.plan;
     const core::Precision& prec = m.precision;
@@ -161,12 +172,12 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job, const core::
                 bytes += activation_bytes(m, v, layer);
                 w_bytes += weight_gradient_input_bytes(m, v, layer);
             }
-            if (vs == schedule.virtual_stages() - 1) // final norm input and fp32 softmax of the loss
+            if (vs == p.pp * p.vpp - 1) // final norm input and fp32 softmax of the loss
                 bytes += 2.0 * T * h / sd + 4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
             chunk_bytes = std::max(chunk_bytes, bytes);
             chunk_w_bytes = std::max(chunk_w_bytes, w_bytes);
         }
-        const core::InFlight flight = core::max_in_flight(schedule, r);
+        const core::InFlight flight = in_flight.at(std::size_t(r));
         s.in_flight = flight.until_backward_input;
         s.activations_bytes = double(flight.until_backward_input) * chunk_bytes +
                               double(flight.until_backward_weight - flight.until_backward_input) *

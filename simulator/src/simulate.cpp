@@ -28,6 +28,48 @@ double bucketed(const CostModel& cost, GroupKind group, std::int32_t stage, Coll
 
 } // namespace
 
+StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t r,
+                   double bucket_parameters) {
+    const core::ParallelPlan& p = job.plan;
+    const core::Precision& prec = job.model.precision;
+    const double grad_b = double(core::dtype_bytes(prec.grads));
+    const double param_b = double(core::dtype_bytes(prec.params));
+    const double bucket_bytes = std::max(bucket_parameters, 1.0e6 * double(p.dp)) * grad_b;
+    double last_backward_s = 0.0; // the final micro-batch's backward, over all chunks
+    for (std::int32_t c = 0; c < p.vpp; ++c)
+        last_backward_s += cost.chunk(r, c).backward_input.total_s() + cost.chunk(r, c).backward_weight.total_s();
+    StepTail t;
+    // Gradient reduction: dense grads over dp·cp, expert grads over expert-dp; reduce-scatter
+    // with the distributed optimizer, all-reduce without.
+    const StageParameters params = stage_parameters(job, r);
+    const Collective reduce = p.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
+    t.gradient_reduce_s =
+        bucketed(cost, GroupKind::data_context, r, reduce, params.dense * grad_b, bucket_bytes) +
+        bucketed(cost, GroupKind::expert_data, r, reduce, params.expert * grad_b, bucket_bytes);
+    if (p.overlap_grad_reduce) t.gradient_reduce_s = std::max(0.0, t.gradient_reduce_s - last_backward_s);
+    // Tied embeddings across stages: first and last stage sum their embedding gradients.
+    if (job.model.tied_embeddings && p.pp > 1 && (r == 0 || r == p.pp - 1))
+        t.embedding_sync_s = cost.collective_s(GroupKind::embedding, r, Collective::all_reduce,
+                                               double(job.model.padded_vocab_size(p.tp)) *
+                                                   double(job.model.hidden_size) / double(p.tp) * grad_b);
+    // AdamW over the local shard: reads fp32 master, grad, m, v; writes master, m, v and the
+    // bf16 weights (30 bytes per parameter with fp32 state).
+    const double local = optimizer_parameters(params, p);
+    const double state_b = optimizer_state_bytes_per_parameter(prec);
+    t.optimizer_s = cost.memory_bound_s(core::MemoryKernel::adamw, local * (grad_b + 2.0 * state_b + param_b));
+    // Global gradient-norm: one scalar all-reduce across the model.
+    t.optimizer_s += cost.collective_s(GroupKind::model, r, Collective::all_reduce, 4.0);
+    if (p.distributed_optimizer) {
+        t.parameter_gather_s =
+            bucketed(cost, GroupKind::data_context, r, Collective::all_gather, params.dense * param_b, bucket_bytes) +
+            bucketed(cost, GroupKind::expert_data, r, Collective::all_gather, params.expert * param_b, bucket_bytes);
+        // Overlapped with the next step's forward: exposed only beyond the first forward.
+        if (p.overlap_param_gather)
+            t.parameter_gather_s = std::max(0.0, t.parameter_gather_s - cost.chunk(r, 0).forward.total_s());
+    }
+    return t;
+}
+
 Report simulate(const core::JobSpec& job, const core::Profile& profile,
                 const SimulateOptions& options) {
     const core::ParallelPlan& p = job.plan;
@@ -58,13 +100,11 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
 
     const double grad_b = double(core::dtype_bytes(prec.grads));
     const double param_b = double(core::dtype_bytes(prec.params));
-    const double bucket_bytes = std::max(options.bucket_parameters, 1.0e6 * double(p.dp)) * grad_b;
     for (std::int32_t r = 0; r < p.pp; ++r) {
         StageReport s;
         s.stage = r;
         s.representative_rank = cost.representative(r);
         s.memory = memory[std::size_t(r)];
-        double last_backward_s = 0.0; // the final micro-batch's backward, over all chunks
         for (std::int32_t c = 0; c < p.vpp; ++c) {
             const ChunkCost& cc = cost.chunk(r, c);
             for (const PassCost* pc : {&cc.forward, &cc.backward_input, &cc.backward_weight}) {
@@ -72,37 +112,13 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
                 s.recompute_s += pc->recompute_s * report.microbatches;
                 s.collective_s += pc->collective_s * report.microbatches;
             }
-            last_backward_s += cc.backward_input.total_s() + cc.backward_weight.total_s();
         }
         s.pipeline_end_s = timeline.end_s[std::size_t(r)];
-
-        // Gradient reduction: dense grads over dp·cp, expert grads over expert-dp; reduce-
-        // scatter with the distributed optimizer, all-reduce without.
+        const StepTail tail = step_tail(job, cost, r, options.bucket_parameters);
+        const double reduce_s = tail.gradient_reduce_s, embedding_s = tail.embedding_sync_s,
+                     gather_s = tail.parameter_gather_s;
         const StageParameters params = stage_parameters(job, r);
-        const Collective reduce = p.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
-        double reduce_s = bucketed(cost, GroupKind::data_context, r, reduce, params.dense * grad_b, bucket_bytes) +
-                          bucketed(cost, GroupKind::expert_data, r, reduce, params.expert * grad_b, bucket_bytes);
-        if (p.overlap_grad_reduce) reduce_s = std::max(0.0, reduce_s - last_backward_s);
-        // Tied embeddings across stages: first and last stage sum their embedding gradients.
-        double embedding_s = 0.0;
-        if (job.model.tied_embeddings && p.pp > 1 && (r == 0 || r == p.pp - 1))
-            embedding_s = cost.collective_s(GroupKind::embedding, r, Collective::all_reduce,
-                                            double(job.model.padded_vocab_size(p.tp)) *
-                                                double(job.model.hidden_size) / double(p.tp) * grad_b);
-        // AdamW over the local shard: reads fp32 master, grad, m, v; writes master, m, v and the
-        // bf16 weights (30 bytes per parameter with fp32 state).
-        const double local = optimizer_parameters(params, p);
-        const double state_b = optimizer_state_bytes_per_parameter(prec);
-        s.optimizer_s = cost.memory_bound_s(core::MemoryKernel::adamw, local * (grad_b + 2.0 * state_b + param_b));
-        // Global gradient-norm: one scalar all-reduce across the model.
-        s.optimizer_s += cost.collective_s(GroupKind::model, r, Collective::all_reduce, 4.0);
-        double gather_s = 0.0;
-        if (p.distributed_optimizer) {
-            gather_s = bucketed(cost, GroupKind::data_context, r, Collective::all_gather, params.dense * param_b, bucket_bytes) +
-                       bucketed(cost, GroupKind::expert_data, r, Collective::all_gather, params.expert * param_b, bucket_bytes);
-            // Overlapped with the next step's forward: exposed only beyond the first forward.
-            if (p.overlap_param_gather) gather_s = std::max(0.0, gather_s - cost.chunk(r, 0).forward.total_s());
-        }
+        s.optimizer_s = tail.optimizer_s;
         s.data_parallel_s = reduce_s + embedding_s + gather_s;
         report.stages.push_back(s);
         if (options.trace) {

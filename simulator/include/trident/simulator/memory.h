@@ -47,5 +47,9 @@ struct StageMemory {
 };
 
 std::vector<StageMemory> memory_per_stage(const core::JobSpec& job, const core::Schedule& schedule);
+// The same from each pipeline rank's in-flight counts (what the planner caches per schedule).
+std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
+                                          const std::vector<core::InFlight>& in_flight);
+std::vector<core::InFlight> in_flight_per_rank(const core::Schedule& schedule);
 
 } // namespace trident::simulator

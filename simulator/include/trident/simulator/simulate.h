@@ -55,4 +55,17 @@ struct SimulateOptions {
 Report simulate(const core::JobSpec& job, const core::Profile& profile,
                 const SimulateOptions& options = {});
 
+// What a stage does after its last backward: exposed gradient reduction, tied-embedding sync,
+// the optimizer step (with the gradient-norm all-reduce) and the distributed optimizer's
+// parameter all-gather.
+struct StepTail {
+    double gradient_reduce_s = 0.0;
+    double embedding_sync_s = 0.0;
+    double optimizer_s = 0.0;
+    double parameter_gather_s = 0.0;
+    double total_s() const { return gradient_reduce_s + embedding_sync_s + optimizer_s + parameter_gather_s; }
+};
+StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t stage,
+                   double bucket_parameters = SimulateOptions{}.bucket_parameters);
+
 } // namespace trident::simulator
