@@ -11,6 +11,7 @@ struct Command {
     std::function<int()> run;
 };
 
+Command add_plan_command(CLI::App& app);
 Command add_presets_command(CLI::App& app);
 Command add_simulate_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);

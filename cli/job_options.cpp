@@ -26,7 +26,7 @@ void flag(CLI::App& app, const std::string& names, std::optional<bool>& target,
 
 } // namespace
 
-void add_job_options(CLI::App& app, core::JobInputs& in) {
+void add_spec_options(CLI::App& app, core::JobInputs& in) {
     const std::string job = "Job (preset name or JSON path)";
     text(app, "--model", in.model, "Model preset or trident.model/1 file", job);
     text(app, "--cluster", in.cluster, "Cluster preset or trident.cluster/1 file", job);
@@ -41,6 +41,10 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
     integer(app, "--gbs,--global-batch-size", in.global_batch_size, "Global batch (sequences)");
     integer(app, "--seq-length", in.seq_length, "Sequence length (tokens)");
     integer(app, "--train-iters", in.train_iters, "Training iterations");
+}
+
+void add_job_options(CLI::App& app, core::JobInputs& in) {
+    add_spec_options(app, in);
     integer(app, "--tp,--tensor-model-parallel-size", in.tp, "Tensor-parallel degree");
     integer(app, "--pp,--pipeline-model-parallel-size", in.pp, "Pipeline-parallel degree");
     text(app, "--dp,--data-parallel-size", in.dp, "Data-parallel degree, or 'auto'",

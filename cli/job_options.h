@@ -8,5 +8,8 @@
 namespace trident::cli {
 
 void add_job_options(CLI::App& app, core::JobInputs& inputs);
+// Only the model, cluster (--nodes), training and plan-file inputs: what `plan` takes before
+// its own search options.
+void add_spec_options(CLI::App& app, core::JobInputs& inputs);
 
 } // namespace trident::cli

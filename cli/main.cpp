@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
         cli::add_presets_command(app),
         cli::add_validate_command(app),
         cli::add_simulate_command(app),
+        cli::add_plan_command(app),
         cli::add_version_command(app),
     };
     try {

@@ -1,0 +1,321 @@
+// `trident plan`: search the layouts of a model on a cluster for the fastest that fits.
+#include "command.h"
+#include "format.h"
+#include "job_options.h"
+#include "trident/core/atomic_file.h"
+#include "trident/core/job_loader.h"
+#include "trident/core/profile.h"
+#include "trident/core/spec_error.h"
+#include "trident/planner/planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <unistd.h>
+
+namespace trident::cli {
+
+core::Profile load_profile(const std::string& reference, const core::ClusterSpec& cluster);
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string gib(double bytes) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.1f GiB", bytes / kGiB);
+    return buffer;
+}
+
+struct PlanCommandOptions {
+    core::JobInputs inputs;
+    std::string profile;
+    std::string tp, pp, cp, ep, vpp, mbs, schedule;
+    std::optional<bool> sequence_parallel, distributed_optimizer;
+    std::string recompute = "auto", recompute_method = "block";
+    std::optional<std::int64_t> recompute_num_layers;
+    bool allow_cross_node_tp = false, no_overlap = false, no_flash_attention = false;
+    std::string memory_budget;
+    std::size_t top = 10;
+    bool csv = false, json = false, megatron_args = false, explain = false, exhaustive = false;
+    std::string out;
+};
+
+// "8", "2,4,8" or "1-8" (every integer in the range; impossible values are rejected with a
+// reason like any other layout).
+std::vector<std::int64_t> parse_list(const std::string& text, const std::string& field) {
+    std::vector<std::int64_t> values;
+    if (text.empty()) return values;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, comma - start);
+        long long a = 0, b = 0;
+        char tail = 0;
+        if (std::sscanf(item.c_str(), "%lld-%lld%c", &a, &b, &tail) == 2 && a >= 1 && b >= a && b - a < 100000) {
+            for (long long v = a; v <= b; ++v) values.push_back(v);
+        } else if (std::sscanf(item.c_str(), "%lld%c", &a, &tail) == 1 && a >= 1) {
+            values.push_back(a);
+        } else {
+            throw core::SpecError(field, "expected positive integers like 8, 2,4,8 or 1-8, got \"" + text + "\"");
+        }
+        start = comma + 1;
+    }
+    return values;
+}
+
+// "70GiB", "80GB", "75e9" (bytes), "0.9" (a fraction of device memory) or "90%".
+double parse_budget(const std::string& text, double capacity_bytes) {
+    if (text.empty()) return 0.9 * capacity_bytes;
+    double value = 0.0;
+    char unit[8] = {0};
+    const int n = std::sscanf(text.c_str(), "%lf%7s", &value, unit);
+    const std::string u = n == 2 ? unit : "";
+    double bytes = -1.0;
+    if (n >= 1 && std::isfinite(value) && value > 0) {
+        if (u.empty()) bytes = value <= 1.0 ? value * capacity_bytes : value;
+        else if (u == "%") bytes = value / 100.0 * capacity_bytes;
+        else if (u == "B") bytes = value;
+        else if (u == "KB") bytes = value * 1e3;
+        else if (u == "MB") bytes = value * 1e6;
+        else if (u == "GB") bytes = value * 1e9;
+        else if (u == "TB") bytes = value * 1e12;
+        else if (u == "KiB") bytes = value * 1024.0;
+        else if (u == "MiB") bytes = value * 1024.0 * 1024.0;
+        else if (u == "GiB") bytes = value * kGiB;
+        else if (u == "TiB") bytes = value * kGiB * 1024.0;
+    }
+    if (bytes <= 0)
+        throw core::SpecError("--memory-budget", "cannot read \"" + text + "\" (use e.g. 70GiB, 80GB, 0.9 or 90%)");
+    return bytes;
+}
+
+planner::SearchSpace search_space(const PlanCommandOptions& o) {
+    planner::SearchSpace s;
+    s.tp = parse_list(o.tp, "--tp");
+    s.pp = parse_list(o.pp, "--pp");
+    s.cp = parse_list(o.cp, "--cp");
+    s.ep = parse_list(o.ep, "--ep");
+    s.vpp = parse_list(o.vpp, "--vpp");
+    s.micro_batch = parse_list(o.mbs, "--mbs");
+    if (!o.schedule.empty()) {
+        std::size_t start = 0;
+        while (start <= o.schedule.size()) {
+            const std::size_t comma = std::min(o.schedule.find(',', start), o.schedule.size());
+            s.schedules.push_back(static_cast<core::ScheduleKind>(
+                core::enum_index(o.schedule.substr(start, comma - start), core::kScheduleNames, "--schedule")));
+            start = comma + 1;
+        }
+    }
+    if (o.sequence_parallel) s.sequence_parallel = {*o.sequence_parallel};
+    if (o.distributed_optimizer) s.distributed_optimizer = {*o.distributed_optimizer};
+    if (o.recompute != "auto") {
+        core::Recompute r;
+        r.granularity = static_cast<core::RecomputeGranularity>(
+            core::enum_index(o.recompute, core::kRecomputeGranularityNames, "--recompute"));
+        r.method = static_cast<core::RecomputeMethod>(
+            core::enum_index(o.recompute_method, core::kRecomputeMethodNames, "--recompute-method"));
+        r.num_layers = o.recompute_num_layers.value_or(0);
+        s.recompute = r;
+    } else if (o.recompute_num_layers) {
+        throw core::SpecError("--recompute-num-layers", "needs --recompute full (auto picks the layers itself)");
+    }
+    s.allow_cross_node_tp = o.allow_cross_node_tp;
+    s.overlap = !o.no_overlap;
+    s.flash_attention = !o.no_flash_attention;
+    return s;
+}
+
+std::string recompute_text(const core::ParallelPlan& p) {
+    if (p.recompute.granularity != core::RecomputeGranularity::full) return core::to_string(p.recompute.granularity);
+    return "full " + std::to_string(p.recompute.num_layers);
+}
+
+void print_table(const planner::PlanResult& r, double budget, std::ostream& out) {
+    char line[512];
+    std::snprintf(line, sizeof line, "%3s %3s %3s %4s %5s %3s %4s %-17s %4s %3s %5s %-12s %9s %10s %8s %6s %7s %16s\n",
+                  "#", "tp", "cp", "pp", "dp", "ep", "vpp", "schedule", "mbs", "sp", "zero1",
+                  "recompute", "step s", "tokens/s", "TFLOP/s", "MFU %", "bubble%", "peak GiB/budget");
+    out << line;
+    for (std::size_t i = 0; i < r.best.size(); ++i) {
+        const planner::Candidate& c = r.best[i];
+        const core::ParallelPlan& p = c.job.plan;
+        std::snprintf(line, sizeof line,
+                      "%3zu %3lld %3lld %4lld %5lld %3lld %4lld %-17s %4lld %3s %5s %-12s %9.3f %10.0f %8.1f %6.1f %7.1f %7.1f/%-8.1f\n",
+                      i + 1, (long long)p.tp, (long long)p.cp, (long long)p.pp, (long long)p.dp,
+                      (long long)p.ep, (long long)p.vpp, core::to_string(p.schedule).c_str(),
+                      (long long)p.micro_batch_size, p.sequence_parallel ? "on" : "off",
+                      p.distributed_optimizer ? "on" : "off", recompute_text(p).c_str(), c.step_time_s,
+                      c.tokens_per_s, c.tflops_per_device, 100 * c.mfu, 100 * c.bubble_fraction,
+                      c.peak_memory_bytes / kGiB, budget / kGiB);
+        out << line;
+    }
+}
+
+void print_csv(const planner::PlanResult& r, std::ostream& out) {
+    out << "rank,tp,cp,pp,dp,ep,vpp,schedule,micro_batch_size,sequence_parallel,distributed_optimizer,"
+           "recompute,recompute_num_layers,step_time_s,tokens_per_s,tflops_per_device,mfu,bubble_fraction,peak_memory_bytes\n";
+    for (std::size_t i = 0; i < r.best.size(); ++i) {
+        const planner::Candidate& c = r.best[i];
+        const core::ParallelPlan& p = c.job.plan;
+        out << i + 1 << ',' << p.tp << ',' << p.cp << ',' << p.pp << ',' << p.dp << ',' << p.ep << ','
+            << p.vpp << ',' << core::to_string(p.schedule) << ',' << p.micro_batch_size << ','
+            << p.sequence_parallel << ',' << p.distributed_optimizer << ','
+            << core::to_string(p.recompute.granularity) << ',' << p.recompute.num_layers << ','
+            << c.step_time_s << ',' << c.tokens_per_s << ',' << c.tflops_per_device << ',' << c.mfu
+            << ',' << c.bubble_fraction << ',' << c.peak_memory_bytes << '\n';
+    }
+}
+
+core::Json result_json(const planner::PlanResult& r, double budget) {
+    core::Json j;
+    j["format"] = "trident.plan-search/1";
+    j["memory_budget_bytes"] = budget;
+    j["layouts"] = r.layouts;
+    j["feasible"] = r.feasible;
+    j["simulated"] = r.simulated;
+    j["seconds"] = r.seconds;
+    core::Json best = core::Json::array();
+    for (const auto& c : r.best) best.push_back(planner::plan_file(c, budget));
+    j["best"] = best;
+    core::Json counts = core::Json::object();
+    for (const auto& [reason, n] : r.rejection_counts) counts[reason] = n;
+    j["rejections"] = counts;
+    return j;
+}
+
+void print_explain(const planner::PlanResult& r, std::ostream& out) {
+    out << "\nrejected layouts by reason:\n";
+    std::vector<std::pair<std::int64_t, std::string>> counts;
+    for (const auto& [reason, n] : r.rejection_counts) counts.emplace_back(n, reason);
+    std::sort(counts.rbegin(), counts.rend());
+    for (const auto& [n, reason] : counts) out << "  " << with_commas(n) << "  " << reason << "\n";
+    if (!r.closest_rejected.empty()) {
+        out << "closest to fitting:\n";
+        for (const auto& rej : r.closest_rejected) {
+            const core::ParallelPlan& p = rej.plan;
+            out << "  tp " << p.tp << " cp " << p.cp << " pp " << p.pp << " dp " << p.dp << " ep " << p.ep
+                << " vpp " << p.vpp << " " << core::to_string(p.schedule) << " mbs " << p.micro_batch_size
+                << (p.sequence_parallel ? " sp" : "") << (p.distributed_optimizer ? " zero1" : "")
+                << ": " << rej.reason << "\n";
+        }
+    }
+    if (!r.best.empty()) out << "why " << recompute_text(r.best.front().job.plan) << " for #1: " << r.best.front().recompute_reason << "\n";
+}
+
+// A progress bar on stderr, drawn only on a terminal and only once the search has taken a second.
+class ProgressBar {
+public:
+    ProgressBar() : start_(std::chrono::steady_clock::now()), tty_(::isatty(2) == 1) {}
+    ~ProgressBar() {
+        if (drawn_) std::fprintf(stderr, "\r%70s\r", "");
+    }
+    void operator()(const planner::Progress& p) {
+        if (!tty_ || std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1)) return;
+        const int width = 30;
+        const int filled = p.total > 0 ? int(width * double(p.done) / double(p.total)) : 0;
+        std::fprintf(stderr, "\r%-8s [%s%s] %lld/%lld", std::string(p.phase).c_str(),
+                     std::string(std::size_t(filled), '#').c_str(), std::string(std::size_t(width - filled), ' ').c_str(),
+                     (long long)p.done, (long long)p.total);
+        drawn_ = true;
+    }
+
+private:
+    std::chrono::steady_clock::time_point start_;
+    bool tty_;
+    bool drawn_ = false;
+};
+
+} // namespace
+
+Command add_plan_command(CLI::App& app) {
+    auto o = std::make_shared<PlanCommandOptions>();
+    Command c;
+    c.app = app.add_subcommand("plan", "Search the fastest parallel layout that fits in memory");
+    add_spec_options(*c.app, o->inputs);
+    const std::string search = "Search (a value, a list 2,4,8 or a range 1-8; default: all)";
+    c.app->add_option("--profile", o->profile, "Device profile (default: the cluster's device)");
+    c.app->add_option("--tp,--tensor-model-parallel-size", o->tp, "Tensor-parallel degrees")->group(search);
+    c.app->add_option("--pp,--pipeline-model-parallel-size", o->pp, "Pipeline-parallel degrees")->group(search);
+    c.app->add_option("--cp,--context-parallel-size", o->cp, "Context-parallel degrees")->group(search);
+    c.app->add_option("--ep,--expert-model-parallel-size", o->ep, "Expert-parallel degrees")->group(search);
+    c.app->add_option("--vpp,--virtual-pipeline-model-parallel-size", o->vpp, "Virtual stages per pipeline rank")->group(search);
+    c.app->add_option("--mbs,--micro-batch-size", o->mbs, "Micro-batch sizes")->group(search);
+    c.app->add_option("--schedule", o->schedule, "Schedules: gpipe,1f1b,interleaved-1f1b,zero-bubble-h1")->group(search);
+    c.app->add_flag_function("--sequence-parallel,!--no-sequence-parallel",
+                             [o](std::int64_t n) { o->sequence_parallel = n > 0; }, "Pin sequence parallelism on/off")->group(search);
+    c.app->add_flag_function("--distributed-optimizer,--use-distributed-optimizer,!--no-distributed-optimizer",
+                             [o](std::int64_t n) { o->distributed_optimizer = n > 0; }, "Pin ZeRO-1 on/off")->group(search);
+    c.app->add_option("--recompute,--recompute-granularity", o->recompute, "auto (default: cheapest that fits) | none | selective | full")->group(search);
+    c.app->add_option("--recompute-method", o->recompute_method, "block | uniform (with --recompute full)")->group(search);
+    c.app->add_option_function<std::int64_t>("--recompute-num-layers", [o](const std::int64_t& v) { o->recompute_num_layers = v; },
+                                             "Layers per chunk (with --recompute full)")->group(search);
+    c.app->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp, "Let tensor groups span nodes")->group(search);
+    c.app->add_flag("--no-overlap", o->no_overlap, "Do not overlap gradient reduction / parameter gather")->group(search);
+    c.app->add_flag("--no-flash-attention", o->no_flash_attention, "Model attention without flash kernels")->group(search);
+    c.app->add_option("--memory-budget", o->memory_budget, "Per-device budget: 70GiB, 80GB, 0.9 or 90% (default 90% of the device)");
+    c.app->add_option("--top", o->top, "How many layouts to list (default 10)")->check(CLI::Range(1, 1000));
+    c.app->add_flag("--csv", o->csv, "Print the table as CSV");
+    c.app->add_flag("--json", o->json, "Print the result as JSON");
+    c.app->add_option("--out", o->out, "Write the best layout as a plan file (for simulate / run)");
+    c.app->add_flag("--megatron-args", o->megatron_args, "Print the best layout as Megatron-LM arguments");
+    c.app->add_flag("--explain", o->explain, "Count rejections by reason and show the closest misses");
+    c.app->add_flag("--exhaustive", o->exhaustive, "Simulate every feasible layout (no pruning)");
+    c.run = [o] {
+        const core::JobSpec specs = core::load_specs(o->inputs);
+        const core::Profile profile = load_profile(o->profile, specs.cluster);
+        const double budget = parse_budget(o->memory_budget, profile.memory_bytes());
+        const planner::SearchSpace space = search_space(*o);
+        planner::PlanOptions options;
+        options.memory_budget_bytes = budget;
+        options.top_k = o->top;
+        options.exhaustive = o->exhaustive;
+        auto bar = std::make_shared<ProgressBar>();
+        options.on_progress = [bar](const planner::Progress& p) { (*bar)(p); };
+        const planner::PlanResult r = planner::plan(specs, profile, space, options);
+        bar.reset();
+        options.on_progress = nullptr;
+        if (r.best.empty()) {
+            if (r.feasible == 0 && r.smallest_peak_bytes > 0)
+                throw core::SpecError("--memory-budget", "no layout fits in " + gib(budget) + "; the smallest needs " +
+                                                             gib(r.smallest_peak_bytes) + " (" + r.smallest_layout + ")");
+            std::vector<std::pair<std::int64_t, std::string>> counts;
+            for (const auto& [reason, n] : r.rejection_counts) counts.emplace_back(n, reason);
+            std::sort(counts.rbegin(), counts.rend());
+            std::string reasons;
+            for (std::size_t i = 0; i < counts.size() && i < 3; ++i)
+                reasons += (i ? "; " : "") + counts[i].second + " ×" + std::to_string(counts[i].first);
+            throw core::SpecError("cluster", "no valid layout of " + std::to_string(specs.cluster.devices()) +
+                                                 " devices for " + specs.model.name + ": " + reasons);
+        }
+        if (!o->out.empty())
+            core::write_file_atomically(o->out, planner::plan_file(r.best.front(), budget).dump(2) + "\n", "--out");
+        if (o->json) {
+            std::cout << result_json(r, budget).dump(2) << "\n";
+            return 0;
+        }
+        if (o->csv) {
+            print_csv(r, std::cout);
+            return 0;
+        }
+        std::printf("%s on %lld × %s, global batch %lld × %lld tokens, budget %.1f GiB of %.1f GiB\n",
+                    specs.model.name.c_str(), (long long)specs.cluster.devices(), profile.name().c_str(),
+                    (long long)specs.training.global_batch_size, (long long)specs.training.seq_length,
+                    budget / kGiB, profile.memory_bytes() / kGiB);
+        std::printf("searched %s layouts in %.2f s (%s layouts/s): %s fit, %s simulated in full%s\n\n",
+                    with_commas(r.layouts).c_str(), r.seconds, with_commas(std::int64_t(double(r.layouts) / std::max(r.seconds, 1e-9))).c_str(),
+                    with_commas(r.feasible).c_str(), with_commas(r.simulated).c_str(), r.cancelled ? " (cancelled)" : "");
+        std::fflush(stdout);
+        print_table(r, budget, std::cout);
+        if (o->explain) print_explain(r, std::cout);
+        if (o->megatron_args) std::cout << "\n" << planner::megatron_arguments(r.best.front().job);
+        if (!o->out.empty()) std::cout << "\nwrote the best layout to " << o->out << "\n";
+        return 0;
+    };
+    return c;
+}
+
+} // namespace trident::cli

@@ -1,0 +1,91 @@
+#pragma once
+// The planner: enumerate parallel layouts of a model on a cluster, reject the impossible ones
+// with their reasons, give each feasible layout the cheapest recomputation that fits the
+// memory budget, bound its step time analytically, and simulate in full — in order of that
+// bound — until no remaining layout can enter the top k. The top k are therefore exactly what
+// simulating every candidate would rank first (tests check this against an exhaustive run).
+#include "trident/core/job.h"
+#include "trident/core/profile.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trident::planner {
+
+// Allowed values per dimension; an empty list means the planner's default set (README).
+struct SearchSpace {
+    std::vector<std::int64_t> tp, pp, cp, ep, vpp, micro_batch;
+    std::vector<core::ScheduleKind> schedules;
+    std::vector<bool> sequence_parallel;     // empty: both where legal
+    std::vector<bool> distributed_optimizer; // empty: both where legal
+    std::optional<core::Recompute> recompute; // pinned; nullopt: cheapest that fits
+    bool allow_cross_node_tp = false;
+    bool overlap = true;          // overlap_grad_reduce (and param gather with ZeRO-1)
+    bool flash_attention = true;
+};
+
+struct Progress {
+    std::string_view phase; // "memory" (checking layouts) or "simulate"
+    std::int64_t done = 0;
+    std::int64_t total = 0;
+};
+
+struct PlanOptions {
+    double memory_budget_bytes = 0.0;
+    std::size_t top_k = 10;
+    std::size_t rejected_examples = 5;
+    bool exhaustive = false; // simulate every feasible layout (no pruning): for verification
+    std::function<void(const Progress&)> on_progress;
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+struct Candidate {
+    core::JobSpec job;
+    std::string recompute_reason;
+    double step_time_s = 0.0;
+    double tokens_per_s = 0.0;
+    double tflops_per_device = 0.0;
+    double mfu = 0.0;
+    double bubble_fraction = 0.0; // largest over stages
+    double peak_memory_bytes = 0.0;
+    std::int32_t peak_stage = 0;
+    std::int32_t cross_node_groups = 0; // group kinds (tp, cp, ep, dp, pp) spanning nodes
+};
+
+struct Rejection {
+    core::ParallelPlan plan;
+    std::string reason;
+    double overrun_bytes = 0.0; // memory rejections: by how much the best recomputation misses
+};
+
+struct PlanResult {
+    std::vector<Candidate> best; // fastest first (ties: less memory, fewer cross-node groups)
+    std::map<std::string, std::int64_t> rejection_counts; // per reason kind
+    std::vector<Rejection> closest_rejected; // memory rejections with the smallest overrun
+    std::int64_t layouts = 0;    // enumerated
+    std::int64_t feasible = 0;   // valid and within the budget
+    std::int64_t simulated = 0;  // simulated in full
+    // The least memory any over-budget layout needs at its most frugal recomputation (when
+    // nothing fits, the least any valid layout needs) and which layout that is.
+    double smallest_peak_bytes = 0.0;
+    std::string smallest_layout;
+    double seconds = 0.0;
+    bool cancelled = false;
+};
+
+PlanResult plan(const core::JobSpec& specs, const core::Profile& profile,
+                const SearchSpace& space, const PlanOptions& options);
+
+// The plan chosen, as a self-contained plan file with a "planner" record (predictions and why
+// this recomputation).
+core::Json plan_file(const Candidate& c, double memory_budget_bytes);
+// The layout as Megatron-LM command-line arguments, with comments where Megatron differs.
+std::string megatron_arguments(const core::JobSpec& job);
+
+} // namespace trident::planner

@@ -1,0 +1,102 @@
+// Exports of a chosen layout: a plan file for `simulate`/`run`, and Megatron-LM arguments.
+#include "trident/planner/planner.h"
+
+#include <sstream>
+
+namespace trident::planner {
+
+core::Json plan_file(const Candidate& c, double memory_budget_bytes) {
+    core::Json j = core::to_json(c.job);
+    j["planner"] = {{"recompute_reason", c.recompute_reason},
+                    {"predicted_step_time_s", c.step_time_s},
+                    {"predicted_tokens_per_s", c.tokens_per_s},
+                    {"predicted_mfu", c.mfu},
+                    {"peak_memory_bytes", c.peak_memory_bytes},
+                    {"peak_memory_stage", c.peak_stage},
+                    {"memory_budget_bytes", memory_budget_bytes}};
+    return j;
+}
+
+std::string megatron_arguments(const core::JobSpec& job) {
+    const core::ModelSpec& m = job.model;
+    const core::ParallelPlan& p = job.plan;
+    std::ostringstream a;
+    const auto arg = [&](const std::string& name, const std::string& value = "") {
+        a << " \\\n  " << name << (value.empty() ? "" : " " + value);
+    };
+    const auto n = [](std::int64_t v) { return std::to_string(v); };
+    a << "# " << m.name << ": " << job.cluster.devices() << " GPUs (" << job.cluster.nodes
+      << " nodes x " << job.cluster.devices_per_node << ")";
+    if (p.schedule == core::ScheduleKind::zero_bubble_h1)
+        a << "\n# zero-bubble-h1 has no Megatron-LM flag: these arguments run 1F1B";
+    if (p.schedule == core::ScheduleKind::gpipe)
+        a << "\n# Megatron-LM has no GPipe schedule: these arguments run 1F1B";
+    a << "\npretrain_gpt.py";
+    arg("--num-layers", n(m.num_layers));
+    arg("--hidden-size", n(m.hidden_size));
+    arg("--ffn-hidden-size", n(m.ffn_hidden_size));
+    arg("--num-attention-heads", n(m.num_attention_heads));
+    if (m.num_query_groups != m.num_attention_heads) {
+        arg("--group-query-attention");
+        arg("--num-query-groups", n(m.num_query_groups));
+    }
+    if (m.head_dim * m.num_attention_heads != m.hidden_size) arg("--kv-channels", n(m.head_dim));
+    arg("--seq-length", n(job.training.seq_length));
+    arg("--max-position-embeddings", n(m.max_position_embeddings));
+    if (m.activation == core::Activation::swiglu) arg("--swiglu");
+    if (m.normalization == core::Normalization::rmsnorm) arg("--normalization", "RMSNorm");
+    if (m.position_embedding == core::PositionEmbedding::rope) arg("--position-embedding-type", "rope");
+    if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");
+    if (!m.linear_bias) arg("--disable-bias-linear");
+    if (!m.dropout) {
+        arg("--attention-dropout", "0.0");
+        arg("--hidden-dropout", "0.0");
+    }
+    if (m.moe) {
+        arg("--num-experts", n(m.moe->num_experts));
+        arg("--moe-router-topk", n(m.moe->top_k));
+        if (m.moe->expert_ffn_hidden_size != m.ffn_hidden_size)
+            arg("--moe-ffn-hidden-size", n(m.moe->expert_ffn_hidden_size));
+        if (m.moe->shared_expert_ffn_hidden_size > 0)
+            arg("--moe-shared-expert-intermediate-size", n(m.moe->shared_expert_ffn_hidden_size));
+        if (m.moe->capacity_factor)
+            arg("--moe-expert-capacity-factor", std::to_string(*m.moe->capacity_factor));
+        arg("--moe-aux-loss-coeff", std::to_string(m.moe->aux_loss_coeff));
+        arg("--moe-grouped-gemm");
+    }
+    if (m.mla) {
+        arg("--multi-latent-attention");
+        if (m.mla->q_lora_rank > 0) arg("--q-lora-rank", n(m.mla->q_lora_rank));
+        arg("--kv-lora-rank", n(m.mla->kv_lora_rank));
+        arg("--qk-head-dim", n(m.mla->qk_head_dim));
+        arg("--qk-pos-emb-head-dim", n(m.mla->qk_pos_emb_head_dim));
+        arg("--v-head-dim", n(m.mla->v_head_dim));
+    }
+    if (m.precision.params == core::Dtype::bf16) arg("--bf16");
+    if (m.precision.params == core::Dtype::fp16) arg("--fp16");
+    arg("--tensor-model-parallel-size", n(p.tp));
+    arg("--pipeline-model-parallel-size", n(p.pp));
+    if (p.vpp > 1) arg("--num-layers-per-virtual-pipeline-stage", n(job.layers_per_model_chunk()));
+    if (p.cp > 1) arg("--context-parallel-size", n(p.cp));
+    if (p.ep > 1) arg("--expert-model-parallel-size", n(p.ep));
+    if (p.sequence_parallel) arg("--sequence-parallel");
+    if (p.distributed_optimizer) arg("--use-distributed-optimizer");
+    if (p.overlap_grad_reduce) arg("--overlap-grad-reduce");
+    if (p.overlap_param_gather) arg("--overlap-param-gather");
+    if (p.flash_attention) arg("--use-flash-attn");
+    switch (p.recompute.granularity) {
+    case core::RecomputeGranularity::none: break;
+    case core::RecomputeGranularity::selective: arg("--recompute-granularity", "selective"); break;
+    case core::RecomputeGranularity::full:
+        arg("--recompute-granularity", "full");
+        arg("--recompute-method", core::to_string(p.recompute.method));
+        arg("--recompute-num-layers", n(p.recompute.num_layers));
+        break;
+    }
+    arg("--micro-batch-size", n(p.micro_batch_size));
+    arg("--global-batch-size", n(job.training.global_batch_size));
+    a << "\n";
+    return a.str();
+}
+
+} // namespace trident::planner

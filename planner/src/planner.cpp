@@ -1,0 +1,359 @@
+#include "trident/planner/planner.h"
+
+#include "trident/core/rank_grid.h"
+#include "trident/core/schedule.h"
+#include "trident/core/spec_error.h"
+#include "trident/simulator/cost_model.h"
+#include "trident/simulator/memory.h"
+#include "trident/simulator/simulate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <tuple>
+
+namespace trident::planner {
+
+using core::JobSpec;
+using core::ParallelPlan;
+using core::Recompute;
+using core::RecomputeGranularity;
+using core::ScheduleKind;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string gib(double bytes) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.1f GiB", bytes / kGiB);
+    return buffer;
+}
+
+std::vector<std::int64_t> divisors_up_to(std::int64_t n, std::int64_t limit) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t d = 1; d <= std::min(n, limit); ++d)
+        if (n % d == 0) out.push_back(d);
+    return out;
+}
+
+// A reason's kind: its field and rule with the numbers taken out, so rejections group.
+std::string reason_kind(const core::SpecError& e) {
+    std::string rule;
+    for (char c : e.reason()) {
+        if (c == '(' || c == ';') break;
+        if (c >= '0' && c <= '9') {
+            if (rule.empty() || rule.back() != 'N') rule += 'N';
+        } else if (!(c == '.' && !rule.empty() && rule.back() == 'N')) {
+            rule += c;
+        }
+    }
+    while (!rule.empty() && rule.back() == ' ') rule.pop_back();
+    return e.field() + ": " + rule;
+}
+
+std::string describe(const ParallelPlan& p) {
+    return "tp " + std::to_string(p.tp) + " cp " + std::to_string(p.cp) + " pp " +
+           std::to_string(p.pp) + " dp " + std::to_string(p.dp) + " ep " + std::to_string(p.ep) +
+           " vpp " + std::to_string(p.vpp) + " " + core::to_string(p.schedule) + " mbs " +
+           std::to_string(p.micro_batch_size) + (p.sequence_parallel ? " sp" : "") +
+           (p.distributed_optimizer ? " zero1" : "");
+}
+
+std::string describe(const Recompute& r, std::int64_t layers_per_chunk) {
+    if (r.granularity != RecomputeGranularity::full) return core::to_string(r.granularity);
+    return "full recomputation of " + std::to_string(r.num_layers) + " of " +
+           std::to_string(layers_per_chunk) + " layers per chunk";
+}
+
+struct Peak {
+    double bytes = 0.0;
+    std::int32_t stage = 0;
+};
+
+Peak peak_of(const std::vector<simulator::StageMemory>& stages) {
+    Peak p;
+    for (std::size_t s = 0; s < stages.size(); ++s)
+        if (stages[s].total_bytes() > p.bytes) p = {stages[s].total_bytes(), std::int32_t(s)};
+    return p;
+}
+
+// Schedules' in-flight counts depend only on (kind, p, v, m): computed once each.
+class InFlightCache {
+public:
+    const std::vector<core::InFlight>& get(const ParallelPlan& p, std::int32_t m) {
+        const auto key = std::make_tuple(int(p.schedule), p.pp, p.vpp, m);
+        auto it = cache_.find(key);
+        if (it == cache_.end())
+            it = cache_.emplace(key, simulator::in_flight_per_rank(core::make_schedule(
+                                         p.schedule, std::int32_t(p.pp), std::int32_t(p.vpp), m))).first;
+        return it->second;
+    }
+
+private:
+    std::map<std::tuple<int, std::int64_t, std::int64_t, std::int32_t>, std::vector<core::InFlight>> cache_;
+};
+
+struct Feasible {
+    JobSpec job;
+    std::string recompute_reason;
+    Peak peak;
+    double lower_bound_s = 0.0;
+};
+
+std::int32_t cross_node_groups(const JobSpec& job) {
+    const core::RankGrid grid(job.plan);
+    std::int32_t n = 0;
+    for (auto kind : {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert,
+                      core::GroupKind::data_context, core::GroupKind::pipeline}) {
+        std::set<std::int64_t> nodes;
+        for (auto r : grid.group_of(kind, 0)) nodes.insert(r / job.cluster.devices_per_node);
+        n += nodes.size() > 1;
+    }
+    return n;
+}
+
+// Ranking: faster first; equal times (within 1e-9) prefer less memory, then fewer groups
+// across the slow fabric.
+bool better(const Candidate& a, const Candidate& b) {
+    const double scale = std::max(a.step_time_s, b.step_time_s);
+    if (std::fabs(a.step_time_s - b.step_time_s) > 1e-9 * scale) return a.step_time_s < b.step_time_s;
+    if (a.peak_memory_bytes != b.peak_memory_bytes) return a.peak_memory_bytes < b.peak_memory_bytes;
+    return a.cross_node_groups < b.cross_node_groups;
+}
+
+// The candidate values of each dimension.
+struct Dimensions {
+    std::vector<std::int64_t> tp, pp, cp, ep, vpp, mbs;
+    std::vector<ScheduleKind> schedules;
+};
+
+Dimensions dimensions(const JobSpec& specs, const SearchSpace& space) {
+    const std::int64_t devices = specs.cluster.devices();
+    Dimensions d;
+    d.tp = !space.tp.empty() ? space.tp
+                             : divisors_up_to(devices, space.allow_cross_node_tp ? devices
+                                                                                : specs.cluster.devices_per_node);
+    d.pp = !space.pp.empty() ? space.pp : divisors_up_to(specs.model.num_layers, devices);
+    // Context parallelism pays off only for long sequences.
+    d.cp = !space.cp.empty() ? space.cp
+           : specs.training.seq_length >= 8192 ? std::vector<std::int64_t>{1, 2, 4, 8}
+                                               : std::vector<std::int64_t>{1};
+    d.ep = !space.ep.empty() ? space.ep
+           : specs.model.moe ? divisors_up_to(specs.model.moe->num_experts, devices)
+                             : std::vector<std::int64_t>{1};
+    d.vpp = !space.vpp.empty() ? space.vpp : std::vector<std::int64_t>{1, 2, 3, 4, 6, 8};
+    d.mbs = !space.micro_batch.empty() ? space.micro_batch : std::vector<std::int64_t>{1, 2, 4, 8, 16};
+    d.schedules = !space.schedules.empty()
+                      ? space.schedules
+                      : std::vector<ScheduleKind>{ScheduleKind::one_f_one_b, ScheduleKind::interleaved_1f1b,
+                                                  ScheduleKind::zero_bubble_h1, ScheduleKind::gpipe};
+    return d;
+}
+
+// Every combination of the listed values that forms a layout of the cluster's devices.
+std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& space,
+                                    PlanResult& result) {
+    const Dimensions dim = dimensions(specs, space);
+    const std::int64_t devices = specs.cluster.devices();
+    const std::vector<bool> both = {false, true};
+    std::vector<ParallelPlan> layouts;
+    for (std::int64_t tp : dim.tp)
+        for (std::int64_t cp : dim.cp)
+            for (std::int64_t pp : dim.pp) {
+                if (tp < 1 || cp < 1 || pp < 1 || devices % (tp * cp * pp) != 0) {
+                    ++result.layouts;
+                    ++result.rejection_counts["cluster: devices not divisible by tp·cp·pp"];
+                    continue;
+                }
+                const std::int64_t dp = devices / (tp * cp * pp);
+                // Sequence parallelism needs tp > 1 and ZeRO-1 needs more than one data-parallel
+                // rank; unless pinned, the pointless combinations are not generated.
+                std::vector<bool> sps = space.sequence_parallel, zero1s = space.distributed_optimizer;
+                if (sps.empty()) sps = tp > 1 ? both : std::vector<bool>{false};
+                if (zero1s.empty()) zero1s = dp * cp > 1 ? both : std::vector<bool>{false};
+                for (std::int64_t ep : dim.ep)
+                    for (std::int64_t vpp : dim.vpp)
+                        for (ScheduleKind schedule : dim.schedules) {
+                            // Virtual stages belong to the interleaved schedule only, and
+                            // without pipelining every schedule is the same: 1F1B stands for
+                            // them (unless the user pinned the schedule).
+                            if ((vpp > 1) != (schedule == ScheduleKind::interleaved_1f1b)) continue;
+                            if (pp == 1 && space.schedules.empty() && schedule != ScheduleKind::one_f_one_b) continue;
+                            for (std::int64_t mbs : dim.mbs)
+                                for (bool sp : sps)
+                                    for (bool zero1 : zero1s) {
+                                        ParallelPlan p;
+                                        p.tp = tp;
+                                        p.cp = cp;
+                                        p.pp = pp;
+                                        p.dp = dp;
+                                        p.ep = ep;
+                                        p.vpp = vpp;
+                                        p.schedule = schedule;
+                                        p.micro_batch_size = mbs;
+                                        p.sequence_parallel = sp;
+                                        p.distributed_optimizer = zero1;
+                                        p.allow_cross_node_tp = space.allow_cross_node_tp;
+                                        p.flash_attention = space.flash_attention;
+                                        p.overlap_grad_reduce = space.overlap;
+                                        p.overlap_param_gather = space.overlap && zero1;
+                                        layouts.push_back(p);
+                                    }
+                        }
+            }
+    result.layouts += std::int64_t(layouts.size());
+    return layouts;
+}
+
+// Chooses the recomputation for a valid layout (the pinned one, or the cheapest that fits:
+// none, selective, then full for the fewest layers per chunk). Returns false, recording the
+// rejection, when nothing fits.
+bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
+                      const std::vector<core::InFlight>& flights, Feasible& out,
+                      PlanResult& result) {
+    ParallelPlan& p = job.plan;
+    const std::int64_t per_chunk = job.layers_per_model_chunk();
+    const auto peak_with = [&](const Recompute& r) {
+        p.recompute = r;
+        return peak_of(simulator::memory_per_stage(job, flights));
+    };
+    const auto over_budget = [&](const Recompute& r, const Peak& pk, const std::string& kind) {
+        if (pk.bytes < result.smallest_peak_bytes) {
+            result.smallest_peak_bytes = pk.bytes;
+            result.smallest_layout = describe(p) + ", " + describe(r, per_chunk);
+        }
+        ++result.rejection_counts[kind];
+        result.closest_rejected.push_back(
+            {p, "stage " + std::to_string(pk.stage) + " needs " + gib(pk.bytes) + " with " +
+                    describe(r, per_chunk) + ", over the budget by " + gib(pk.bytes - budget),
+             pk.bytes - budget});
+        return false;
+    };
+    const auto accept = [&](const Recompute& r, const Peak& pk, std::string why) {
+        p.recompute = r;
+        out.peak = pk;
+        out.recompute_reason = why + " (budget " + gib(budget) + ")";
+        return true;
+    };
+    if (space.recompute) {
+        const Peak pk = peak_with(*space.recompute);
+        if (pk.bytes > budget)
+            return over_budget(*space.recompute, pk, "memory: over budget with the pinned recomputation");
+        return accept(*space.recompute, pk, "pinned: " + describe(*space.recompute, per_chunk) + " needs " + gib(pk.bytes));
+    }
+    const Peak none = peak_with({});
+    if (none.bytes <= budget)
+        return accept({}, none, "no recomputation needed: " + gib(none.bytes) + " on stage " + std::to_string(none.stage));
+    std::string why = "none needs " + gib(none.bytes) + " on stage " + std::to_string(none.stage);
+    const Recompute selective{RecomputeGranularity::selective, core::RecomputeMethod::block, 0};
+    const Peak sel = peak_with(selective);
+    if (sel.bytes <= budget) return accept(selective, sel, why + "; selective fits at " + gib(sel.bytes));
+    why += ", selective " + gib(sel.bytes);
+    // Memory falls as more layers are recomputed: the fewest that fit, by bisection.
+    const auto full = [](std::int64_t k) {
+        return Recompute{RecomputeGranularity::full, core::RecomputeMethod::block, k};
+    };
+    const Peak all = peak_with(full(per_chunk));
+    if (all.bytes > budget) return over_budget(full(per_chunk), all, "memory: over budget even with full recomputation");
+    std::int64_t lo = 1, hi = per_chunk;
+    while (lo < hi) {
+        const std::int64_t mid = (lo + hi) / 2;
+        if (peak_with(full(mid)).bytes <= budget) hi = mid;
+        else lo = mid + 1;
+    }
+    const Peak fit = peak_with(full(lo));
+    return accept(full(lo), fit, why + "; " + describe(full(lo), per_chunk) + " fits at " + gib(fit.bytes));
+}
+
+// No stage finishes before its own work and its step tail are done: a lower bound on the
+// simulated step time.
+double lower_bound_s(const JobSpec& job, const core::Profile& profile) {
+    const simulator::CostModel cost(job, profile);
+    const double m = double(job.micro_batches_per_step());
+    double bound = 0.0;
+    for (std::int32_t r = 0; r < job.plan.pp; ++r) {
+        double busy = 0.0;
+        for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
+            const simulator::ChunkCost& cc = cost.chunk(r, c);
+            busy += cc.forward.total_s() + cc.backward_input.total_s() + cc.backward_weight.total_s();
+        }
+        bound = std::max(bound, m * busy + simulator::step_tail(job, cost, r).total_s());
+    }
+    return bound;
+}
+
+Candidate candidate(const Feasible& f, const simulator::Report& r) {
+    Candidate c;
+    c.job = f.job;
+    c.recompute_reason = f.recompute_reason;
+    c.step_time_s = r.step_time_s;
+    c.tokens_per_s = r.tokens_per_s;
+    c.tflops_per_device = r.tflops_per_device;
+    c.mfu = r.mfu;
+    for (const auto& s : r.stages) c.bubble_fraction = std::max(c.bubble_fraction, s.bubble_fraction(r.step_time_s));
+    c.peak_memory_bytes = f.peak.bytes;
+    c.peak_stage = f.peak.stage;
+    c.cross_node_groups = cross_node_groups(f.job);
+    return c;
+}
+
+} // namespace
+
+PlanResult plan(const JobSpec& specs, const core::Profile& profile, const SearchSpace& space,
+                const PlanOptions& options) {
+    const auto started = std::chrono::steady_clock::now();
+    PlanResult result;
+    result.smallest_peak_bytes = INFINITY;
+    const auto cancelled = [&] { return options.cancel && options.cancel->load(); };
+
+    const std::vector<ParallelPlan> layouts = enumerate(specs, space, result);
+    InFlightCache in_flight;
+    std::vector<Feasible> feasible;
+    for (std::size_t i = 0; i < layouts.size() && !cancelled(); ++i) {
+        if (options.on_progress && i % 64 == 0)
+            options.on_progress({"memory", std::int64_t(i), std::int64_t(layouts.size())});
+        Feasible f{specs, "", {}, 0.0};
+        f.job.plan = layouts[i];
+        if (space.recompute) f.job.plan.recompute = *space.recompute;
+        try {
+            core::validate(f.job);
+        } catch (const core::SpecError& e) {
+            ++result.rejection_counts[reason_kind(e)];
+            continue;
+        }
+        const auto& flights = in_flight.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
+        if (!choose_recompute(f.job, space, options.memory_budget_bytes, flights, f, result)) continue;
+        f.lower_bound_s = lower_bound_s(f.job, profile);
+        feasible.push_back(std::move(f));
+    }
+    result.feasible = std::int64_t(feasible.size());
+    std::sort(result.closest_rejected.begin(), result.closest_rejected.end(),
+              [](const Rejection& a, const Rejection& b) { return a.overrun_bytes < b.overrun_bytes; });
+    if (result.closest_rejected.size() > options.rejected_examples)
+        result.closest_rejected.resize(options.rejected_examples);
+
+    // Full simulations in order of the bound, until the bound passes the k-th best.
+    std::sort(feasible.begin(), feasible.end(),
+              [](const Feasible& a, const Feasible& b) { return a.lower_bound_s < b.lower_bound_s; });
+    for (std::size_t i = 0; i < feasible.size() && !cancelled(); ++i) {
+        const Feasible& f = feasible[i];
+        if (!options.exhaustive && result.best.size() >= options.top_k &&
+            f.lower_bound_s > result.best.back().step_time_s * (1 + 1e-9))
+            break;
+        if (options.on_progress && i % 8 == 0)
+            options.on_progress({"simulate", std::int64_t(i), std::int64_t(feasible.size())});
+        Candidate c = candidate(f, simulator::simulate(f.job, profile));
+        ++result.simulated;
+        result.best.insert(std::upper_bound(result.best.begin(), result.best.end(), c, better), std::move(c));
+        if (result.best.size() > options.top_k) result.best.pop_back();
+    }
+    result.cancelled = cancelled();
+    if (!std::isfinite(result.smallest_peak_bytes)) result.smallest_peak_bytes = 0.0;
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result;
+}
+
+} // namespace trident::planner
