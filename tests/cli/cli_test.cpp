@@ -1,6 +1,7 @@
 // The `trident` binary as a user runs it: presets, validate on every preset, outputs.
 #include "run_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -155,4 +156,42 @@ TEST(Cli, SimulateAcceptsEveryShippedClusterDevice) {
                                                "--seq-length 4096 --sequence-parallel --recompute selective"));
         EXPECT_EQ(r.exit_code, 0) << cluster << ": " << r.err;
     }
+}
+
+TEST(Cli, PlanWritesAPlanThatSimulatesToItsPrediction) {
+    const std::string path = testing::TempDir() + "trident-planned.json";
+    const auto r = run_trident(split_words("plan --model llama3-8b --cluster dgx-h100 --nodes 2 --gbs 64 "
+                                           "--seq-length 4096 --top 5 --explain --megatron-args --out " + path));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("searched"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("rejected layouts by reason"), std::string::npos);
+    EXPECT_NE(r.out.find("pretrain_gpt.py"), std::string::npos);
+    EXPECT_NE(r.out.find("--tensor-model-parallel-size"), std::string::npos);
+    const auto sim = run_trident({"simulate", "--plan", path, "--json", path + ".report"});
+    ASSERT_EQ(sim.exit_code, 0) << sim.err;
+    std::ifstream plan_in(path), report_in(path + ".report");
+    std::stringstream plan_text, report_text;
+    plan_text << plan_in.rdbuf();
+    report_text << report_in.rdbuf();
+    // The plan records the predicted step time; simulating the plan gives the same number.
+    const auto number_after = [](const std::string& text, const std::string& key) {
+        const auto at = text.find("\"" + key + "\": ");
+        return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size() + 4));
+    };
+    const double predicted = number_after(plan_text.str(), "predicted_step_time_s");
+    const double simulated = number_after(report_text.str(), "step_time_s");
+    EXPECT_GT(predicted, 0);
+    EXPECT_NEAR(predicted, simulated, 1e-9 * simulated);
+    std::remove(path.c_str());
+    std::remove((path + ".report").c_str());
+}
+
+TEST(Cli, PlanCsvAndJson) {
+    const auto csv = run_trident(split_words("plan --model gpt2-350m --cluster dgx-a100-80gb --gbs 64 --seq-length 1024 --top 3 --csv"));
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    EXPECT_EQ(csv.out.rfind("rank,tp,cp,pp,dp,ep,vpp,schedule", 0), 0u) << csv.out;
+    EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 4);
+    const auto json = run_trident(split_words("plan --model gpt2-350m --cluster dgx-a100-80gb --gbs 64 --seq-length 1024 --top 3 --json"));
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    EXPECT_NE(json.out.find("\"format\": \"trident.plan-search/1\""), std::string::npos);
 }
