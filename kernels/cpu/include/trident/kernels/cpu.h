@@ -1,0 +1,80 @@
+#pragma once
+// CPU kernels of the executor, in the style of llm.c: raw fp32 arrays with explicit sizes,
+// row-major, N = tokens (batch · sequence). Forward functions write their outputs; backward
+// functions ACCUMULATE (+=) into the gradients they are given, so callers zero them once per
+// step and several micro-batches add up. Every kernel has a finite-difference test.
+#include <cstddef>
+#include <cstdint>
+
+namespace trident::kernels::cpu {
+
+// Caps the BLAS threads (one MPI rank per core wants 1).
+void set_blas_threads(int threads);
+
+// out[N×OC] = inp[N×C] · weightᵀ (weight is [OC×C], as nn.Linear stores it) + bias[OC].
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                    std::int64_t N, std::int64_t C, std::int64_t OC);
+// Input gradient: dinp[N×C] += dout[N×OC] · weight[OC×C].
+void matmul_backward_input(float* dinp, const float* dout, const float* weight, std::int64_t N,
+                           std::int64_t C, std::int64_t OC);
+// Weight gradient: dweight[OC×C] += doutᵀ · inp; dbias[OC] += Σ_n dout (dbias may be null).
+void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp,
+                            std::int64_t N, std::int64_t C, std::int64_t OC);
+
+// LayerNorm (Ba et al. 2016) over C; saves mean and 1/std per row for the backward.
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                       const float* weight, const float* bias, std::int64_t N, std::int64_t C);
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                        const float* inp, const float* weight, const float* mean,
+                        const float* rstd, std::int64_t N, std::int64_t C);
+// RMSNorm (Zhang & Sennrich 2019): x / rms(x) · weight.
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                     std::int64_t N, std::int64_t C);
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                      const float* weight, const float* rstd, std::int64_t N, std::int64_t C);
+
+// GeLU, tanh approximation (Hendrycks & Gimpel 2016), elementwise over n values.
+void gelu_forward(float* out, const float* inp, std::int64_t n);
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);
+// SwiGLU (Shazeer 2020): inp is [N×2F] = [gate | up] per row; out[N×F] = silu(gate)·up.
+void swiglu_forward(float* out, const float* inp, std::int64_t N, std::int64_t F);
+void swiglu_backward(float* dinp, const float* inp, const float* dout, std::int64_t N,
+                     std::int64_t F);
+
+// Causal attention over a fused qkv[B×T×(H + 2·KV)·D] (queries of H heads, then keys and values
+// of KV heads; head h reads kv head h / (H/KV), grouped-query attention). out[B×T×H·D];
+// probs[B×H×T×T] is kept for the backward.
+void attention_forward(float* out, float* probs, const float* qkv, std::int64_t B, std::int64_t T,
+                       std::int64_t H, std::int64_t KV, std::int64_t D);
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
+                        std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t KV,
+                        std::int64_t D);
+
+// Vocabulary-parallel embedding: this shard holds rows [vocab_start, vocab_start + V_local) of
+// the table; tokens outside it contribute zero (the tensor group sums the shards).
+void embedding_forward(float* out, const std::int32_t* tokens, const float* table,
+                       std::int64_t N, std::int64_t C, std::int64_t vocab_start,
+                       std::int64_t vocab_local);
+void embedding_backward(float* dtable, const std::int32_t* tokens, const float* dout,
+                        std::int64_t N, std::int64_t C, std::int64_t vocab_start,
+                        std::int64_t vocab_local);
+
+// Vocabulary-parallel softmax cross-entropy (Shoeybi et al. 2019): over logits[N×V_local] of
+// one shard, the pieces the tensor group reduces between: row maxima, Σ exp(x − max), and the
+// target's logit where this shard holds it (else 0).
+void cross_entropy_row_max(float* row_max, const float* logits, std::int64_t N, std::int64_t V);
+void cross_entropy_sum_exp(float* sum_exp, const float* logits, const float* row_max,
+                           std::int64_t N, std::int64_t V);
+void cross_entropy_target_logit(float* target_logit, const float* logits,
+                                const std::int32_t* targets, std::int64_t N, std::int64_t V,
+                                std::int64_t vocab_start);
+// dlogits += scale · (softmax − onehot), with the reduced max and sum.
+void cross_entropy_backward(float* dlogits, const float* logits, const float* row_max,
+                            const float* sum_exp, const std::int32_t* targets, float scale,
+                            std::int64_t N, std::int64_t V, std::int64_t vocab_start);
+
+// AdamW (Loshchilov & Hutter 2019) with bias correction; step t counts from 1.
+void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n,
+                  float lr, float beta1, float beta2, float eps, float weight_decay, int t);
+
+} // namespace trident::kernels::cpu

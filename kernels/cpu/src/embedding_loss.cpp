@@ -1,0 +1,82 @@
+// Vocabulary-parallel embedding and softmax cross-entropy (Shoeybi et al. 2019, §3): each
+// tensor rank holds a contiguous slice of the vocabulary; the tensor group sums or maximises
+// the per-shard pieces between these calls.
+#include "trident/kernels/cpu.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace trident::kernels::cpu {
+
+void embedding_forward(float* out, const std::int32_t* tokens, const float* table,
+                       std::int64_t N, std::int64_t C, std::int64_t vocab_start,
+                       std::int64_t vocab_local) {
+    for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t row = std::int64_t(tokens[n]) - vocab_start;
+        if (row >= 0 && row < vocab_local)
+            std::memcpy(out + n * C, table + row * C, std::size_t(C) * sizeof(float));
+        else
+            std::memset(out + n * C, 0, std::size_t(C) * sizeof(float));
+    }
+}
+
+void embedding_backward(float* dtable, const std::int32_t* tokens, const float* dout,
+                        std::int64_t N, std::int64_t C, std::int64_t vocab_start,
+                        std::int64_t vocab_local) {
+    for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t row = std::int64_t(tokens[n]) - vocab_start;
+        if (row < 0 || row >= vocab_local) continue;
+        for (std::int64_t i = 0; i < C; ++i) dtable[row * C + i] += dout[n * C + i];
+    }
+}
+
+void cross_entropy_row_max(float* row_max, const float* logits, std::int64_t N, std::int64_t V) {
+    for (std::int64_t n = 0; n < N; ++n) {
+        float m = -INFINITY;
+        for (std::int64_t v = 0; v < V; ++v) m = std::fmax(m, logits[n * V + v]);
+        row_max[n] = m;
+    }
+}
+
+void cross_entropy_sum_exp(float* sum_exp, const float* logits, const float* row_max,
+                           std::int64_t N, std::int64_t V) {
+    for (std::int64_t n = 0; n < N; ++n) {
+        float s = 0.0f;
+        for (std::int64_t v = 0; v < V; ++v) s += std::exp(logits[n * V + v] - row_max[n]);
+        sum_exp[n] = s;
+    }
+}
+
+void cross_entropy_target_logit(float* target_logit, const float* logits,
+                                const std::int32_t* targets, std::int64_t N, std::int64_t V,
+                                std::int64_t vocab_start) {
+    for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t col = std::int64_t(targets[n]) - vocab_start;
+        target_logit[n] = col >= 0 && col < V ? logits[n * V + col] : 0.0f;
+    }
+}
+
+void cross_entropy_backward(float* dlogits, const float* logits, const float* row_max,
+                            const float* sum_exp, const std::int32_t* targets, float scale,
+                            std::int64_t N, std::int64_t V, std::int64_t vocab_start) {
+    for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t col = std::int64_t(targets[n]) - vocab_start;
+        for (std::int64_t v = 0; v < V; ++v) {
+            const float p = std::exp(logits[n * V + v] - row_max[n]) / sum_exp[n];
+            dlogits[n * V + v] += scale * (p - (v == col ? 1.0f : 0.0f));
+        }
+    }
+}
+
+void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n,
+                  float lr, float beta1, float beta2, float eps, float weight_decay, int t) {
+    const float c1 = 1.0f - std::pow(beta1, float(t)), c2 = 1.0f - std::pow(beta2, float(t));
+    for (std::int64_t i = 0; i < n; ++i) {
+        m[i] = beta1 * m[i] + (1.0f - beta1) * grads[i];
+        v[i] = beta2 * v[i] + (1.0f - beta2) * grads[i] * grads[i];
+        const float update = (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
+        params[i] -= lr * (update + weight_decay * params[i]);
+    }
+}
+
+} // namespace trident::kernels::cpu

@@ -1,0 +1,184 @@
+// Finite-difference gradient tests of every CPU kernel: the loss L = Σ out ⊙ R for a fixed
+// random R; each backward's gradient must match (L(x + ε) − L(x − ε)) / 2ε.
+#include "trident/kernels/cpu.h"
+
+#include <cmath>
+#include <functional>
+#include <gtest/gtest.h>
+#include <random>
+#include <vector>
+
+using namespace trident::kernels::cpu;
+using Vec = std::vector<float>;
+
+namespace {
+
+Vec random_vec(std::size_t n, unsigned seed, float scale = 1.0f) {
+    std::mt19937 g(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    Vec v(n);
+    for (auto& x : v) x = d(g);
+    return v;
+}
+
+double dot(const Vec& a, const Vec& b) {
+    double s = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) s += double(a[i]) * double(b[i]);
+    return s;
+}
+
+// Checks analytic gradient `grad` of `loss` w.r.t. `x` at a sample of coordinates.
+void check_gradient(Vec& x, const Vec& grad, const std::function<double()>& loss,
+                    const char* what, float eps = 1e-2f, double tol = 2e-2) {
+    ASSERT_EQ(x.size(), grad.size());
+    const std::size_t stride = std::max<std::size_t>(1, x.size() / 40);
+    for (std::size_t i = 0; i < x.size(); i += stride) {
+        const float saved = x[i];
+        x[i] = saved + eps;
+        const double up = loss();
+        x[i] = saved - eps;
+        const double down = loss();
+        x[i] = saved;
+        const double numeric = (up - down) / (2.0 * eps);
+        EXPECT_NEAR(grad[i], numeric, tol * (1.0 + std::fabs(numeric))) << what << " [" << i << "]";
+    }
+}
+
+} // namespace
+
+TEST(CpuKernels, Matmul) {
+    const int N = 6, C = 5, OC = 7;
+    Vec inp = random_vec(N * C, 1), w = random_vec(OC * C, 2), b = random_vec(OC, 3), r = random_vec(N * OC, 4);
+    Vec out(N * OC);
+    const auto loss = [&] { matmul_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC); return dot(out, r); };
+    loss();
+    // Against a plain loop.
+    for (int n = 0; n < N; ++n)
+        for (int o = 0; o < OC; ++o) {
+            float s = b[o];
+            for (int c = 0; c < C; ++c) s += inp[n * C + c] * w[o * C + c];
+            EXPECT_NEAR(out[n * OC + o], s, 1e-5);
+        }
+    Vec dinp(N * C, 0), dw(OC * C, 0), db(OC, 0);
+    matmul_backward_input(dinp.data(), r.data(), w.data(), N, C, OC);
+    matmul_backward_weight(dw.data(), db.data(), r.data(), inp.data(), N, C, OC);
+    check_gradient(inp, dinp, loss, "dinp");
+    check_gradient(w, dw, loss, "dweight");
+    check_gradient(b, db, loss, "dbias");
+}
+
+TEST(CpuKernels, LayerNormAndRmsNorm) {
+    const int N = 4, C = 8;
+    Vec inp = random_vec(N * C, 5), w = random_vec(C, 6), b = random_vec(C, 7), r = random_vec(N * C, 8);
+    Vec out(N * C), mean(N), rstd(N);
+    const auto ln = [&] { layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C); return dot(out, r); };
+    ln();
+    Vec dinp(N * C, 0), dw(C, 0), db(C, 0);
+    layernorm_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data(), mean.data(), rstd.data(), N, C);
+    check_gradient(inp, dinp, ln, "layernorm dinp");
+    check_gradient(w, dw, ln, "layernorm dweight");
+    check_gradient(b, db, ln, "layernorm dbias");
+
+    const auto rms = [&] { rmsnorm_forward(out.data(), rstd.data(), inp.data(), w.data(), N, C); return dot(out, r); };
+    rms();
+    Vec rdinp(N * C, 0), rdw(C, 0);
+    rmsnorm_backward(rdinp.data(), rdw.data(), r.data(), inp.data(), w.data(), rstd.data(), N, C);
+    check_gradient(inp, rdinp, rms, "rmsnorm dinp");
+    check_gradient(w, rdw, rms, "rmsnorm dweight");
+}
+
+TEST(CpuKernels, GeluAndSwiglu) {
+    const int N = 3, F = 5;
+    Vec x = random_vec(N * F, 9), r = random_vec(N * F, 10), out(N * F);
+    const auto g = [&] { gelu_forward(out.data(), x.data(), N * F); return dot(out, r); };
+    g();
+    EXPECT_NEAR(out[0], 0.5f * x[0] * (1 + std::erf(x[0] / std::sqrt(2.0f))), 2e-3); // ≈ exact GeLU
+    Vec dx(N * F, 0);
+    gelu_backward(dx.data(), x.data(), r.data(), N * F);
+    check_gradient(x, dx, g, "gelu");
+
+    Vec in2 = random_vec(N * 2 * F, 11), out2(N * F), d2(N * 2 * F, 0);
+    const auto s = [&] { swiglu_forward(out2.data(), in2.data(), N, F); return dot(out2, r); };
+    s();
+    swiglu_backward(d2.data(), in2.data(), r.data(), N, F);
+    check_gradient(in2, d2, s, "swiglu");
+}
+
+TEST(CpuKernels, CausalAttentionWithAndWithoutGqa) {
+    for (auto [H, KV] : {std::pair{4, 4}, std::pair{4, 2}, std::pair{4, 1}}) {
+        const int B = 2, T = 5, D = 3, W = (H + 2 * KV) * D;
+        Vec qkv = random_vec(B * T * W, 12), r = random_vec(B * T * H * D, 13);
+        Vec out(B * T * H * D), probs(B * H * T * T);
+        const auto loss = [&] { attention_forward(out.data(), probs.data(), qkv.data(), B, T, H, KV, D); return dot(out, r); };
+        loss();
+        // Causality: the first token attends only to itself.
+        EXPECT_FLOAT_EQ(probs[0], 1.0f);
+        EXPECT_FLOAT_EQ(probs[1], 0.0f);
+        Vec dqkv(B * T * W, 0);
+        attention_backward(dqkv.data(), r.data(), qkv.data(), probs.data(), B, T, H, KV, D);
+        check_gradient(qkv, dqkv, loss, "attention dqkv");
+    }
+}
+
+TEST(CpuKernels, EmbeddingShardsSumToTheWhole) {
+    const int N = 6, C = 4, V = 10;
+    Vec table = random_vec(V * C, 14), r = random_vec(N * C, 15);
+    std::vector<std::int32_t> tokens = {0, 3, 9, 5, 3, 7};
+    Vec whole(N * C), a(N * C), b(N * C);
+    embedding_forward(whole.data(), tokens.data(), table.data(), N, C, 0, V);
+    embedding_forward(a.data(), tokens.data(), table.data(), N, C, 0, 5);
+    embedding_forward(b.data(), tokens.data(), table.data() + 5 * C, N, C, 5, 5);
+    for (int i = 0; i < N * C; ++i) EXPECT_FLOAT_EQ(a[i] + b[i], whole[i]);
+    Vec dtable(V * C, 0);
+    embedding_backward(dtable.data(), tokens.data(), r.data(), N, C, 0, V);
+    const auto loss = [&] { embedding_forward(whole.data(), tokens.data(), table.data(), N, C, 0, V); return dot(whole, r); };
+    check_gradient(table, dtable, loss, "embedding", 1e-2f, 1e-3);
+}
+
+TEST(CpuKernels, VocabParallelCrossEntropyEqualsTheWholeVocabulary) {
+    const int N = 5, V = 12;
+    Vec logits = random_vec(N * V, 16, 2.0f);
+    std::vector<std::int32_t> targets = {0, 11, 5, 6, 2};
+    // Whole vocabulary on one shard.
+    const auto whole_loss = [&](const Vec& x) {
+        Vec mx(N), se(N), tl(N);
+        cross_entropy_row_max(mx.data(), x.data(), N, V);
+        cross_entropy_sum_exp(se.data(), x.data(), mx.data(), N, V);
+        cross_entropy_target_logit(tl.data(), x.data(), targets.data(), N, V, 0);
+        double l = 0;
+        for (int n = 0; n < N; ++n) l += std::log(se[n]) + mx[n] - tl[n];
+        return l / N;
+    };
+    // Two shards of 6, reduced as the tensor group would.
+    Vec s0(N * 6), s1(N * 6);
+    for (int n = 0; n < N; ++n)
+        for (int v = 0; v < 6; ++v) {
+            s0[n * 6 + v] = logits[n * V + v];
+            s1[n * 6 + v] = logits[n * V + 6 + v];
+        }
+    Vec m0(N), m1(N), mx(N), e0(N), e1(N), t0(N), t1(N);
+    cross_entropy_row_max(m0.data(), s0.data(), N, 6);
+    cross_entropy_row_max(m1.data(), s1.data(), N, 6);
+    for (int n = 0; n < N; ++n) mx[n] = std::max(m0[n], m1[n]);
+    cross_entropy_sum_exp(e0.data(), s0.data(), mx.data(), N, 6);
+    cross_entropy_sum_exp(e1.data(), s1.data(), mx.data(), N, 6);
+    cross_entropy_target_logit(t0.data(), s0.data(), targets.data(), N, 6, 0);
+    cross_entropy_target_logit(t1.data(), s1.data(), targets.data(), N, 6, 6);
+    double sharded = 0;
+    for (int n = 0; n < N; ++n) sharded += std::log(e0[n] + e1[n]) + mx[n] - (t0[n] + t1[n]);
+    EXPECT_NEAR(sharded / N, whole_loss(logits), 1e-5);
+    // Gradient of the mean loss.
+    Vec mxw(N), sew(N), d(N * V, 0);
+    cross_entropy_row_max(mxw.data(), logits.data(), N, V);
+    cross_entropy_sum_exp(sew.data(), logits.data(), mxw.data(), N, V);
+    cross_entropy_backward(d.data(), logits.data(), mxw.data(), sew.data(), targets.data(), 1.0f / N, N, V, 0);
+    check_gradient(logits, d, [&] { return whole_loss(logits); }, "cross entropy", 1e-2f, 1e-2);
+}
+
+TEST(CpuKernels, AdamWMatchesTheFormula) {
+    Vec p = {1.0f, -2.0f}, g = {0.5f, -0.25f}, m = {0, 0}, v = {0, 0};
+    adamw_update(p.data(), g.data(), m.data(), v.data(), 2, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1);
+    // Step 1: m̂ = g, v̂ = g², update = g/|g| = sign(g).
+    EXPECT_NEAR(p[0], 1.0f - 0.1f * (1.0f + 0.01f * 1.0f), 1e-6);
+    EXPECT_NEAR(p[1], -2.0f - 0.1f * (-1.0f + 0.01f * -2.0f), 1e-6);
+}
