@@ -37,6 +37,10 @@ void add_spec_options(CLI::App& app, core::JobInputs& in) {
            "--nodes", [&in](const std::int64_t& v) { in.nodes = v; },
            "Number of nodes (overrides the cluster's)")
         ->group(job);
+    app.add_option_function<std::int64_t>(
+           "--devices-per-node", [&in](const std::int64_t& v) { in.devices_per_node = v; },
+           "Devices per node (overrides the cluster's; e.g. 1 for a single-rank run on localhost)")
+        ->group(job);
 
     integer(app, "--gbs,--global-batch-size", in.global_batch_size, "Global batch (sequences)");
     integer(app, "--seq-length", in.seq_length, "Sequence length (tokens)");

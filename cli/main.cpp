@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
         cli::add_validate_command(app),
         cli::add_simulate_command(app),
         cli::add_plan_command(app),
+        cli::add_run_command(app),
         cli::add_version_command(app),
     };
     try {

@@ -113,6 +113,7 @@ void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
     job.cluster = from_source(cluster_source, [&] {
         Json cluster = resolve_reference(cluster_ref, PresetKind::cluster, "cluster");
         if (in.nodes) cluster["nodes"] = *in.nodes;
+        if (in.devices_per_node) cluster["devices_per_node"] = *in.devices_per_node;
         return cluster_from_json(cluster);
     });
 

@@ -16,6 +16,7 @@ struct JobInputs {
     std::optional<std::string> training;
     std::optional<std::string> plan;
     std::optional<std::int64_t> nodes;
+    std::optional<std::int64_t> devices_per_node;
 
     // training overrides
     std::optional<std::int64_t> global_batch_size;

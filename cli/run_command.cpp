@@ -1,0 +1,93 @@
+// `trident run`: train a plan for real, one process per rank under mpirun (CPU backend).
+#include "command.h"
+#include "job_options.h"
+#include "trident/core/atomic_file.h"
+#include "trident/core/job_loader.h"
+#include "trident/core/spec_error.h"
+#include "trident/executor/process_groups.h"
+#include "trident/executor/trace_gather.h"
+#include "trident/executor/trainer.h"
+#include "trident/kernels/cpu.h"
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+namespace trident::cli {
+namespace {
+
+struct RunOptions {
+    core::JobInputs inputs;
+    std::int64_t steps = 0;
+    std::uint64_t seed = 1234;
+    std::string trace;
+    int threads = 1;
+};
+
+} // namespace
+
+Command add_run_command(CLI::App& app) {
+    auto o = std::make_shared<RunOptions>();
+    Command c;
+    c.app = app.add_subcommand("run", "Train a plan for real: mpirun -np N trident run --plan P (CPU backend)");
+    add_job_options(*c.app, o->inputs);
+    c.app->add_option("--steps", o->steps, "Optimizer steps (default: the training spec's train_iters)")->check(CLI::PositiveNumber);
+    c.app->add_option("--seed", o->seed, "Seed of the initial weights and the synthetic data");
+    c.app->add_option("--trace", o->trace, "Write the last step's measured timeline (Chrome-trace JSON)");
+    c.app->add_option("--threads", o->threads, "BLAS threads per rank (default 1)")->check(CLI::Range(1, 256));
+    c.run = [o] {
+        int argc = 0;
+        char** argv = nullptr;
+        executor::MpiSession mpi(&argc, &argv);
+        const int rank = mpi.world_rank();
+        try {
+            core::JobInputs inputs = o->inputs;
+            if (o->steps > 0) inputs.train_iters = o->steps;
+            const core::JobSpec job = core::load_job(inputs);
+            if (mpi.world_size() != job.cluster.devices())
+                throw core::SpecError("cluster", "mpirun started " + std::to_string(mpi.world_size()) +
+                                                     " ranks but the plan needs tp·cp·dp·pp = " +
+                                                     std::to_string(job.cluster.devices()));
+            executor::require_supported(job);
+            kernels::cpu::set_blas_threads(o->threads);
+            executor::ProcessGroups groups(job.plan, rank);
+            executor::Trainer trainer(job, groups, o->seed);
+            const std::int64_t steps = job.training.train_iters;
+            const double tokens = double(job.training.tokens_per_step());
+            if (rank == 0)
+                std::printf("training %s on %d ranks: tp %lld · pp %lld · dp %lld, %s, %lld micro-batches of %lld\n",
+                            job.model.name.c_str(), mpi.world_size(), (long long)job.plan.tp, (long long)job.plan.pp,
+                            (long long)job.plan.dp, core::to_string(job.plan.schedule).c_str(),
+                            (long long)job.micro_batches_per_step(), (long long)job.plan.micro_batch_size);
+            std::vector<core::TraceEvent> events;
+            for (std::int64_t s = 0; s < steps; ++s) {
+                events.clear();
+                const bool record = !o->trace.empty() && s == steps - 1;
+                const executor::StepStats st = trainer.step(s, record ? &events : nullptr);
+                if (rank == 0) {
+                    std::printf("step %lld/%lld | loss %.9g | lr %.3e | grad norm %.4f | %.3f s | %.0f tokens/s%s\n",
+                                (long long)(s + 1), (long long)steps, st.loss, st.lr, st.grad_norm, st.seconds,
+                                tokens / st.seconds, st.skipped ? " | skipped (non-finite gradients)" : "");
+                    std::fflush(stdout);
+                }
+                if (record) {
+                    const core::Trace trace = executor::gather_trace(events);
+                    if (rank == 0) {
+                        std::ostringstream text;
+                        core::write_chrome_trace(trace, text);
+                        core::write_file_atomically(o->trace, text.str(), "--trace");
+                    }
+                }
+            }
+            if (rank == 0 && trainer.skipped_steps() > 0)
+                std::printf("skipped %lld steps with non-finite gradients\n", (long long)trainer.skipped_steps());
+            return 0;
+        } catch (const core::SpecError&) {
+            if (rank == 0) throw; // one line from rank 0; the others just leave
+            return 2;
+        }
+    };
+    return c;
+}
+
+} // namespace trident::cli

@@ -1,0 +1,31 @@
+#pragma once
+// Communicator: the collective and point-to-point operations the executor needs over one
+// process group. The MPI implementation backs the CPU backend; an NCCL one (CUDA backend)
+// will implement the same interface. Buffers are fp32 element counts.
+#include <cstddef>
+
+namespace trident::executor {
+
+class Communicator {
+public:
+    virtual ~Communicator() = default;
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
+
+    virtual void all_reduce_sum(float* data, std::size_t n) = 0;
+    virtual void all_reduce_max(float* data, std::size_t n) = 0;
+    // out holds size()·n elements, rank r's block at r·n.
+    virtual void all_gather(const float* in, float* out, std::size_t n_per_rank) = 0;
+    // in holds size()·n elements; out receives the sum of every rank's block rank()·n.
+    virtual void reduce_scatter_sum(const float* in, float* out, std::size_t n_per_rank) = 0;
+    // Block r of `in` goes to rank r; block r of `out` comes from rank r.
+    virtual void all_to_all(const float* in, float* out, std::size_t n_per_rank) = 0;
+    virtual void broadcast(float* data, std::size_t n, int root) = 0;
+    // A send never blocks: the data is copied and posted; wait_sends() completes them all.
+    virtual void send(const float* data, std::size_t n, int peer, int tag) = 0;
+    virtual void recv(float* data, std::size_t n, int peer, int tag) = 0;
+    virtual void wait_sends() = 0;
+    virtual void barrier() = 0;
+};
+
+} // namespace trident::executor

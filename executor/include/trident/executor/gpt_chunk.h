@@ -1,0 +1,91 @@
+#pragma once
+// One model chunk of a decoder-only GPT on one rank: the layers of a virtual stage, plus the
+// vocabulary-parallel embedding on the first and the final norm, LM head and vocabulary-
+// parallel cross-entropy on the last. Tensor parallelism as Shoeybi et al. 2019: QKV and the
+// first MLP GEMM column-parallel, the output projection and second MLP GEMM row-parallel,
+// an all-reduce after each row-parallel GEMM (forward) and each column-parallel input gradient
+// (backward). The backward is split into B (input gradients, norm and bias-free parts) and
+// W (weight gradients of the linear layers and the embedding), as the schedules need.
+#include "trident/core/job.h"
+#include "trident/executor/communicator.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trident::executor {
+
+using Vec = std::vector<float>;
+
+// All parameters of one rank in one flat buffer (and one for their gradients), so data
+// parallelism and the sharded optimizer see a single array.
+struct ParameterStore {
+    struct Tensor {
+        std::string name;
+        std::int64_t offset = 0, size = 0;
+        bool decay = false;        // weight decay applies (matrices, not norms or biases)
+        bool tp_replicated = false; // every tensor rank holds the same values
+        bool duplicate = false;    // a copy kept in sync (the last stage's tied embedding)
+    };
+    Vec values, grads;
+    std::vector<Tensor> tensors;
+    std::int64_t add(std::string name, std::int64_t size, bool decay, bool tp_replicated,
+                     bool duplicate = false);
+};
+
+class GptChunk {
+public:
+    // Adds this chunk's tensors to `store` and initialises them: every tensor is generated at
+    // full size from (seed, name) and this tensor rank's shard kept, so any layout starts
+    // from the same model.
+    GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
+             int tp_rank, ParameterStore& store, std::uint64_t seed);
+
+    bool first() const { return first_; }
+    bool last() const { return last_; }
+    std::int64_t hidden_elements() const { return N_ * h_; } // one micro-batch's [N×h]
+
+    // Saved activations of one layer, and what B leaves for W: the output gradients of the
+    // four linear layers.
+    struct Layer {
+        Vec x_in, ln1, ln1_mean, ln1_rstd, qkv, probs, att, x_mid, ln2, ln2_mean, ln2_rstd, fc, act;
+        Vec d_qkv, d_proj_out, d_fc, d_fc2_out;
+    };
+    struct Activations {
+        const std::int32_t* tokens = nullptr;
+        const std::int32_t* targets = nullptr;
+        Vec input;  // [N×h] hidden input (not the first chunk)
+        Vec output; // [N×h] hidden output (not the last chunk)
+        std::vector<Layer> layers;
+        Vec embedding_grad;                              // first chunk: d(embedding output)
+        Vec lnf, lnf_mean, lnf_rstd, logits, row_max, sum_exp, dlogits; // last chunk
+        Vec hidden_out;                                  // last chunk: final layer output
+        double loss = 0.0;                               // last chunk: mean over tokens
+        Vec dinput;                                      // B's result (not the first chunk)
+        double bytes() const;
+    };
+
+    void forward(Activations& a, Communicator& tp) const;
+    // `dout` is the gradient of the chunk output (ignored by the last chunk, whose loss is
+    // scaled by `loss_scale`, the micro-batch's share of the step's mean loss).
+    void backward_input(Activations& a, const float* dout, float loss_scale, Communicator& tp) const;
+    void backward_weight(Activations& a) const;
+
+private:
+    struct LayerParams {
+        std::int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b;
+    };
+    float* p(std::int64_t offset) const { return store_->values.data() + offset; }
+    float* g(std::int64_t offset) const { return store_->grads.data() + offset; }
+    void norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w, std::int64_t b) const;
+    void norm_backward(float* dinp, const float* dout, const float* in, const float* mean, const float* rstd, std::int64_t w, std::int64_t b) const;
+
+    const core::ModelSpec* model_;
+    ParameterStore* store_;
+    bool first_, last_, layernorm_, swiglu_, bias_;
+    std::int64_t B_, T_, N_, h_, Hl_, KVl_, D_, Fl_, Vl_, vocab_start_, vocab_;
+    std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
+    std::vector<LayerParams> layers_;
+};
+
+} // namespace trident::executor

@@ -1,0 +1,55 @@
+#pragma once
+// MPI for the CPU backend: the session (MPI_Init / MPI_Finalize) and a communicator that owns
+// its MPI_Comm. RAII for both; copying is forbidden, moving transfers ownership.
+#include "trident/executor/communicator.h"
+
+#include <memory>
+#include <mpi.h>
+#include <vector>
+
+namespace trident::executor {
+
+class MpiSession {
+public:
+    MpiSession(int* argc, char*** argv);
+    ~MpiSession();
+    MpiSession(const MpiSession&) = delete;
+    MpiSession& operator=(const MpiSession&) = delete;
+    int world_rank() const;
+    int world_size() const;
+};
+
+class MpiCommunicator final : public Communicator {
+public:
+    // Takes ownership of `comm` (freed on destruction unless it is MPI_COMM_WORLD).
+    explicit MpiCommunicator(MPI_Comm comm);
+    ~MpiCommunicator() override;
+    MpiCommunicator(const MpiCommunicator&) = delete;
+    MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    void all_reduce_sum(float* data, std::size_t n) override;
+    void all_reduce_max(float* data, std::size_t n) override;
+    void all_gather(const float* in, float* out, std::size_t n_per_rank) override;
+    void reduce_scatter_sum(const float* in, float* out, std::size_t n_per_rank) override;
+    void all_to_all(const float* in, float* out, std::size_t n_per_rank) override;
+    void broadcast(float* data, std::size_t n, int root) override;
+    void send(const float* data, std::size_t n, int peer, int tag) override;
+    void recv(float* data, std::size_t n, int peer, int tag) override;
+    void wait_sends() override;
+    void barrier() override;
+
+    MPI_Comm handle() const { return comm_; }
+
+private:
+    struct PendingSend {
+        std::vector<float> buffer;
+        MPI_Request request;
+    };
+    MPI_Comm comm_;
+    int rank_ = 0, size_ = 1;
+    std::vector<std::unique_ptr<PendingSend>> pending_;
+};
+
+} // namespace trident::executor

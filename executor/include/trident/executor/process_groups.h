@@ -1,0 +1,25 @@
+#pragma once
+// The process groups of one rank, built once from the plan's RankGrid (Megatron's
+// tp-cp-ep-dp-pp order) with MPI_Comm_split, and owned here.
+#include "trident/core/rank_grid.h"
+#include "trident/executor/mpi.h"
+
+#include <memory>
+
+namespace trident::executor {
+
+struct ProcessGroups {
+    ProcessGroups(const core::ParallelPlan& plan, int world_rank);
+
+    core::RankGrid grid;
+    core::RankCoord coord;
+    int world_rank;
+    std::unique_ptr<MpiCommunicator> world;
+    std::unique_ptr<MpiCommunicator> tensor;
+    std::unique_ptr<MpiCommunicator> pipeline;
+    std::unique_ptr<MpiCommunicator> data;      // dp ranks holding the same shard
+    std::unique_ptr<MpiCommunicator> model;     // tp·pp ranks of one replica
+    std::unique_ptr<MpiCommunicator> embedding; // first and last stage; null on middle stages
+};
+
+} // namespace trident::executor

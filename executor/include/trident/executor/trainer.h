@@ -1,0 +1,66 @@
+#pragma once
+// Training a JobSpec for real on this process's rank: the model chunks this pipeline rank
+// owns, the shared Schedule walked action by action (sends, receives, F, B, W), then the
+// tied-embedding sync, data-parallel gradient reduction (bucketed all-reduce, or reduce-scatter
+// with the distributed optimizer), global gradient-norm clipping and AdamW.
+#include "trident/core/job.h"
+#include "trident/core/schedule.h"
+#include "trident/core/trace.h"
+#include "trident/executor/gpt_chunk.h"
+#include "trident/executor/process_groups.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace trident::executor {
+
+// The checks that say what this executor cannot run yet; throws SpecError naming the field.
+void require_supported(const core::JobSpec& job);
+
+struct StepStats {
+    std::int64_t step = 0;
+    double loss = 0.0;       // mean over the global batch's tokens
+    double grad_norm = 0.0;  // before clipping
+    double lr = 0.0;
+    double seconds = 0.0;
+    bool skipped = false;    // non-finite gradients: no update
+    double peak_activation_bytes = 0.0; // this rank, during the step
+};
+
+class Trainer {
+public:
+    Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed);
+
+    // One optimizer step (0-based index); records events into `trace` when given.
+    StepStats step(std::int64_t index, std::vector<core::TraceEvent>* trace = nullptr);
+    const ParameterStore& parameters() const { return store_; }
+    std::int64_t skipped_steps() const { return skipped_; }
+
+private:
+    void run_schedule(std::int64_t index, StepStats& stats, std::vector<core::TraceEvent>* trace);
+    double reduce_and_update(std::int64_t index, StepStats& stats);
+    double learning_rate(std::int64_t index) const;
+    void tokens_for(std::int64_t index, std::int32_t microbatch, std::vector<std::int32_t>& inputs,
+                    std::vector<std::int32_t>& targets) const;
+
+    const core::JobSpec job_;
+    ProcessGroups& groups_;
+    std::uint64_t seed_;
+    core::Schedule schedule_;
+    ParameterStore store_;
+    std::vector<GptChunk> chunks_;
+    // Optimizer: fp32 Adam moments (and the decay and norm masks) over this rank's part of
+    // the flat parameters — all of them, or its 1/dp shard with the distributed optimizer.
+    Vec adam_m_, adam_v_, decay_mask_, norm_mask_;
+    std::int64_t shard_begin_ = 0, shard_size_ = 0, padded_size_ = 0;
+    std::int64_t skipped_ = 0;
+};
+
+// Global-batch token stream: a deterministic, learnable synthetic corpus (a noisy linear
+// recurrence over the vocabulary), the same for every layout.
+void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t length,
+                        std::int64_t vocab, std::int32_t* out);
+
+} // namespace trident::executor

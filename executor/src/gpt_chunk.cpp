@@ -1,0 +1,314 @@
+#include "trident/executor/gpt_chunk.h"
+
+#include "trident/kernels/cpu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace trident::executor {
+
+namespace k = kernels::cpu;
+
+std::int64_t ParameterStore::add(std::string name, std::int64_t size, bool decay,
+                                 bool tp_replicated, bool duplicate) {
+    const std::int64_t offset = std::int64_t(values.size());
+    tensors.push_back({std::move(name), offset, size, decay, tp_replicated, duplicate});
+    values.resize(values.size() + std::size_t(size), 0.0f);
+    grads.resize(values.size(), 0.0f);
+    return offset;
+}
+
+double GptChunk::Activations::bytes() const {
+    double n = double(input.size() + output.size() + embedding_grad.size() + lnf.size() +
+                      lnf_mean.size() + lnf_rstd.size() + logits.size() + row_max.size() +
+                      sum_exp.size() + dlogits.size() + hidden_out.size() + dinput.size());
+    for (const Layer& l : layers)
+        for (const Vec* v : {&l.x_in, &l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.probs, &l.att,
+                             &l.x_mid, &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fc, &l.act, &l.d_qkv,
+                             &l.d_proj_out, &l.d_fc, &l.d_fc2_out})
+            n += double(v->size());
+    return n * sizeof(float);
+}
+
+namespace {
+
+// The full tensor named `name`, N(0, std²) from a generator keyed by (seed, name): the same
+// values on every rank and in every layout.
+Vec full_normal(std::uint64_t seed, const std::string& name, std::int64_t count, float std) {
+    std::uint64_t hash = 1469598103934665603ull ^ seed;
+    for (char c : name) hash = (hash ^ std::uint8_t(c)) * 1099511628211ull;
+    std::mt19937_64 generator(hash);
+    std::normal_distribution<float> normal(0.0f, std);
+    Vec v(static_cast<std::size_t>(count));
+    for (auto& x : v) x = normal(generator);
+    return v;
+}
+
+// Rows [begin, begin + count) of a row-major [rows × cols] tensor.
+void copy_rows(float* out, const Vec& full, std::int64_t cols, std::int64_t begin, std::int64_t count) {
+    std::copy(full.begin() + begin * cols, full.begin() + (begin + count) * cols, out);
+}
+
+// Columns [begin, begin + count) of every row.
+void copy_cols(float* out, const Vec& full, std::int64_t rows, std::int64_t cols, std::int64_t begin,
+               std::int64_t count) {
+    for (std::int64_t r = 0; r < rows; ++r)
+        std::copy(full.begin() + r * cols + begin, full.begin() + r * cols + begin + count, out + r * count);
+}
+
+void add_bias(float* x, const float* bias, std::int64_t N, std::int64_t C) {
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t c = 0; c < C; ++c) x[n * C + c] += bias[c];
+}
+
+} // namespace
+
+GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
+                   int tp_rank, ParameterStore& store, std::uint64_t seed)
+    : model_(&job.model), store_(&store) {
+    const core::ModelSpec& m = job.model;
+    const core::ParallelPlan& plan = job.plan;
+    const std::int64_t t = plan.tp, r = tp_rank;
+    layernorm_ = m.normalization == core::Normalization::layernorm;
+    swiglu_ = m.activation == core::Activation::swiglu;
+    bias_ = m.linear_bias;
+    B_ = plan.micro_batch_size;
+    T_ = job.training.seq_length;
+    N_ = B_ * T_;
+    h_ = m.hidden_size;
+    D_ = m.head_dim;
+    const std::int64_t H = m.num_attention_heads, KV = m.num_query_groups, F = m.ffn_hidden_size;
+    Hl_ = H / t;
+    KVl_ = KV / t;
+    Fl_ = F / t;
+    vocab_ = m.vocab_size;
+    Vl_ = (m.vocab_size + t - 1) / t; // padded to a multiple of tp; padded rows are masked
+    vocab_start_ = r * Vl_;
+    const std::int64_t vs = std::int64_t(chunk) * plan.pp + pipeline_rank;
+    const std::int64_t per_chunk = job.layers_per_model_chunk();
+    first_ = vs == 0;
+    last_ = vs == plan.pp * plan.vpp - 1;
+    const float init_std = 0.02f;
+    // GPT-2's scaled init of the residual projections: 0.02 / √(2L).
+    const float residual_std = init_std / std::sqrt(2.0f * float(m.num_layers));
+    const auto ones = [&](std::int64_t offset, std::int64_t n) { std::fill_n(p(offset), n, 1.0f); };
+    const auto add_norm = [&](const std::string& name, std::int64_t& w, std::int64_t& b) {
+        w = store.add(name + ".weight", h_, false, true);
+        ones(w, h_);
+        b = layernorm_ ? store.add(name + ".bias", h_, false, true) : -1;
+    };
+    const auto vocab_table = [&](const std::string& name, bool duplicate) {
+        const std::int64_t offset = store.add(duplicate ? name + ".tied_copy" : name, Vl_ * h_, true, false, duplicate);
+        const Vec full = full_normal(seed, name, m.vocab_size * h_, init_std);
+        const std::int64_t rows = std::max<std::int64_t>(0, std::min(Vl_, m.vocab_size - vocab_start_));
+        if (rows > 0) copy_rows(p(offset), full, h_, vocab_start_, rows);
+        return offset;
+    };
+
+    if (first_) {
+        wte_ = vocab_table("embedding.word", false);
+        if (m.position_embedding == core::PositionEmbedding::learned) {
+            wpe_ = store.add("embedding.position", m.max_position_embeddings * h_, true, true);
+            const Vec full = full_normal(seed, "embedding.position", m.max_position_embeddings * h_, init_std);
+            std::copy(full.begin(), full.end(), p(wpe_));
+        }
+    }
+    for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
+        const std::string prefix = "layer." + std::to_string(layer) + ".";
+        LayerParams lp{};
+        add_norm(prefix + "norm1", lp.ln1_w, lp.ln1_b);
+        // QKV: column-parallel over heads; this rank keeps its query heads and KV groups.
+        const std::int64_t Wfull = (H + 2 * KV) * D_, Wl = (Hl_ + 2 * KVl_) * D_;
+        lp.qkv_w = store.add(prefix + "qkv.weight", Wl * h_, true, false);
+        {
+            const Vec full = full_normal(seed, prefix + "qkv.weight", Wfull * h_, init_std);
+            copy_rows(p(lp.qkv_w), full, h_, r * Hl_ * D_, Hl_ * D_);
+            copy_rows(p(lp.qkv_w) + Hl_ * D_ * h_, full, h_, (H + r * KVl_) * D_, KVl_ * D_);
+            copy_rows(p(lp.qkv_w) + (Hl_ + KVl_) * D_ * h_, full, h_, (H + KV + r * KVl_) * D_, KVl_ * D_);
+        }
+        lp.qkv_b = bias_ ? store.add(prefix + "qkv.bias", Wl, false, false) : -1;
+        // Output projection: row-parallel over the same heads; its bias added once after the sum.
+        lp.proj_w = store.add(prefix + "proj.weight", h_ * Hl_ * D_, true, false);
+        copy_cols(p(lp.proj_w), full_normal(seed, prefix + "proj.weight", h_ * H * D_, residual_std), h_, H * D_, r * Hl_ * D_, Hl_ * D_);
+        lp.proj_b = bias_ ? store.add(prefix + "proj.bias", h_, false, true) : -1;
+        add_norm(prefix + "norm2", lp.ln2_w, lp.ln2_b);
+        // MLP: first GEMM column-parallel (SwiGLU keeps its gate and up halves together).
+        const std::int64_t gate = swiglu_ ? 2 : 1;
+        lp.fc_w = store.add(prefix + "fc1.weight", gate * Fl_ * h_, true, false);
+        {
+            const Vec full = full_normal(seed, prefix + "fc1.weight", gate * F * h_, init_std);
+            copy_rows(p(lp.fc_w), full, h_, r * Fl_, Fl_);
+            if (swiglu_) copy_rows(p(lp.fc_w) + Fl_ * h_, full, h_, F + r * Fl_, Fl_);
+        }
+        lp.fc_b = bias_ ? store.add(prefix + "fc1.bias", gate * Fl_, false, false) : -1;
+        lp.fc2_w = store.add(prefix + "fc2.weight", h_ * Fl_, true, false);
+        copy_cols(p(lp.fc2_w), full_normal(seed, prefix + "fc2.weight", h_ * F, residual_std), h_, F, r * Fl_, Fl_);
+        lp.fc2_b = bias_ ? store.add(prefix + "fc2.bias", h_, false, true) : -1;
+        layers_.push_back(lp);
+    }
+    if (last_) {
+        add_norm("final_norm", lnf_w_, lnf_b_);
+        if (!m.tied_embeddings) head_ = vocab_table("output.weight", false);
+        else if (first_) head_ = wte_; // one chunk holds both ends: literally the same tensor
+        else head_ = vocab_table("embedding.word", true); // kept in sync over the embedding group
+    }
+}
+
+void GptChunk::norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w,
+                            std::int64_t b) const {
+    if (layernorm_) k::layernorm_forward(out, mean, rstd, in, p(w), p(b), N_, h_);
+    else k::rmsnorm_forward(out, rstd, in, p(w), N_, h_);
+}
+
+void GptChunk::norm_backward(float* dinp, const float* dout, const float* in, const float* mean,
+                             const float* rstd, std::int64_t w, std::int64_t b) const {
+    if (layernorm_) k::layernorm_backward(dinp, g(w), g(b), dout, in, p(w), mean, rstd, N_, h_);
+    else k::rmsnorm_backward(dinp, g(w), dout, in, p(w), rstd, N_, h_);
+}
+
+void GptChunk::forward(Activations& a, Communicator& tp) const {
+    const std::int64_t NH = N_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
+    Vec x(static_cast<std::size_t>(NH));
+    if (first_) {
+        // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them.
+        k::embedding_forward(x.data(), a.tokens, p(wte_), N_, h_, vocab_start_, Vl_);
+        tp.all_reduce_sum(x.data(), std::size_t(NH));
+        if (wpe_ >= 0)
+            for (std::int64_t n = 0; n < N_; ++n)
+                for (std::int64_t c = 0; c < h_; ++c) x[std::size_t(n * h_ + c)] += p(wpe_)[(n % T_) * h_ + c];
+    } else {
+        x = a.input;
+    }
+    a.layers.assign(layers_.size(), Layer{});
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+        const LayerParams& lp = layers_[i];
+        Layer& L = a.layers[i];
+        L.x_in = x;
+        L.ln1.resize(std::size_t(NH));
+        L.ln1_mean.resize(std::size_t(N_));
+        L.ln1_rstd.resize(std::size_t(N_));
+        norm_forward(L.x_in.data(), L.ln1.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
+        L.qkv.resize(std::size_t(N_ * Wl));
+        k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr, N_, h_, Wl);
+        L.att.resize(std::size_t(N_ * Hl_ * D_));
+        L.probs.resize(std::size_t(B_ * Hl_ * T_ * T_));
+        k::attention_forward(L.att.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_);
+        Vec y(static_cast<std::size_t>(NH));
+        k::matmul_forward(y.data(), L.att.data(), p(lp.proj_w), nullptr, N_, Hl_ * D_, h_);
+        tp.all_reduce_sum(y.data(), std::size_t(NH)); // row-parallel: sum the partial outputs
+        if (bias_) add_bias(y.data(), p(lp.proj_b), N_, h_);
+        L.x_mid.resize(std::size_t(NH));
+        for (std::int64_t j = 0; j < NH; ++j) L.x_mid[std::size_t(j)] = x[std::size_t(j)] + y[std::size_t(j)];
+        L.ln2.resize(std::size_t(NH));
+        L.ln2_mean.resize(std::size_t(N_));
+        L.ln2_rstd.resize(std::size_t(N_));
+        norm_forward(L.x_mid.data(), L.ln2.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
+        L.fc.resize(std::size_t(N_ * gate * Fl_));
+        k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr, N_, h_, gate * Fl_);
+        L.act.resize(std::size_t(N_ * Fl_));
+        if (swiglu_) k::swiglu_forward(L.act.data(), L.fc.data(), N_, Fl_);
+        else k::gelu_forward(L.act.data(), L.fc.data(), N_ * Fl_);
+        k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, N_, Fl_, h_);
+        tp.all_reduce_sum(y.data(), std::size_t(NH));
+        if (bias_) add_bias(y.data(), p(lp.fc2_b), N_, h_);
+        for (std::int64_t j = 0; j < NH; ++j) x[std::size_t(j)] = L.x_mid[std::size_t(j)] + y[std::size_t(j)];
+    }
+    if (!last_) {
+        a.output = std::move(x);
+        return;
+    }
+    a.hidden_out = std::move(x);
+    a.lnf.resize(std::size_t(NH));
+    a.lnf_mean.resize(std::size_t(N_));
+    a.lnf_rstd.resize(std::size_t(N_));
+    norm_forward(a.hidden_out.data(), a.lnf.data(), a.lnf_mean.data(), a.lnf_rstd.data(), lnf_w_, lnf_b_);
+    a.logits.resize(std::size_t(N_ * Vl_));
+    k::matmul_forward(a.logits.data(), a.lnf.data(), p(head_), nullptr, N_, h_, Vl_);
+    // Padding rows of the vocabulary are not classes: they get no probability.
+    for (std::int64_t v = std::max<std::int64_t>(0, vocab_ - vocab_start_); v < Vl_; ++v)
+        for (std::int64_t n = 0; n < N_; ++n) a.logits[std::size_t(n * Vl_ + v)] = -1e30f;
+    a.row_max.resize(std::size_t(N_));
+    a.sum_exp.resize(std::size_t(N_));
+    Vec target(static_cast<std::size_t>(N_));
+    k::cross_entropy_row_max(a.row_max.data(), a.logits.data(), N_, Vl_);
+    tp.all_reduce_max(a.row_max.data(), std::size_t(N_));
+    k::cross_entropy_sum_exp(a.sum_exp.data(), a.logits.data(), a.row_max.data(), N_, Vl_);
+    tp.all_reduce_sum(a.sum_exp.data(), std::size_t(N_));
+    k::cross_entropy_target_logit(target.data(), a.logits.data(), a.targets, N_, Vl_, vocab_start_);
+    tp.all_reduce_sum(target.data(), std::size_t(N_));
+    double loss = 0.0;
+    for (std::int64_t n = 0; n < N_; ++n)
+        loss += std::log(double(a.sum_exp[std::size_t(n)])) + a.row_max[std::size_t(n)] - target[std::size_t(n)];
+    a.loss = loss / double(N_);
+}
+
+void GptChunk::backward_input(Activations& a, const float* dout, float loss_scale, Communicator& tp) const {
+    const std::int64_t NH = N_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
+    Vec dx(std::size_t(NH), 0.0f);
+    if (last_) {
+        a.dlogits.assign(std::size_t(N_ * Vl_), 0.0f);
+        k::cross_entropy_backward(a.dlogits.data(), a.logits.data(), a.row_max.data(), a.sum_exp.data(),
+                                  a.targets, loss_scale / float(N_), N_, Vl_, vocab_start_);
+        Vec dlnf(std::size_t(NH), 0.0f);
+        k::matmul_backward_input(dlnf.data(), a.dlogits.data(), p(head_), N_, h_, Vl_);
+        tp.all_reduce_sum(dlnf.data(), std::size_t(NH)); // the LM head is column-parallel
+        norm_backward(dx.data(), dlnf.data(), a.hidden_out.data(), a.lnf_mean.data(), a.lnf_rstd.data(), lnf_w_, lnf_b_);
+    } else {
+        std::copy(dout, dout + NH, dx.begin());
+    }
+    for (std::size_t i = layers_.size(); i-- > 0;) {
+        const LayerParams& lp = layers_[i];
+        Layer& L = a.layers[i];
+        // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))).
+        L.d_fc2_out = dx;
+        Vec d_act(std::size_t(N_ * Fl_), 0.0f);
+        k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), N_, Fl_, h_);
+        L.d_fc.assign(std::size_t(N_ * gate * Fl_), 0.0f);
+        if (swiglu_) k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_, Fl_);
+        else k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_ * Fl_);
+        Vec d_ln2(std::size_t(NH), 0.0f);
+        k::matmul_backward_input(d_ln2.data(), L.d_fc.data(), p(lp.fc_w), N_, h_, gate * Fl_);
+        tp.all_reduce_sum(d_ln2.data(), std::size_t(NH)); // column-parallel input gradient
+        Vec d_mid = dx;
+        norm_backward(d_mid.data(), d_ln2.data(), L.x_mid.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
+        // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
+        L.d_proj_out = d_mid;
+        Vec d_att(std::size_t(N_ * Hl_ * D_), 0.0f);
+        k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), N_, Hl_ * D_, h_);
+        L.d_qkv.assign(std::size_t(N_ * Wl), 0.0f);
+        k::attention_backward(L.d_qkv.data(), d_att.data(), L.qkv.data(), L.probs.data(), B_, T_, Hl_, KVl_, D_);
+        Vec d_ln1(std::size_t(NH), 0.0f);
+        k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), N_, h_, Wl);
+        tp.all_reduce_sum(d_ln1.data(), std::size_t(NH));
+        dx = d_mid;
+        norm_backward(dx.data(), d_ln1.data(), L.x_in.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
+        // What only B needed can go now; W keeps the linear layers' inputs and output grads.
+        Vec().swap(L.probs);
+        Vec().swap(L.x_in);
+        Vec().swap(L.x_mid);
+    }
+    if (first_) a.embedding_grad = std::move(dx);
+    else a.dinput = std::move(dx);
+}
+
+void GptChunk::backward_weight(Activations& a) const {
+    const std::int64_t Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+        const LayerParams& lp = layers_[i];
+        Layer& L = a.layers[i];
+        k::matmul_backward_weight(g(lp.qkv_w), bias_ ? g(lp.qkv_b) : nullptr, L.d_qkv.data(), L.ln1.data(), N_, h_, Wl);
+        k::matmul_backward_weight(g(lp.proj_w), bias_ ? g(lp.proj_b) : nullptr, L.d_proj_out.data(), L.att.data(), N_, Hl_ * D_, h_);
+        k::matmul_backward_weight(g(lp.fc_w), bias_ ? g(lp.fc_b) : nullptr, L.d_fc.data(), L.ln2.data(), N_, h_, gate * Fl_);
+        k::matmul_backward_weight(g(lp.fc2_w), bias_ ? g(lp.fc2_b) : nullptr, L.d_fc2_out.data(), L.act.data(), N_, Fl_, h_);
+    }
+    if (last_) k::matmul_backward_weight(g(head_), nullptr, a.dlogits.data(), a.lnf.data(), N_, h_, Vl_);
+    if (first_) {
+        k::embedding_backward(g(wte_), a.tokens, a.embedding_grad.data(), N_, h_, vocab_start_, Vl_);
+        if (wpe_ >= 0)
+            for (std::int64_t n = 0; n < N_; ++n)
+                for (std::int64_t c = 0; c < h_; ++c) g(wpe_)[(n % T_) * h_ + c] += a.embedding_grad[std::size_t(n * h_ + c)];
+    }
+}
+
+} // namespace trident::executor

@@ -1,0 +1,106 @@
+#include "trident/executor/mpi.h"
+
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+namespace trident::executor {
+namespace {
+
+void check(int code, const char* what) {
+    if (code == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    throw std::runtime_error(std::string(what) + ": " + std::string(text, std::size_t(length)));
+}
+
+int count(std::size_t n) {
+    if (n > std::size_t(INT_MAX)) throw std::runtime_error("MPI message over 2^31 elements");
+    return int(n);
+}
+
+} // namespace
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) check(MPI_Init(argc, argv), "MPI_Init");
+    // Errors come back as codes and become exceptions, not aborts.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+MpiSession::~MpiSession() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+}
+
+int MpiSession::world_rank() const {
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+
+int MpiSession::world_size() const {
+    int s = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &s);
+    return s;
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+    check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+}
+
+MpiCommunicator::~MpiCommunicator() {
+    try {
+        wait_sends();
+    } catch (...) {
+    }
+    if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void MpiCommunicator::all_reduce_sum(float* data, std::size_t n) {
+    if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_SUM, comm_), "MPI_Allreduce");
+}
+
+void MpiCommunicator::all_reduce_max(float* data, std::size_t n) {
+    if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_MAX, comm_), "MPI_Allreduce");
+}
+
+void MpiCommunicator::all_gather(const float* in, float* out, std::size_t n) {
+    check(MPI_Allgather(in, count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_), "MPI_Allgather");
+}
+
+void MpiCommunicator::reduce_scatter_sum(const float* in, float* out, std::size_t n) {
+    check(MPI_Reduce_scatter_block(in, out, count(n), MPI_FLOAT, MPI_SUM, comm_), "MPI_Reduce_scatter_block");
+}
+
+void MpiCommunicator::all_to_all(const float* in, float* out, std::size_t n) {
+    check(MPI_Alltoall(in, count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_), "MPI_Alltoall");
+}
+
+void MpiCommunicator::broadcast(float* data, std::size_t n, int root) {
+    if (size_ > 1) check(MPI_Bcast(data, count(n), MPI_FLOAT, root, comm_), "MPI_Bcast");
+}
+
+void MpiCommunicator::send(const float* data, std::size_t n, int peer, int tag) {
+    auto pending = std::make_unique<PendingSend>();
+    pending->buffer.assign(data, data + n);
+    check(MPI_Isend(pending->buffer.data(), count(n), MPI_FLOAT, peer, tag, comm_, &pending->request), "MPI_Isend");
+    pending_.push_back(std::move(pending));
+}
+
+void MpiCommunicator::recv(float* data, std::size_t n, int peer, int tag) {
+    check(MPI_Recv(data, count(n), MPI_FLOAT, peer, tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+}
+
+void MpiCommunicator::wait_sends() {
+    for (auto& p : pending_) check(MPI_Wait(&p->request, MPI_STATUS_IGNORE), "MPI_Wait");
+    pending_.clear();
+}
+
+void MpiCommunicator::barrier() { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+} // namespace trident::executor

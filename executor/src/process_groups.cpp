@@ -1,0 +1,37 @@
+#include "trident/executor/process_groups.h"
+
+#include <algorithm>
+
+namespace trident::executor {
+namespace {
+
+// Every rank calls this for every kind (MPI_Comm_split is collective over the world): the
+// group's first member names it, the rank's place in the group orders it.
+std::unique_ptr<MpiCommunicator> split(const core::RankGrid& grid, core::GroupKind kind, int world_rank) {
+    const auto members = grid.group_of(kind, world_rank);
+    int color = MPI_UNDEFINED, key = 0;
+    if (!members.empty()) {
+        color = int(members.front());
+        key = int(std::find(members.begin(), members.end(), world_rank) - members.begin());
+    }
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm);
+    if (comm == MPI_COMM_NULL) return nullptr;
+    return std::make_unique<MpiCommunicator>(comm);
+}
+
+} // namespace
+
+ProcessGroups::ProcessGroups(const core::ParallelPlan& plan, int rank)
+    : grid(plan), coord(grid.coord(rank)), world_rank(rank) {
+    MPI_Comm world_copy = MPI_COMM_NULL;
+    MPI_Comm_dup(MPI_COMM_WORLD, &world_copy);
+    world = std::make_unique<MpiCommunicator>(world_copy);
+    tensor = split(grid, core::GroupKind::tensor, rank);
+    pipeline = split(grid, core::GroupKind::pipeline, rank);
+    data = split(grid, core::GroupKind::data_context, rank);
+    model = split(grid, core::GroupKind::model, rank);
+    embedding = split(grid, core::GroupKind::embedding, rank);
+}
+
+} // namespace trident::executor

@@ -1,0 +1,253 @@
+#include "trident/executor/trainer.h"
+
+#include "trident/core/spec_error.h"
+#include "trident/kernels/cpu.h"
+
+#include <chrono>
+#include <climits>
+#include <cmath>
+
+namespace trident::executor {
+
+using Clock = std::chrono::steady_clock;
+
+void require_supported(const core::JobSpec& job) {
+    const core::ParallelPlan& p = job.plan;
+    const auto no = [](const std::string& field, const std::string& what) {
+        throw core::SpecError(field, what + " is not run by the CPU executor yet");
+    };
+    if (p.cp > 1) no("parallel.cp", "context parallelism");
+    if (p.ep > 1 || job.model.moe) no("model.moe", "mixture of experts");
+    if (job.model.mla) no("model.mla", "multi-head latent attention");
+    if (job.model.position_embedding == core::PositionEmbedding::rope) no("model.position_embedding", "rope");
+    if (p.sequence_parallel) no("parallel.sequence_parallel", "sequence parallelism");
+    if (p.recompute.granularity != core::RecomputeGranularity::none) no("parallel.recompute", "recomputation");
+}
+
+void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t length,
+                        std::int64_t vocab, std::int32_t* out) {
+    std::uint64_t state = (seed ^ 0x9E3779B97F4A7C15ull) + std::uint64_t(sample) * 0xBF58476D1CE4E5B9ull;
+    const auto next = [&] { // splitmix64
+        state += 0x9E3779B97F4A7C15ull;
+        std::uint64_t z = state;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    };
+    std::int64_t token = std::int64_t(next() % std::uint64_t(vocab));
+    for (std::int64_t i = 0; i < length; ++i) {
+        out[i] = std::int32_t(token);
+        // Next token: 5·t + 3 plus a coin flip, so the best loss is about ln 2.
+        token = (5 * token + 3 + std::int64_t(next() & 1)) % vocab;
+    }
+}
+
+Trainer::Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed)
+    : job_(job), groups_(groups), seed_(seed),
+      schedule_(core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp), std::int32_t(job.plan.vpp),
+                                    std::int32_t(job.micro_batches_per_step()))) {
+    require_supported(job);
+    const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
+    for (std::int32_t c = 0; c < job.plan.vpp; ++c)
+        chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), store_, seed);
+    // Optimizer state over the whole flat buffer or, with ZeRO-1, this data rank's shard.
+    const std::int64_t total = std::int64_t(store_.values.size());
+    const std::int64_t dp = groups.data->size();
+    padded_size_ = job.plan.distributed_optimizer ? (total + dp - 1) / dp * dp : total;
+    store_.values.resize(std::size_t(padded_size_), 0.0f);
+    store_.grads.resize(std::size_t(padded_size_), 0.0f);
+    shard_size_ = job.plan.distributed_optimizer ? padded_size_ / dp : padded_size_;
+    shard_begin_ = job.plan.distributed_optimizer ? groups.data->rank() * shard_size_ : 0;
+    decay_mask_.assign(std::size_t(padded_size_), 0.0f);
+    norm_mask_.assign(std::size_t(padded_size_), 0.0f);
+    for (const auto& t : store_.tensors) {
+        // Each parameter counts once in the global norm: replicated tensors on tensor rank 0,
+        // and never the last stage's copy of a tied embedding.
+        const bool counted = !t.duplicate && (!t.tp_replicated || groups.coord.tp == 0);
+        std::fill_n(decay_mask_.begin() + t.offset, t.size, t.decay ? 1.0f : 0.0f);
+        std::fill_n(norm_mask_.begin() + t.offset, t.size, counted ? 1.0f : 0.0f);
+    }
+    adam_m_.assign(std::size_t(shard_size_), 0.0f);
+    adam_v_.assign(std::size_t(shard_size_), 0.0f);
+    int* tag_limit = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_limit, &found);
+    const std::int64_t tags = 2 * std::int64_t(schedule_.virtual_stages()) * schedule_.microbatches;
+    if (found && tag_limit && tags > *tag_limit)
+        throw core::SpecError("training.global_batch_size", "needs more MPI message tags than the MPI library offers");
+}
+
+double Trainer::learning_rate(std::int64_t it) const {
+    const core::LrSchedule& s = job_.training.lr;
+    if (s.warmup_iters > 0 && it < s.warmup_iters) return s.lr * double(it + 1) / double(s.warmup_iters);
+    if (it >= s.decay_iters || s.decay_style == core::LrDecayStyle::constant)
+        return s.decay_style == core::LrDecayStyle::constant ? s.lr : s.min_lr;
+    const double ratio = double(it - s.warmup_iters) / double(std::max<std::int64_t>(1, s.decay_iters - s.warmup_iters));
+    const double coeff = s.decay_style == core::LrDecayStyle::linear ? 1.0 - ratio
+                                                                      : 0.5 * (std::cos(M_PI * ratio) + 1.0);
+    return s.min_lr + coeff * (s.lr - s.min_lr);
+}
+
+void Trainer::tokens_for(std::int64_t index, std::int32_t microbatch, std::vector<std::int32_t>& inputs,
+                         std::vector<std::int32_t>& targets) const {
+    const std::int64_t b = job_.plan.micro_batch_size, T = job_.training.seq_length;
+    const std::int64_t m = job_.micro_batches_per_step();
+    inputs.resize(std::size_t(b * T));
+    targets.resize(std::size_t(b * T));
+    std::vector<std::int32_t> seq(std::size_t(T + 1));
+    for (std::int64_t i = 0; i < b; ++i) {
+        // Each data-parallel rank takes its contiguous part of the global batch.
+        const std::int64_t sample = index * job_.training.global_batch_size +
+                                    groups_.coord.dp * m * b + microbatch * b + i;
+        synthetic_sequence(seed_, sample, T + 1, job_.model.vocab_size, seq.data());
+        std::copy(seq.begin(), seq.end() - 1, inputs.begin() + i * T);
+        std::copy(seq.begin() + 1, seq.end(), targets.begin() + i * T);
+    }
+}
+
+void Trainer::run_schedule(std::int64_t index, StepStats& stats, std::vector<core::TraceEvent>* trace) {
+    const std::int32_t pp_rank = std::int32_t(groups_.coord.pp);
+    const std::int32_t m = schedule_.microbatches;
+    const float loss_scale = 1.0f / float(m * groups_.data->size());
+    struct Slot {
+        GptChunk::Activations acts;
+        std::vector<std::int32_t> inputs, targets;
+        Vec received_activation, received_gradient;
+    };
+    std::map<std::pair<std::int32_t, std::int32_t>, Slot> slots;
+    const auto tag = [&](std::int32_t receiver_vs, std::int32_t mb, bool gradient) {
+        return (receiver_vs * m + mb) * 2 + (gradient ? 1 : 0);
+    };
+    const auto start = Clock::now();
+    const auto now = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+    double live_bytes = 0.0, loss_sum = 0.0;
+    for (const core::Action& a : schedule_.ranks[std::size_t(pp_rank)]) {
+        const double t0 = now();
+        Slot& slot = slots[{a.microbatch, a.chunk}];
+        const GptChunk& chunk = chunks_[std::size_t(a.chunk)];
+        const std::int32_t vs = schedule_.virtual_stage(pp_rank, a.chunk);
+        const std::size_t hidden = std::size_t(chunk.hidden_elements());
+        core::Stream stream = core::Stream::pipeline_p2p;
+        switch (a.kind) {
+        case core::ActionKind::forward:
+            stream = core::Stream::compute;
+            tokens_for(index, a.microbatch, slot.inputs, slot.targets);
+            slot.acts.tokens = slot.inputs.data();
+            slot.acts.targets = slot.targets.data();
+            if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
+            chunk.forward(slot.acts, *groups_.tensor);
+            if (chunk.last()) loss_sum += slot.acts.loss;
+            break;
+        case core::ActionKind::backward_input:
+            stream = core::Stream::compute;
+            chunk.backward_input(slot.acts, chunk.last() ? nullptr : slot.received_gradient.data(), loss_scale, *groups_.tensor);
+            Vec().swap(slot.received_gradient);
+            break;
+        case core::ActionKind::backward_weight:
+            stream = core::Stream::compute;
+            chunk.backward_weight(slot.acts);
+            break;
+        case core::ActionKind::send_activation:
+            groups_.pipeline->send(slot.acts.output.data(), hidden, a.peer, tag(vs + 1, a.microbatch, false));
+            Vec().swap(slot.acts.output);
+            break;
+        case core::ActionKind::recv_activation:
+            slot.received_activation.resize(hidden);
+            groups_.pipeline->recv(slot.received_activation.data(), hidden, a.peer, tag(vs, a.microbatch, false));
+            break;
+        case core::ActionKind::send_gradient:
+            groups_.pipeline->send(slot.acts.dinput.data(), hidden, a.peer, tag(vs - 1, a.microbatch, true));
+            Vec().swap(slot.acts.dinput);
+            break;
+        case core::ActionKind::recv_gradient:
+            slot.received_gradient.resize(hidden);
+            groups_.pipeline->recv(slot.received_gradient.data(), hidden, a.peer, tag(vs, a.microbatch, true));
+            break;
+        }
+        if (trace)
+            trace->push_back({groups_.world_rank, stream, core::EventKind(int(a.kind)), a.microbatch, a.chunk, t0, now(),
+                              double(hidden) * sizeof(float) * double(!core::is_compute(a.kind)), 0.0});
+        if (a.kind == core::ActionKind::backward_weight) { // W done: only B's output may remain
+            Vec dinput = std::move(slot.acts.dinput);
+            slot.acts = GptChunk::Activations{};
+            slot.acts.dinput = std::move(dinput);
+        }
+        // Peak activation memory: everything the live micro-batches still hold.
+        live_bytes = 0.0;
+        for (const auto& [key, s] : slots) live_bytes += s.acts.bytes();
+        stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, live_bytes);
+    }
+    groups_.pipeline->wait_sends();
+    // The step's loss: the last stage's tensor rank 0 of every data rank contributes its mean.
+    float contribution = 0.0f;
+    if (chunks_.back().last() && groups_.coord.tp == 0) contribution = float(loss_sum / double(m) / double(groups_.data->size()));
+    groups_.world->all_reduce_sum(&contribution, 1);
+    stats.loss = contribution;
+}
+
+double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
+    const core::ParallelPlan& p = job_.plan;
+    const core::TrainingSpec& t = job_.training;
+    float* grads = store_.grads.data();
+    // Tied embeddings on two stages: both copies take the summed gradient.
+    if (groups_.embedding && job_.model.tied_embeddings && p.pp > 1)
+        for (const auto& tensor : store_.tensors)
+            if (tensor.name == "embedding.word" || tensor.name == "embedding.word.tied_copy")
+                groups_.embedding->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
+    // Data parallelism: gradients summed over the data ranks, in buckets (Megatron's DDP), or
+    // reduce-scattered so each rank gets the sum over its shard (distributed optimizer).
+    Communicator& data = *groups_.data;
+    Vec shard_grads;
+    float* g = grads;
+    if (p.distributed_optimizer) {
+        shard_grads.resize(std::size_t(shard_size_));
+        data.reduce_scatter_sum(grads, shard_grads.data(), std::size_t(shard_size_));
+        g = shard_grads.data();
+    } else {
+        constexpr std::int64_t kBucket = 1 << 20;
+        for (std::int64_t at = 0; at < padded_size_; at += kBucket)
+            data.all_reduce_sum(grads + at, std::size_t(std::min(kBucket, padded_size_ - at)));
+    }
+    // Global gradient norm: each parameter once (see norm_mask_), over data ranks when sharded
+    // and over the tensor and pipeline ranks of the model.
+    float squares = 0.0f;
+    for (std::int64_t i = 0; i < shard_size_; ++i) squares += g[i] * g[i] * norm_mask_[std::size_t(shard_begin_ + i)];
+    if (p.distributed_optimizer) data.all_reduce_sum(&squares, 1);
+    groups_.model->all_reduce_sum(&squares, 1);
+    stats.grad_norm = std::sqrt(double(squares));
+    stats.lr = learning_rate(index);
+    if (!std::isfinite(stats.grad_norm)) {
+        stats.skipped = true;
+        ++skipped_;
+        return stats.grad_norm;
+    }
+    const float clip = t.clip_grad > 0 && stats.grad_norm > t.clip_grad ? float(t.clip_grad / (stats.grad_norm + 1e-6)) : 1.0f;
+    float* params = store_.values.data() + shard_begin_;
+    Vec step_grads(g, g + shard_size_);
+    for (auto& x : step_grads) x *= clip;
+    // AdamW, decay only on matrices: update decayed and undecayed parameters separately.
+    for (std::int64_t i = 0; i < shard_size_; ++i) {
+        const float wd = float(t.weight_decay) * decay_mask_[std::size_t(shard_begin_ + i)];
+        kernels::cpu::adamw_update(params + i, step_grads.data() + i, adam_m_.data() + i, adam_v_.data() + i, 1,
+                                   float(stats.lr), float(t.adam_beta1), float(t.adam_beta2), 1e-8f, wd, int(index + 1));
+    }
+    if (p.distributed_optimizer) {
+        Vec gathered(static_cast<std::size_t>(padded_size_));
+        data.all_gather(params, gathered.data(), std::size_t(shard_size_));
+        store_.values = std::move(gathered);
+    }
+    return stats.grad_norm;
+}
+
+StepStats Trainer::step(std::int64_t index, std::vector<core::TraceEvent>* trace) {
+    const auto start = Clock::now();
+    StepStats stats;
+    stats.step = index;
+    std::fill(store_.grads.begin(), store_.grads.end(), 0.0f);
+    run_schedule(index, stats, trace);
+    reduce_and_update(index, stats);
+    stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return stats;
+}
+
+} // namespace trident::executor
