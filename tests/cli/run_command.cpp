@@ -30,16 +30,14 @@ std::string slurp(const std::string& path) {
 
 } // namespace
 
-CommandResult run_trident(const std::vector<std::string>& args) {
+CommandResult run_shell(const std::string& command_line) {
     char out_template[] = "/tmp/trident-test-out-XXXXXX";
     char err_template[] = "/tmp/trident-test-err-XXXXXX";
     const int out_fd = mkstemp(out_template);
     const int err_fd = mkstemp(err_template);
     close(out_fd);
     close(err_fd);
-    std::string command = quote(TRIDENT_BINARY);
-    for (const auto& a : args) command += " " + quote(a);
-    command += " >" + quote(out_template) + " 2>" + quote(err_template) + " </dev/null";
+    const std::string command = command_line + " >" + quote(out_template) + " 2>" + quote(err_template) + " </dev/null";
     const int status = std::system(command.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -48,6 +46,12 @@ CommandResult run_trident(const std::vector<std::string>& args) {
     unlink(out_template);
     unlink(err_template);
     return r;
+}
+
+CommandResult run_trident(const std::vector<std::string>& args) {
+    std::string command = quote(TRIDENT_BINARY);
+    for (const auto& a : args) command += " " + quote(a);
+    return run_shell(command);
 }
 
 std::vector<std::string> split_words(const std::string& line) {

@@ -12,6 +12,8 @@ struct CommandResult {
 };
 
 CommandResult run_trident(const std::vector<std::string>& args);
+// Runs a whole shell command line (e.g. under mpirun).
+CommandResult run_shell(const std::string& command);
 
 // Splits on spaces (the test manifests never quote).
 std::vector<std::string> split_words(const std::string& line);
