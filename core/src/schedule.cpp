@@ -132,6 +132,19 @@ std::vector<Action> with_communication(const Schedule& s, std::int32_t rank, con
 
 } // namespace
 
+EventKind to_event_kind(ActionKind k) {
+    switch (k) {
+    case ActionKind::forward: return EventKind::forward;
+    case ActionKind::backward_input: return EventKind::backward_input;
+    case ActionKind::backward_weight: return EventKind::backward_weight;
+    case ActionKind::send_activation: return EventKind::send_activation;
+    case ActionKind::recv_activation: return EventKind::recv_activation;
+    case ActionKind::send_gradient: return EventKind::send_gradient;
+    case ActionKind::recv_gradient: return EventKind::recv_gradient;
+    }
+    return EventKind::forward;
+}
+
 std::string to_string(const Action& a) {
     std::string s = std::string(kActionKindNames[int(a.kind)]) + "(mb " +
                     std::to_string(a.microbatch) + ", chunk " + std::to_string(a.chunk);

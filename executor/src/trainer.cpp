@@ -165,7 +165,7 @@ void Trainer::run_schedule(std::int64_t index, StepStats& stats, std::vector<cor
             break;
         }
         if (trace)
-            trace->push_back({groups_.world_rank, stream, core::EventKind(int(a.kind)), a.microbatch, a.chunk, t0, now(),
+            trace->push_back({groups_.world_rank, stream, core::to_event_kind(a.kind), a.microbatch, a.chunk, t0, now(),
                               double(hidden) * sizeof(float) * double(!core::is_compute(a.kind)), 0.0});
         if (a.kind == core::ActionKind::backward_weight) { // W done: only B's output may remain
             Vec dinput = std::move(slot.acts.dinput);
@@ -225,11 +225,15 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     float* params = store_.values.data() + shard_begin_;
     Vec step_grads(g, g + shard_size_);
     for (auto& x : step_grads) x *= clip;
-    // AdamW, decay only on matrices: update decayed and undecayed parameters separately.
-    for (std::int64_t i = 0; i < shard_size_; ++i) {
-        const float wd = float(t.weight_decay) * decay_mask_[std::size_t(shard_begin_ + i)];
-        kernels::cpu::adamw_update(params + i, step_grads.data() + i, adam_m_.data() + i, adam_v_.data() + i, 1,
-                                   float(stats.lr), float(t.adam_beta1), float(t.adam_beta2), 1e-8f, wd, int(index + 1));
+    // AdamW with decay on matrices only: one call per run of equal decay in this shard.
+    for (std::int64_t i = 0; i < shard_size_;) {
+        const float decay = decay_mask_[std::size_t(shard_begin_ + i)];
+        std::int64_t end = i + 1;
+        while (end < shard_size_ && decay_mask_[std::size_t(shard_begin_ + end)] == decay) ++end;
+        kernels::cpu::adamw_update(params + i, step_grads.data() + i, adam_m_.data() + i, adam_v_.data() + i,
+                                   end - i, float(stats.lr), float(t.adam_beta1), float(t.adam_beta2), 1e-8f,
+                                   float(t.weight_decay) * decay, int(index + 1));
+        i = end;
     }
     if (p.distributed_optimizer) {
         Vec gathered(static_cast<std::size_t>(padded_size_));

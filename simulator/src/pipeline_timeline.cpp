@@ -15,22 +15,6 @@ double PipelineTimeline::bubble_fraction(std::int32_t rank) const {
     return (makespan_s - busy_s.at(std::size_t(rank))) / makespan_s;
 }
 
-namespace {
-
-EventKind event_kind(ActionKind k) {
-    switch (k) {
-    case ActionKind::forward: return EventKind::forward;
-    case ActionKind::backward_input: return EventKind::backward_input;
-    case ActionKind::backward_weight: return EventKind::backward_weight;
-    case ActionKind::send_activation: return EventKind::send_activation;
-    case ActionKind::recv_activation: return EventKind::recv_activation;
-    case ActionKind::send_gradient: return EventKind::send_gradient;
-    case ActionKind::recv_gradient: return EventKind::recv_gradient;
-    }
-    return EventKind::forward;
-}
-
-} // namespace
 
 PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compute,
                                const TransferCost& transfer, bool record_events) {
@@ -65,7 +49,7 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                     const double end = start + compute(r, a);
                     compute_free[std::size_t(r)] = last_compute[std::size_t(r)] = end;
                     t.busy_s[std::size_t(r)] += end - start;
-                    if (record_events) t.events.push_back({r, Stream::compute, event_kind(a.kind), a.microbatch,
+                    if (record_events) t.events.push_back({r, Stream::compute, core::to_event_kind(a.kind), a.microbatch,
                                         a.chunk, start, end, 0.0, 0.0});
                 } else if (a.kind == ActionKind::send_activation ||
                            a.kind == ActionKind::send_gradient) {
@@ -76,7 +60,7 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                     const std::size_t c = cell(a.microbatch, act ? vs + 1 : vs - 1);
                     (act ? activation_arrival : gradient_arrival)[c] = end;
                     if (record_events)
-                        t.events.push_back({r, Stream::pipeline_p2p, event_kind(a.kind), a.microbatch,
+                        t.events.push_back({r, Stream::pipeline_p2p, core::to_event_kind(a.kind), a.microbatch,
                                             a.chunk, start, end, 0.0, 0.0});
                 } else {
                     const bool act = a.kind == ActionKind::recv_activation;

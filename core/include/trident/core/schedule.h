@@ -12,6 +12,7 @@
 // blocks (it is posted, like MPI_Isend, and completes later); a receive blocks until the
 // matching send has been posted.
 #include "trident/core/parallel_plan.h"
+#include "trident/core/trace.h"
 
 #include <cstdint>
 #include <stdexcept>
@@ -44,6 +45,8 @@ struct Action {
 };
 
 std::string to_string(const Action& a);
+// The trace event an action becomes (simulated or measured).
+EventKind to_event_kind(ActionKind kind);
 
 struct Schedule {
     ScheduleKind kind = ScheduleKind::one_f_one_b;
