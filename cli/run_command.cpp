@@ -10,6 +10,7 @@
 #include "trident/kernels/cpu.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -49,6 +50,18 @@ Command add_run_command(CLI::App& app) {
                                                      " ranks but the plan needs tp·cp·dp·pp = " +
                                                      std::to_string(job.cluster.devices()));
             executor::require_supported(job);
+            // Fail before training, not after it, when the trace cannot be written (rank 0
+            // writes it; everyone learns the answer).
+            if (!o->trace.empty()) {
+                int writable = 1;
+                if (rank == 0) {
+                    const auto parent = std::filesystem::absolute(o->trace).parent_path();
+                    std::error_code ec;
+                    writable = std::filesystem::is_directory(parent, ec) ? 1 : 0;
+                }
+                MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+                if (!writable) throw core::SpecError("--trace", "cannot write '" + o->trace + "': no such directory");
+            }
             kernels::cpu::set_blas_threads(o->threads);
             executor::ProcessGroups groups(job.plan, rank);
             executor::Trainer trainer(job, groups, o->seed);
