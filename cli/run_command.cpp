@@ -9,6 +9,7 @@
 #include "trident/executor/trainer.h"
 #include "trident/kernels/cpu.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -73,10 +74,12 @@ Command add_run_command(CLI::App& app) {
                             (long long)job.plan.dp, core::to_string(job.plan.schedule).c_str(),
                             (long long)job.micro_batches_per_step(), (long long)job.plan.micro_batch_size);
             std::vector<core::TraceEvent> events;
+            double peak_activation_bytes = 0.0;
             for (std::int64_t s = 0; s < steps; ++s) {
                 events.clear();
                 const bool record = !o->trace.empty() && s == steps - 1;
                 const executor::StepStats st = trainer.step(s, record ? &events : nullptr);
+                peak_activation_bytes = std::max(peak_activation_bytes, st.peak_activation_bytes);
                 if (rank == 0) {
                     std::printf("step %lld/%lld | loss %.9g | lr %.3e | grad norm %.4f | %.3f s | %.0f tokens/s%s\n",
                                 (long long)(s + 1), (long long)steps, st.loss, st.lr, st.grad_norm, st.seconds,
@@ -92,6 +95,10 @@ Command add_run_command(CLI::App& app) {
                     }
                 }
             }
+            // The memory model's counterpart: activations held at once, on the busiest rank.
+            float peak = float(peak_activation_bytes);
+            groups.world->all_reduce_max(&peak, 1);
+            if (rank == 0) std::printf("peak activation bytes (largest rank): %.0f\n", double(peak));
             if (rank == 0 && trainer.skipped_steps() > 0)
                 std::printf("skipped %lld steps with non-finite gradients\n", (long long)trainer.skipped_steps());
             return 0;

@@ -15,6 +15,14 @@ std::int64_t JobSpec::layers_per_model_chunk() const {
     return model.num_layers / (plan.pp * plan.vpp);
 }
 
+RecomputeGranularity JobSpec::layer_recompute(std::int64_t layer) const {
+    const Recompute& rc = plan.recompute;
+    if (rc.granularity != RecomputeGranularity::full) return rc.granularity;
+    if (rc.method == RecomputeMethod::uniform || layer % layers_per_model_chunk() < rc.num_layers)
+        return RecomputeGranularity::full;
+    return RecomputeGranularity::none;
+}
+
 void validate(const JobSpec& job) {
     const ModelSpec& m = job.model;
     const ClusterSpec& c = job.cluster;

@@ -146,6 +146,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         copy_cols(p(lp.fc2_w), full_normal(seed, prefix + "fc2.weight", h_ * F, residual_std), h_, F, r * Fl_, Fl_);
         lp.fc2_b = bias_ ? store.add(prefix + "fc2.bias", h_, false, true) : -1;
         layers_.push_back(lp);
+        recompute_.push_back(job.layer_recompute(layer));
     }
     if (last_) {
         add_norm("final_norm", lnf_w_, lnf_b_);
@@ -167,8 +168,42 @@ void GptChunk::norm_backward(float* dinp, const float* dout, const float* in, co
     else k::rmsnorm_backward(dinp, g(w), dout, in, p(w), rstd, N_, h_);
 }
 
-void GptChunk::forward(Activations& a, Communicator& tp) const {
+void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp) const {
     const std::int64_t NH = N_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
+    const LayerParams& lp = layers_[i];
+    L.x_in = x;
+    L.ln1.resize(std::size_t(NH));
+    L.ln1_mean.resize(std::size_t(N_));
+    L.ln1_rstd.resize(std::size_t(N_));
+    norm_forward(L.x_in.data(), L.ln1.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
+    L.qkv.resize(std::size_t(N_ * Wl));
+    k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr, N_, h_, Wl);
+    L.att.resize(std::size_t(N_ * Hl_ * D_));
+    L.probs.resize(std::size_t(B_ * Hl_ * T_ * T_));
+    k::attention_forward(L.att.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_);
+    Vec y(static_cast<std::size_t>(NH));
+    k::matmul_forward(y.data(), L.att.data(), p(lp.proj_w), nullptr, N_, Hl_ * D_, h_);
+    tp.all_reduce_sum(y.data(), std::size_t(NH)); // row-parallel: sum the partial outputs
+    if (bias_) add_bias(y.data(), p(lp.proj_b), N_, h_);
+    L.x_mid.resize(std::size_t(NH));
+    for (std::int64_t j = 0; j < NH; ++j) L.x_mid[std::size_t(j)] = x[std::size_t(j)] + y[std::size_t(j)];
+    L.ln2.resize(std::size_t(NH));
+    L.ln2_mean.resize(std::size_t(N_));
+    L.ln2_rstd.resize(std::size_t(N_));
+    norm_forward(L.x_mid.data(), L.ln2.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
+    L.fc.resize(std::size_t(N_ * gate * Fl_));
+    k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr, N_, h_, gate * Fl_);
+    L.act.resize(std::size_t(N_ * Fl_));
+    if (swiglu_) k::swiglu_forward(L.act.data(), L.fc.data(), N_, Fl_);
+    else k::gelu_forward(L.act.data(), L.fc.data(), N_ * Fl_);
+    k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, N_, Fl_, h_);
+    tp.all_reduce_sum(y.data(), std::size_t(NH));
+    if (bias_) add_bias(y.data(), p(lp.fc2_b), N_, h_);
+    for (std::int64_t j = 0; j < NH; ++j) x[std::size_t(j)] = L.x_mid[std::size_t(j)] + y[std::size_t(j)];
+}
+
+void GptChunk::forward(Activations& a, Communicator& tp) const {
+    const std::int64_t NH = N_ * h_;
     Vec x(static_cast<std::size_t>(NH));
     if (first_) {
         // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them.
@@ -182,37 +217,15 @@ void GptChunk::forward(Activations& a, Communicator& tp) const {
     }
     a.layers.assign(layers_.size(), Layer{});
     for (std::size_t i = 0; i < layers_.size(); ++i) {
-        const LayerParams& lp = layers_[i];
         Layer& L = a.layers[i];
-        L.x_in = x;
-        L.ln1.resize(std::size_t(NH));
-        L.ln1_mean.resize(std::size_t(N_));
-        L.ln1_rstd.resize(std::size_t(N_));
-        norm_forward(L.x_in.data(), L.ln1.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
-        L.qkv.resize(std::size_t(N_ * Wl));
-        k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr, N_, h_, Wl);
-        L.att.resize(std::size_t(N_ * Hl_ * D_));
-        L.probs.resize(std::size_t(B_ * Hl_ * T_ * T_));
-        k::attention_forward(L.att.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_);
-        Vec y(static_cast<std::size_t>(NH));
-        k::matmul_forward(y.data(), L.att.data(), p(lp.proj_w), nullptr, N_, Hl_ * D_, h_);
-        tp.all_reduce_sum(y.data(), std::size_t(NH)); // row-parallel: sum the partial outputs
-        if (bias_) add_bias(y.data(), p(lp.proj_b), N_, h_);
-        L.x_mid.resize(std::size_t(NH));
-        for (std::int64_t j = 0; j < NH; ++j) L.x_mid[std::size_t(j)] = x[std::size_t(j)] + y[std::size_t(j)];
-        L.ln2.resize(std::size_t(NH));
-        L.ln2_mean.resize(std::size_t(N_));
-        L.ln2_rstd.resize(std::size_t(N_));
-        norm_forward(L.x_mid.data(), L.ln2.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
-        L.fc.resize(std::size_t(N_ * gate * Fl_));
-        k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr, N_, h_, gate * Fl_);
-        L.act.resize(std::size_t(N_ * Fl_));
-        if (swiglu_) k::swiglu_forward(L.act.data(), L.fc.data(), N_, Fl_);
-        else k::gelu_forward(L.act.data(), L.fc.data(), N_ * Fl_);
-        k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, N_, Fl_, h_);
-        tp.all_reduce_sum(y.data(), std::size_t(NH));
-        if (bias_) add_bias(y.data(), p(lp.fc2_b), N_, h_);
-        for (std::int64_t j = 0; j < NH; ++j) x[std::size_t(j)] = L.x_mid[std::size_t(j)] + y[std::size_t(j)];
+        layer_forward(i, L, x, tp);
+        if (recompute_[i] == core::RecomputeGranularity::full) {
+            Vec input = std::move(L.x_in);
+            L = Layer{};
+            L.x_in = std::move(input); // only the layer's input stays until B
+        } else if (recompute_[i] == core::RecomputeGranularity::selective) {
+            Vec().swap(L.probs); // the attention core's s² tensor is recomputed in B
+        }
     }
     if (!last_) {
         a.output = std::move(x);
@@ -260,6 +273,14 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
     for (std::size_t i = layers_.size(); i-- > 0;) {
         const LayerParams& lp = layers_[i];
         Layer& L = a.layers[i];
+        if (recompute_[i] == core::RecomputeGranularity::full) {
+            Vec x = L.x_in; // run the layer's forward again from its saved input
+            layer_forward(i, L, x, tp);
+        } else if (L.probs.empty()) {
+            L.probs.resize(std::size_t(B_ * Hl_ * T_ * T_));
+            Vec again(L.att.size());
+            k::attention_forward(again.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_);
+        }
         // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))).
         L.d_fc2_out = dx;
         Vec d_act(std::size_t(N_ * Fl_), 0.0f);
@@ -284,9 +305,8 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
         dx = d_mid;
         norm_backward(dx.data(), d_ln1.data(), L.x_in.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
         // What only B needed can go now; W keeps the linear layers' inputs and output grads.
-        Vec().swap(L.probs);
-        Vec().swap(L.x_in);
-        Vec().swap(L.x_mid);
+        for (Vec* v : {&L.probs, &L.x_in, &L.x_mid, &L.qkv, &L.fc, &L.ln1_mean, &L.ln1_rstd, &L.ln2_mean, &L.ln2_rstd})
+            Vec().swap(*v);
     }
     if (first_) a.embedding_grad = std::move(dx);
     else a.dinput = std::move(dx);

@@ -21,7 +21,6 @@ void require_supported(const core::JobSpec& job) {
     if (job.model.mla) no("model.mla", "multi-head latent attention");
     if (job.model.position_embedding == core::PositionEmbedding::rope) no("model.position_embedding", "rope");
     if (p.sequence_parallel) no("parallel.sequence_parallel", "sequence parallelism");
-    if (p.recompute.granularity != core::RecomputeGranularity::none) no("parallel.recompute", "recomputation");
 }
 
 void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t length,

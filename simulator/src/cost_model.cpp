@@ -113,7 +113,7 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile)
             ChunkCost& cost = chunks_[std::size_t(r * p.vpp + c)];
             for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
                 LayerView v = base;
-                v.recompute = layer_recompute(job, layer);
+                v.recompute = job.layer_recompute(layer);
                 const auto key = std::make_tuple(job.model.is_moe_layer(layer), int(v.recompute), placement);
                 auto it = cache.find(key);
                 if (it == cache.end())

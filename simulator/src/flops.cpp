@@ -4,15 +4,6 @@
 
 namespace trident::simulator {
 
-core::RecomputeGranularity layer_recompute(const core::JobSpec& job, std::int64_t layer) {
-    const core::Recompute& rc = job.plan.recompute;
-    if (rc.granularity != core::RecomputeGranularity::full) return rc.granularity;
-    if (rc.method == core::RecomputeMethod::uniform ||
-        layer % job.layers_per_model_chunk() < rc.num_layers)
-        return core::RecomputeGranularity::full;
-    return core::RecomputeGranularity::none;
-}
-
 namespace {
 
 void add(StepFlops& total, const std::vector<Op>& ops) {
@@ -30,7 +21,7 @@ StepFlops step_flops(const core::JobSpec& job) {
     LayerView v = LayerView::global(job.training.global_batch_size, job.training.seq_length);
     const std::int64_t vocab = job.model.padded_vocab_size(job.plan.tp);
     for (std::int64_t layer = 0; layer < job.model.num_layers; ++layer) {
-        v.recompute = layer_recompute(job, layer);
+        v.recompute = job.layer_recompute(layer);
         add(total, layer_ops(job.model, v, layer));
     }
     v.recompute = core::RecomputeGranularity::none;

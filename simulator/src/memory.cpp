@@ -168,7 +168,7 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
             const std::int64_t vs = c * p.pp + r;
             double bytes = 0.0, w_bytes = 0.0;
             for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
-                v.recompute = layer_recompute(job, layer);
+                v.recompute = job.layer_recompute(layer);
                 bytes += activation_bytes(m, v, layer);
                 w_bytes += weight_gradient_input_bytes(m, v, layer);
             }

@@ -23,6 +23,10 @@ struct JobSpec {
     std::int64_t micro_batches_per_step() const;
     std::int64_t layers_per_pipeline_rank() const;
     std::int64_t layers_per_model_chunk() const;
+    // What the plan recomputes of layer `layer` (0-based): under full recomputation, block
+    // recomputes the first num_layers of each model chunk and keeps the rest, uniform
+    // recomputes every layer; selective recomputes every layer's attention core.
+    RecomputeGranularity layer_recompute(std::int64_t layer) const;
 };
 
 // Every rule that spans specs; throws SpecError naming the field and the rule.

@@ -6,6 +6,9 @@
 // an all-reduce after each row-parallel GEMM (forward) and each column-parallel input gradient
 // (backward). The backward is split into B (input gradients, norm and bias-free parts) and
 // W (weight gradients of the linear layers and the embedding), as the schedules need.
+// Recomputation as the plan says (Korthikanti et al. 2022): a fully recomputed layer keeps only
+// its input and runs its forward again inside B; selective recomputation drops the attention
+// probabilities and recomputes them from the saved QKV.
 #include "trident/core/job.h"
 #include "trident/executor/communicator.h"
 
@@ -75,6 +78,8 @@ private:
     struct LayerParams {
         std::int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b;
     };
+    // One layer's forward from x (replaced by the layer's output), saving into L.
+    void layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp) const;
     float* p(std::int64_t offset) const { return store_->values.data() + offset; }
     float* g(std::int64_t offset) const { return store_->grads.data() + offset; }
     void norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w, std::int64_t b) const;
@@ -86,6 +91,7 @@ private:
     std::int64_t B_, T_, N_, h_, Hl_, KVl_, D_, Fl_, Vl_, vocab_start_, vocab_;
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
     std::vector<LayerParams> layers_;
+    std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk
 };
 
 } // namespace trident::executor

@@ -13,11 +13,6 @@ struct StepFlops {
     double hardware = 0.0;
 };
 
-// What the plan recomputes of layer `layer` (0-based): under full recomputation, block
-// recomputes the first num_layers of each model chunk and keeps the rest, uniform recomputes
-// every layer; selective recomputes every layer's attention core.
-core::RecomputeGranularity layer_recompute(const core::JobSpec& job, std::int64_t layer);
-
 StepFlops step_flops(const core::JobSpec& job);
 
 } // namespace trident::simulator
