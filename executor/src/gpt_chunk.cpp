@@ -11,9 +11,9 @@ namespace trident::executor {
 namespace k = kernels::cpu;
 
 std::int64_t ParameterStore::add(std::string name, std::int64_t size, bool decay,
-                                 bool tp_replicated, bool duplicate) {
+                                 bool tp_replicated, bool duplicate, bool sequence_partial) {
     const std::int64_t offset = std::int64_t(values.size());
-    tensors.push_back({std::move(name), offset, size, decay, tp_replicated, duplicate});
+    tensors.push_back({std::move(name), offset, size, decay, tp_replicated, duplicate, sequence_partial});
     values.resize(values.size() + std::size_t(size), 0.0f);
     grads.resize(values.size(), 0.0f);
     return offset;
@@ -76,6 +76,8 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     B_ = plan.micro_batch_size;
     T_ = job.training.seq_length;
     N_ = B_ * T_;
+    sp_ = plan.sequence_parallel;
+    Nl_ = sp_ ? N_ / t : N_;
     h_ = m.hidden_size;
     D_ = m.head_dim;
     const std::int64_t H = m.num_attention_heads, KV = m.num_query_groups, F = m.ffn_hidden_size;
@@ -94,9 +96,9 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     const float residual_std = init_std / std::sqrt(2.0f * float(m.num_layers));
     const auto ones = [&](std::int64_t offset, std::int64_t n) { std::fill_n(p(offset), n, 1.0f); };
     const auto add_norm = [&](const std::string& name, std::int64_t& w, std::int64_t& b) {
-        w = store.add(name + ".weight", h_, false, true);
+        w = store.add(name + ".weight", h_, false, true, false, sp_);
         ones(w, h_);
-        b = layernorm_ ? store.add(name + ".bias", h_, false, true) : -1;
+        b = layernorm_ ? store.add(name + ".bias", h_, false, true, false, sp_) : -1;
     };
     const auto vocab_table = [&](const std::string& name, bool duplicate) {
         const std::int64_t offset = store.add(duplicate ? name + ".tied_copy" : name, Vl_ * h_, true, false, duplicate);
@@ -158,60 +160,82 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
 
 void GptChunk::norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w,
                             std::int64_t b) const {
-    if (layernorm_) k::layernorm_forward(out, mean, rstd, in, p(w), p(b), N_, h_);
-    else k::rmsnorm_forward(out, rstd, in, p(w), N_, h_);
+    if (layernorm_) k::layernorm_forward(out, mean, rstd, in, p(w), p(b), Nl_, h_);
+    else k::rmsnorm_forward(out, rstd, in, p(w), Nl_, h_);
 }
 
 void GptChunk::norm_backward(float* dinp, const float* dout, const float* in, const float* mean,
                              const float* rstd, std::int64_t w, std::int64_t b) const {
-    if (layernorm_) k::layernorm_backward(dinp, g(w), g(b), dout, in, p(w), mean, rstd, N_, h_);
-    else k::rmsnorm_backward(dinp, g(w), dout, in, p(w), rstd, N_, h_);
+    if (layernorm_) k::layernorm_backward(dinp, g(w), g(b), dout, in, p(w), mean, rstd, Nl_, h_);
+    else k::rmsnorm_backward(dinp, g(w), dout, in, p(w), rstd, Nl_, h_);
+}
+
+Vec GptChunk::gather_rows(const Vec& local, Communicator& tp) const {
+    if (!sp_) return local;
+    Vec all(static_cast<std::size_t>(N_ * h_));
+    tp.all_gather(local.data(), all.data(), local.size());
+    return all;
+}
+
+Vec GptChunk::reduce_rows(Vec partial, Communicator& tp) const {
+    if (!sp_) {
+        tp.all_reduce_sum(partial.data(), partial.size());
+        return partial;
+    }
+    Vec mine(static_cast<std::size_t>(Nl_ * h_));
+    tp.reduce_scatter_sum(partial.data(), mine.data(), mine.size());
+    return mine;
 }
 
 void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp) const {
-    const std::int64_t NH = N_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
+    const std::int64_t NLH = Nl_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
     const LayerParams& lp = layers_[i];
+    // x holds this rank's rows; the GEMMs and attention see all N rows.
     L.x_in = x;
-    L.ln1.resize(std::size_t(NH));
-    L.ln1_mean.resize(std::size_t(N_));
-    L.ln1_rstd.resize(std::size_t(N_));
-    norm_forward(L.x_in.data(), L.ln1.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
+    Vec normed(static_cast<std::size_t>(NLH));
+    L.ln1_mean.resize(std::size_t(Nl_));
+    L.ln1_rstd.resize(std::size_t(Nl_));
+    norm_forward(L.x_in.data(), normed.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
+    L.ln1 = gather_rows(normed, tp);
     L.qkv.resize(std::size_t(N_ * Wl));
     k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr, N_, h_, Wl);
     L.att.resize(std::size_t(N_ * Hl_ * D_));
     L.probs.resize(std::size_t(B_ * Hl_ * T_ * T_));
     k::attention_forward(L.att.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_);
-    Vec y(static_cast<std::size_t>(NH));
+    Vec y(static_cast<std::size_t>(N_ * h_));
     k::matmul_forward(y.data(), L.att.data(), p(lp.proj_w), nullptr, N_, Hl_ * D_, h_);
-    tp.all_reduce_sum(y.data(), std::size_t(NH)); // row-parallel: sum the partial outputs
-    if (bias_) add_bias(y.data(), p(lp.proj_b), N_, h_);
-    L.x_mid.resize(std::size_t(NH));
-    for (std::int64_t j = 0; j < NH; ++j) L.x_mid[std::size_t(j)] = x[std::size_t(j)] + y[std::size_t(j)];
-    L.ln2.resize(std::size_t(NH));
-    L.ln2_mean.resize(std::size_t(N_));
-    L.ln2_rstd.resize(std::size_t(N_));
-    norm_forward(L.x_mid.data(), L.ln2.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
+    y = reduce_rows(std::move(y), tp); // row-parallel: sum the partial outputs
+    if (bias_) add_bias(y.data(), p(lp.proj_b), Nl_, h_);
+    L.x_mid.resize(std::size_t(NLH));
+    for (std::int64_t j = 0; j < NLH; ++j) L.x_mid[std::size_t(j)] = x[std::size_t(j)] + y[std::size_t(j)];
+    L.ln2_mean.resize(std::size_t(Nl_));
+    L.ln2_rstd.resize(std::size_t(Nl_));
+    norm_forward(L.x_mid.data(), normed.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
+    L.ln2 = gather_rows(normed, tp);
     L.fc.resize(std::size_t(N_ * gate * Fl_));
     k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr, N_, h_, gate * Fl_);
     L.act.resize(std::size_t(N_ * Fl_));
     if (swiglu_) k::swiglu_forward(L.act.data(), L.fc.data(), N_, Fl_);
     else k::gelu_forward(L.act.data(), L.fc.data(), N_ * Fl_);
+    y.assign(std::size_t(N_ * h_), 0.0f);
     k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, N_, Fl_, h_);
-    tp.all_reduce_sum(y.data(), std::size_t(NH));
-    if (bias_) add_bias(y.data(), p(lp.fc2_b), N_, h_);
-    for (std::int64_t j = 0; j < NH; ++j) x[std::size_t(j)] = L.x_mid[std::size_t(j)] + y[std::size_t(j)];
+    y = reduce_rows(std::move(y), tp);
+    if (bias_) add_bias(y.data(), p(lp.fc2_b), Nl_, h_);
+    for (std::int64_t j = 0; j < NLH; ++j) x[std::size_t(j)] = L.x_mid[std::size_t(j)] + y[std::size_t(j)];
 }
 
 void GptChunk::forward(Activations& a, Communicator& tp) const {
-    const std::int64_t NH = N_ * h_;
-    Vec x(static_cast<std::size_t>(NH));
+    Vec x;
     if (first_) {
-        // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them.
-        k::embedding_forward(x.data(), a.tokens, p(wte_), N_, h_, vocab_start_, Vl_);
-        tp.all_reduce_sum(x.data(), std::size_t(NH));
+        // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them
+        // (into this rank's rows under sequence parallelism).
+        Vec all(static_cast<std::size_t>(N_ * h_));
+        k::embedding_forward(all.data(), a.tokens, p(wte_), N_, h_, vocab_start_, Vl_);
+        x = reduce_rows(std::move(all), tp);
+        const std::int64_t row0 = sp_ ? tp.rank() * Nl_ : 0;
         if (wpe_ >= 0)
-            for (std::int64_t n = 0; n < N_; ++n)
-                for (std::int64_t c = 0; c < h_; ++c) x[std::size_t(n * h_ + c)] += p(wpe_)[(n % T_) * h_ + c];
+            for (std::int64_t n = 0; n < Nl_; ++n)
+                for (std::int64_t c = 0; c < h_; ++c) x[std::size_t(n * h_ + c)] += p(wpe_)[((row0 + n) % T_) * h_ + c];
     } else {
         x = a.input;
     }
@@ -232,10 +256,11 @@ void GptChunk::forward(Activations& a, Communicator& tp) const {
         return;
     }
     a.hidden_out = std::move(x);
-    a.lnf.resize(std::size_t(NH));
-    a.lnf_mean.resize(std::size_t(N_));
-    a.lnf_rstd.resize(std::size_t(N_));
-    norm_forward(a.hidden_out.data(), a.lnf.data(), a.lnf_mean.data(), a.lnf_rstd.data(), lnf_w_, lnf_b_);
+    Vec normed(static_cast<std::size_t>(Nl_ * h_));
+    a.lnf_mean.resize(std::size_t(Nl_));
+    a.lnf_rstd.resize(std::size_t(Nl_));
+    norm_forward(a.hidden_out.data(), normed.data(), a.lnf_mean.data(), a.lnf_rstd.data(), lnf_w_, lnf_b_);
+    a.lnf = gather_rows(normed, tp);
     a.logits.resize(std::size_t(N_ * Vl_));
     k::matmul_forward(a.logits.data(), a.lnf.data(), p(head_), nullptr, N_, h_, Vl_);
     // Padding rows of the vocabulary are not classes: they get no probability.
@@ -257,18 +282,18 @@ void GptChunk::forward(Activations& a, Communicator& tp) const {
 }
 
 void GptChunk::backward_input(Activations& a, const float* dout, float loss_scale, Communicator& tp) const {
-    const std::int64_t NH = N_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
-    Vec dx(std::size_t(NH), 0.0f);
+    const std::int64_t NH = N_ * h_, NLH = Nl_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
+    Vec dx(static_cast<std::size_t>(NLH), 0.0f); // gradient of this rank's rows
     if (last_) {
         a.dlogits.assign(std::size_t(N_ * Vl_), 0.0f);
         k::cross_entropy_backward(a.dlogits.data(), a.logits.data(), a.row_max.data(), a.sum_exp.data(),
                                   a.targets, loss_scale / float(N_), N_, Vl_, vocab_start_);
-        Vec dlnf(std::size_t(NH), 0.0f);
+        Vec dlnf(static_cast<std::size_t>(NH), 0.0f);
         k::matmul_backward_input(dlnf.data(), a.dlogits.data(), p(head_), N_, h_, Vl_);
-        tp.all_reduce_sum(dlnf.data(), std::size_t(NH)); // the LM head is column-parallel
+        dlnf = reduce_rows(std::move(dlnf), tp); // the LM head is column-parallel
         norm_backward(dx.data(), dlnf.data(), a.hidden_out.data(), a.lnf_mean.data(), a.lnf_rstd.data(), lnf_w_, lnf_b_);
     } else {
-        std::copy(dout, dout + NH, dx.begin());
+        std::copy(dout, dout + NLH, dx.begin());
     }
     for (std::size_t i = layers_.size(); i-- > 0;) {
         const LayerParams& lp = layers_[i];
@@ -282,33 +307,34 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
             k::attention_forward(again.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_);
         }
         // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))).
-        L.d_fc2_out = dx;
-        Vec d_act(std::size_t(N_ * Fl_), 0.0f);
+        L.d_fc2_out = gather_rows(dx, tp);
+        Vec d_act(static_cast<std::size_t>(N_ * Fl_), 0.0f);
         k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), N_, Fl_, h_);
         L.d_fc.assign(std::size_t(N_ * gate * Fl_), 0.0f);
         if (swiglu_) k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_, Fl_);
         else k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_ * Fl_);
-        Vec d_ln2(std::size_t(NH), 0.0f);
+        Vec d_ln2(static_cast<std::size_t>(NH), 0.0f);
         k::matmul_backward_input(d_ln2.data(), L.d_fc.data(), p(lp.fc_w), N_, h_, gate * Fl_);
-        tp.all_reduce_sum(d_ln2.data(), std::size_t(NH)); // column-parallel input gradient
+        d_ln2 = reduce_rows(std::move(d_ln2), tp); // column-parallel input gradient
         Vec d_mid = dx;
         norm_backward(d_mid.data(), d_ln2.data(), L.x_mid.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
         // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
-        L.d_proj_out = d_mid;
-        Vec d_att(std::size_t(N_ * Hl_ * D_), 0.0f);
+        L.d_proj_out = gather_rows(d_mid, tp);
+        Vec d_att(static_cast<std::size_t>(N_ * Hl_ * D_), 0.0f);
         k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), N_, Hl_ * D_, h_);
         L.d_qkv.assign(std::size_t(N_ * Wl), 0.0f);
         k::attention_backward(L.d_qkv.data(), d_att.data(), L.qkv.data(), L.probs.data(), B_, T_, Hl_, KVl_, D_);
-        Vec d_ln1(std::size_t(NH), 0.0f);
+        Vec d_ln1(static_cast<std::size_t>(NH), 0.0f);
         k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), N_, h_, Wl);
-        tp.all_reduce_sum(d_ln1.data(), std::size_t(NH));
+        d_ln1 = reduce_rows(std::move(d_ln1), tp);
         dx = d_mid;
         norm_backward(dx.data(), d_ln1.data(), L.x_in.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
         // What only B needed can go now; W keeps the linear layers' inputs and output grads.
         for (Vec* v : {&L.probs, &L.x_in, &L.x_mid, &L.qkv, &L.fc, &L.ln1_mean, &L.ln1_rstd, &L.ln2_mean, &L.ln2_rstd})
             Vec().swap(*v);
     }
-    if (first_) a.embedding_grad = std::move(dx);
+    // The embedding's weight gradient needs every row (the table is split by vocabulary).
+    if (first_) a.embedding_grad = gather_rows(dx, tp);
     else a.dinput = std::move(dx);
 }
 

@@ -20,7 +20,6 @@ void require_supported(const core::JobSpec& job) {
     if (p.ep > 1 || job.model.moe) no("model.moe", "mixture of experts");
     if (job.model.mla) no("model.mla", "multi-head latent attention");
     if (job.model.position_embedding == core::PositionEmbedding::rope) no("model.position_embedding", "rope");
-    if (p.sequence_parallel) no("parallel.sequence_parallel", "sequence parallelism");
 }
 
 void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t length,
@@ -193,6 +192,10 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
         for (const auto& tensor : store_.tensors)
             if (tensor.name == "embedding.word" || tensor.name == "embedding.word.tied_copy")
                 groups_.embedding->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
+    // Sequence parallelism leaves each tensor rank the norm gradients of its rows only.
+    if (p.sequence_parallel)
+        for (const auto& tensor : store_.tensors)
+            if (tensor.sequence_partial) groups_.tensor->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
     // Data parallelism: gradients summed over the data ranks, in buckets (Megatron's DDP), or
     // reduce-scattered so each rank gets the sum over its shard (distributed optimizer).
     Communicator& data = *groups_.data;

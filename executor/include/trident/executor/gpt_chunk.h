@@ -8,7 +8,9 @@
 // W (weight gradients of the linear layers and the embedding), as the schedules need.
 // Recomputation as the plan says (Korthikanti et al. 2022): a fully recomputed layer keeps only
 // its input and runs its forward again inside B; selective recomputation drops the attention
-// probabilities and recomputes them from the saved QKV.
+// probabilities and recomputes them from the saved QKV. Sequence parallelism (Korthikanti et al.
+// 2022): outside the tensor-parallel regions — norms, residuals, the embedding sum — each
+// tensor rank holds 1/tp of the rows; all-gather enters a region, reduce-scatter leaves it.
 #include "trident/core/job.h"
 #include "trident/executor/communicator.h"
 
@@ -29,11 +31,13 @@ struct ParameterStore {
         bool decay = false;        // weight decay applies (matrices, not norms or biases)
         bool tp_replicated = false; // every tensor rank holds the same values
         bool duplicate = false;    // a copy kept in sync (the last stage's tied embedding)
+        bool sequence_partial = false; // under sequence parallelism each tensor rank holds a
+                                       // partial gradient (norms): summed over the tensor group
     };
     Vec values, grads;
     std::vector<Tensor> tensors;
     std::int64_t add(std::string name, std::int64_t size, bool decay, bool tp_replicated,
-                     bool duplicate = false);
+                     bool duplicate = false, bool sequence_partial = false);
 };
 
 class GptChunk {
@@ -46,7 +50,9 @@ public:
 
     bool first() const { return first_; }
     bool last() const { return last_; }
-    std::int64_t hidden_elements() const { return N_ * h_; } // one micro-batch's [N×h]
+    // One micro-batch's hidden state on this rank: [N×h], or its 1/tp rows under sequence
+    // parallelism (what travels between pipeline stages).
+    std::int64_t hidden_elements() const { return Nl_ * h_; }
 
     // Saved activations of one layer, and what B leaves for W: the output gradients of the
     // four linear layers.
@@ -78,6 +84,12 @@ private:
     struct LayerParams {
         std::int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b;
     };
+    // Entering a tensor-parallel region: this rank's rows → all rows (all-gather under
+    // sequence parallelism, a copy otherwise).
+    Vec gather_rows(const Vec& local, Communicator& tp) const;
+    // Leaving it: every rank's partial sums over all rows → the sum over this rank's rows
+    // (reduce-scatter under sequence parallelism, all-reduce otherwise).
+    Vec reduce_rows(Vec partial, Communicator& tp) const;
     // One layer's forward from x (replaced by the layer's output), saving into L.
     void layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp) const;
     float* p(std::int64_t offset) const { return store_->values.data() + offset; }
@@ -87,8 +99,8 @@ private:
 
     const core::ModelSpec* model_;
     ParameterStore* store_;
-    bool first_, last_, layernorm_, swiglu_, bias_;
-    std::int64_t B_, T_, N_, h_, Hl_, KVl_, D_, Fl_, Vl_, vocab_start_, vocab_;
+    bool first_, last_, layernorm_, swiglu_, bias_, sp_;
+    std::int64_t B_, T_, N_, Nl_, h_, Hl_, KVl_, D_, Fl_, Vl_, vocab_start_, vocab_;
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
     std::vector<LayerParams> layers_;
     std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk
