@@ -13,6 +13,7 @@ struct Command {
 
 Command add_plan_command(CLI::App& app);
 Command add_presets_command(CLI::App& app);
+Command add_profile_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_simulate_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
         cli::add_simulate_command(app),
         cli::add_plan_command(app),
         cli::add_run_command(app),
+        cli::add_profile_command(app),
         cli::add_version_command(app),
     };
     try {

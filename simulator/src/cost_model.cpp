@@ -94,7 +94,8 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile)
     // Megatron's scatter/gather: with tp > 1 each stage sends 1/tp of the activation and the
     // receiver all-gathers it over NVLink (Narayanan et al. 2021, §4.1); sequence parallelism
     // already holds 1/tp.
-    p2p_bytes_ = double(base.tokens()) * double(job.model.hidden_size) * 2.0 / double(p.tp);
+    p2p_bytes_ = double(base.tokens()) * double(job.model.hidden_size) *
+                 double(core::dtype_bytes(job.model.precision.params)) / double(p.tp);
 
     // Identical layers cost the same: time each (kind of layer, recomputation, which of its
     // collective groups cross nodes) once.

@@ -38,7 +38,8 @@ LayerView LayerView::global(std::int64_t sequences, std::int64_t seq_length) {
 
 namespace {
 
-constexpr double kActivationBytes = 2.0; // bf16 activations
+// Bytes of one activation element: the parameters' dtype (bf16 on GPUs, fp32 on the CPU backend).
+double element_bytes(const core::ModelSpec& m) { return double(core::dtype_bytes(m.precision.params)); }
 
 struct Builder {
     std::vector<Op>& ops;
@@ -122,13 +123,13 @@ MemoryKernel norm_kernel(const core::ModelSpec& m) {
 // Bytes of a norm over `tokens × width`: forward reads x, writes y; backward reads x and dy,
 // writes dx.
 void norm(Builder& b, const core::ModelSpec& m, std::string_view name, double tokens, double width) {
-    const double x = tokens * width * kActivationBytes;
+    const double x = tokens * width * element_bytes(m);
     b.memory(name, norm_kernel(m), 2 * x, 3 * x);
 }
 
 // Residual add (with dropout when the model uses it).
 void residual(Builder& b, const core::ModelSpec& m, std::string_view name, double tokens, double h) {
-    const double x = tokens * h * kActivationBytes;
+    const double x = tokens * h * element_bytes(m);
     const double mask = m.dropout ? tokens * h : 0.0;
     b.memory(name, MemoryKernel::elementwise, 3 * x + mask, 2 * x + mask);
 }
@@ -139,7 +140,7 @@ void mlp(Builder& b, const core::ModelSpec& m, std::string_view prefix_fc1,
     const bool swiglu = m.activation == core::Activation::swiglu;
     const std::int64_t local = width / tp;
     b.linear(prefix_fc1, tokens, (swiglu ? 2 : 1) * local, m.hidden_size);
-    const double y = double(tokens) * double(local) * kActivationBytes;
+    const double y = double(tokens) * double(local) * element_bytes(m);
     // GeLU reads x, writes y; SwiGLU reads gate and up (2y), writes y. Backward reads what the
     // forward read plus dy and writes the input gradient.
     if (swiglu)
@@ -151,7 +152,7 @@ void mlp(Builder& b, const core::ModelSpec& m, std::string_view prefix_fc1,
 
 void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t tokens) {
     const std::int64_t h = m.hidden_size, t = v.tp, heads = m.num_attention_heads / t;
-    const double act = double(tokens) * double(h) * kActivationBytes;
+    const double act = double(tokens) * double(h) * element_bytes(m);
     b.enter_tp("qkv input", act);
     std::int64_t score_dim = m.head_dim, value_dim = m.head_dim;
     if (m.mla) {
@@ -179,7 +180,7 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
     const std::int64_t kv_width = m.mla ? heads * (score_dim + value_dim) / 2
                                         : (m.num_query_groups / t) * m.head_dim;
     if (v.cp > 1) {
-        const double kv_bytes = 2.0 * double(v.micro_batch) * double(v.seq) * double(kv_width) * kActivationBytes;
+        const double kv_bytes = 2.0 * double(v.micro_batch) * double(v.seq) * double(kv_width) * element_bytes(m);
         b.collective("cp kv gather", Collective::all_gather, GroupKind::context, kv_bytes, Phase::forward);
         b.collective("cp kv grad", Collective::reduce_scatter, GroupKind::context, kv_bytes,
                      Phase::backward_input);
@@ -226,15 +227,15 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
         };
         bmm("attention scores", v.seq, score_dim);
         core_op({.name = "softmax", .kind = OpKind::memory_bound, .phase = Phase::forward,
-                 .kernel = MemoryKernel::elementwise, .bytes = 4.0 * scores});
+                 .kernel = MemoryKernel::elementwise, .bytes = 2.0 * element_bytes(m) * scores});
         b.ops.push_back({.name = "softmax", .kind = OpKind::memory_bound, .phase = Phase::backward_input,
-                         .kernel = MemoryKernel::elementwise, .bytes = 6.0 * scores});
+                         .kernel = MemoryKernel::elementwise, .bytes = 3.0 * element_bytes(m) * scores});
         if (m.dropout) {
             core_op({.name = "attention dropout", .kind = OpKind::memory_bound, .phase = Phase::forward,
-                     .kernel = MemoryKernel::elementwise, .bytes = 5.0 * scores});
+                     .kernel = MemoryKernel::elementwise, .bytes = (2.0 * element_bytes(m) + 1.0) * scores});
             b.ops.push_back({.name = "attention dropout", .kind = OpKind::memory_bound,
                              .phase = Phase::backward_input, .kernel = MemoryKernel::elementwise,
-                             .bytes = 5.0 * scores});
+                             .bytes = (2.0 * element_bytes(m) + 1.0) * scores});
         }
         bmm("attention values", value_dim, v.seq);
     }
@@ -252,7 +253,7 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
              double(norm_tokens) * double(e.num_experts) * 8.0);
     // Token copies routed to experts, padded to capacity when a capacity factor is set.
     const double capacity = e.capacity_factor.value_or(1.0);
-    const double routed_bytes = double(norm_tokens) * double(e.top_k) * double(h) * kActivationBytes;
+    const double routed_bytes = double(norm_tokens) * double(e.top_k) * double(h) * element_bytes(m);
     b.memory("permute", MemoryKernel::elementwise, 2 * routed_bytes, 2 * routed_bytes);
     if (v.ep > 1) {
         b.collective("dispatch", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity, Phase::forward);
@@ -261,9 +262,9 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
     }
     if (v.tp > 1) { // experts are tensor-parallel too: every tp rank sees all routed tokens
         b.collective("expert tp gather", Collective::all_gather, GroupKind::tensor,
-                     double(tokens) * double(e.top_k) * double(h) * kActivationBytes * capacity, Phase::forward);
+                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity, Phase::forward);
         b.collective("expert tp gather", Collective::reduce_scatter, GroupKind::tensor,
-                     double(tokens) * double(e.top_k) * double(h) * kActivationBytes * capacity,
+                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity,
                      Phase::backward_input);
     }
     // Balanced routing: the ep ranks together receive ep·tokens·top_k copies, spread evenly over
@@ -276,9 +277,9 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
         e.expert_ffn_hidden_size, v.tp);
     if (v.tp > 1) {
         b.collective("expert tp scatter", Collective::reduce_scatter, GroupKind::tensor,
-                     double(tokens) * double(e.top_k) * double(h) * kActivationBytes * capacity, Phase::forward);
+                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity, Phase::forward);
         b.collective("expert tp scatter", Collective::all_gather, GroupKind::tensor,
-                     double(tokens) * double(e.top_k) * double(h) * kActivationBytes * capacity,
+                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity,
                      Phase::backward_input);
     }
     if (v.ep > 1) {
@@ -288,7 +289,7 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
     }
     b.memory("unpermute", MemoryKernel::elementwise, 2 * routed_bytes, 2 * routed_bytes);
     if (e.shared_expert_ffn_hidden_size > 0) {
-        const double act = double(tokens) * double(h) * kActivationBytes;
+        const double act = double(tokens) * double(h) * element_bytes(m);
         b.enter_tp("shared expert input", act);
         mlp(b, m, "shared fc1", "shared fc2", "shared activation", tokens,
             e.shared_expert_ffn_hidden_size, v.tp);
@@ -311,7 +312,7 @@ std::vector<Op> layer_ops(const core::ModelSpec& m, const LayerView& v, std::int
     if (m.is_moe_layer(layer)) {
         moe(b, m, v, tokens, norm_tokens);
     } else {
-        const double act = double(tokens) * h * kActivationBytes;
+        const double act = double(tokens) * h * element_bytes(m);
         b.enter_tp("mlp input", act);
         mlp(b, m, "fc1", "fc2", "activation", tokens, m.ffn_hidden_size, v.tp);
         b.leave_tp("mlp out", act);
@@ -326,7 +327,7 @@ std::vector<Op> embedding_ops(const core::ModelSpec& m, const LayerView& v,
     std::vector<Op> ops;
     Builder b{ops, v};
     const std::int64_t tokens = v.tokens();
-    const double x = double(tokens) * double(m.hidden_size) * kActivationBytes;
+    const double x = double(tokens) * double(m.hidden_size) * element_bytes(m);
     // Vocabulary-parallel lookup: each tp rank fills the rows of its shard, then the shards
     // are summed (reduce-scattered under sequence parallelism).
     b.memory("embedding lookup", MemoryKernel::elementwise, 2 * x, 0);
@@ -345,13 +346,14 @@ std::vector<Op> head_ops(const core::ModelSpec& m, const LayerView& v, std::int6
     const std::int64_t norm_tokens = v.sequence_parallel ? tokens / v.tp : tokens;
     const double h = double(m.hidden_size);
     norm(b, m, "final norm", double(norm_tokens), h);
-    b.enter_tp("lm head input", double(tokens) * h * kActivationBytes);
+    b.enter_tp("lm head input", double(tokens) * h * element_bytes(m));
     const std::int64_t local_vocab = padded_vocab / v.tp;
     b.linear("lm head", tokens, local_vocab, m.hidden_size);
     // Vocabulary-parallel cross-entropy: fp32 softmax over the shard; max, sum and target logit
     // all-reduced over the tensor group (Shoeybi et al. 2019, §3).
     const double logits = double(tokens) * double(local_vocab);
-    b.memory("cross entropy", MemoryKernel::softmax_cross_entropy, logits * (2 + 4), logits * (4 + 2));
+    b.memory("cross entropy", MemoryKernel::softmax_cross_entropy, logits * (element_bytes(m) + 4),
+             logits * (4 + element_bytes(m)));
     if (v.tp > 1)
         b.collective("cross entropy stats", Collective::all_reduce, GroupKind::tensor,
                      double(tokens) * 3 * 4, Phase::forward);

@@ -15,11 +15,12 @@ double mask_bytes(const core::ModelSpec& m, double elements) { return m.dropout 
 
 double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer) {
     const bool flash_attention = v.flash_attention;
+    const double eb = double(core::dtype_bytes(m.precision.params)); // bytes per activation
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
     const double T = double(v.tokens());
     const double h = double(m.hidden_size), s = double(v.seq);
     const double heads = double(m.num_attention_heads);
-    if (v.recompute == core::RecomputeGranularity::full) return 2.0 * T * h / sd; // layer input
+    if (v.recompute == core::RecomputeGranularity::full) return eb * T * h / sd; // layer input
 
     // Attention block (Korthikanti et al. 2022, §4.1): norm input, QKV input, Q and K, V,
     // output-projection input, dropout mask; plus the score tensors unless flash attention.
@@ -28,52 +29,53 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
         const core::MlaSpec& a = *m.mla;
         q_width = k_width = heads * double(a.qk_head_dim + a.qk_pos_emb_head_dim);
         v_width = heads * double(a.v_head_dim);
-        latents = 2.0 * T * double(a.q_lora_rank + a.kv_lora_rank + a.qk_pos_emb_head_dim);
+        latents = eb * T * double(a.q_lora_rank + a.kv_lora_rank + a.qk_pos_emb_head_dim);
     } else {
         q_width = heads * double(m.head_dim);
         k_width = v_width = double(m.num_query_groups) * double(m.head_dim);
     }
-    double attention = 2.0 * T * h / sd                       // norm input
-                       + 2.0 * T * h / sd                     // QKV input
+    double attention = eb * T * h / sd                       // norm input
+                       + eb * T * h / sd                     // QKV input
                        + latents                              // MLA latents (replicated)
-                       + 2.0 * T * (q_width + k_width) / t    // Q, K
-                       + 2.0 * T * v_width / t                // V
-                       + 2.0 * T * v_width / t                // projection input (context)
+                       + eb * T * (q_width + k_width) / t    // Q, K
+                       + eb * T * v_width / t                // V
+                       + eb * T * v_width / t                // projection input (context)
                        + mask_bytes(m, T * h / sd);           // attention-output dropout
     const bool keep_scores = !flash_attention && v.recompute != core::RecomputeGranularity::selective;
     const double score_elements = T * heads * s / t; // b·a·s²/(t·cp)
     if (keep_scores)
-        attention += 2.0 * score_elements                                  // softmax output
+        attention += eb * score_elements                                  // softmax output
                      + mask_bytes(m, score_elements)                       // its dropout mask
-                     + (m.dropout ? 2.0 * score_elements : 0.0);           // dropout output
+                     + (m.dropout ? eb * score_elements : 0.0);           // dropout output
     else if (flash_attention)
         attention += 4.0 * T * heads / t; // fp32 log-sum-exp per row
 
     // MLP block: norm input, fc1 input, fc1 output, activation output, dropout mask.
     const double gate = m.activation == core::Activation::swiglu ? 2.0 : 1.0;
-    double mlp = 2.0 * T * h / sd + mask_bytes(m, T * h / sd);
+    double mlp = eb * T * h / sd + mask_bytes(m, T * h / sd);
     if (m.is_moe_layer(layer)) {
         const core::MoeSpec& e = *m.moe;
         const double routed = T * double(e.top_k) * e.capacity_factor.value_or(1.0);
         const double fe = double(e.expert_ffn_hidden_size);
-        mlp += 2.0 * T * h / sd                          // router input
+        mlp += eb * T * h / sd                          // router input
                + 4.0 * T * double(e.num_experts) / sd    // fp32 router probabilities
-               + 2.0 * routed * h                        // permuted tokens (expert fc1 input)
-               + 2.0 * routed * fe * gate / t + 2.0 * routed * fe / t // expert fc1 out, act out
-               + 2.0 * routed * h;                       // expert outputs before unpermute
+               + eb * routed * h                        // permuted tokens (expert fc1 input)
+               + eb * routed * fe * gate / t + eb * routed * fe / t // expert fc1 out, act out
+               + eb * routed * h;                       // expert outputs before unpermute
         if (e.shared_expert_ffn_hidden_size > 0) {
             const double fs = double(e.shared_expert_ffn_hidden_size);
-            mlp += 2.0 * T * fs * gate / t + 2.0 * T * fs / t;
+            mlp += eb * T * fs * gate / t + eb * T * fs / t;
         }
     } else {
         const double f = double(m.ffn_hidden_size);
-        mlp += 2.0 * T * h / sd + 2.0 * T * f * gate / t + 2.0 * T * f / t;
+        mlp += eb * T * h / sd + eb * T * f * gate / t + eb * T * f / t;
     }
     return attention + mlp;
 }
 
 double weight_gradient_input_bytes(const core::ModelSpec& m, const LayerView& v,
                                    std::int64_t layer) {
+    const double eb = double(core::dtype_bytes(m.precision.params));
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
     const double T = double(v.tokens());
     const double h = double(m.hidden_size);
@@ -83,10 +85,10 @@ double weight_gradient_input_bytes(const core::ModelSpec& m, const LayerView& v,
     if (m.is_moe_layer(layer)) {
         const core::MoeSpec& e = *m.moe;
         const double routed = T * double(e.top_k) * e.capacity_factor.value_or(1.0);
-        return 2.0 * T * h / sd * 2 + 2.0 * T * q / t + 2.0 * routed * h +
-               2.0 * routed * double(e.expert_ffn_hidden_size) / t;
+        return eb * T * h / sd * 2 + eb * T * q / t + eb * routed * h +
+               eb * routed * double(e.expert_ffn_hidden_size) / t;
     }
-    return 2.0 * T * h / sd * 2 + 2.0 * T * q / t + 2.0 * T * double(m.ffn_hidden_size) / t;
+    return eb * T * h / sd * 2 + eb * T * q / t + eb * T * double(m.ffn_hidden_size) / t;
 }
 
 StageParameters stage_parameters(const core::JobSpec& job, std::int32_t r) {
@@ -173,7 +175,7 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
                 w_bytes += weight_gradient_input_bytes(m, v, layer);
             }
             if (vs == p.pp * p.vpp - 1) // final norm input and fp32 softmax of the loss
-                bytes += 2.0 * T * h / sd + 4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
+                bytes += weight_b * T * h / sd + 4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
             chunk_bytes = std::max(chunk_bytes, bytes);
             chunk_w_bytes = std::max(chunk_w_bytes, w_bytes);
         }
@@ -184,8 +186,8 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
                                   chunk_w_bytes;
         // Point-to-point send and receive buffers for activations and gradients, and the
         // all-gathered activation that sequence parallelism materialises for each GEMM.
-        s.buffers_bytes = (p.pp > 1 ? 4.0 * 2.0 * T * h / sd : 0.0) +
-                          (p.sequence_parallel ? 2.0 * T * h : 0.0);
+        s.buffers_bytes = (p.pp > 1 ? 4.0 * weight_b * T * h / sd : 0.0) +
+                          (p.sequence_parallel ? weight_b * T * h : 0.0);
     }
     return stages;
 }

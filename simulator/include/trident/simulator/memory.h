@@ -12,8 +12,9 @@
 
 namespace trident::simulator {
 
-// Activation bytes one micro-batch leaves stored in layer `layer` until its backward (16-bit
-// activations, 1-byte dropout masks). Flash attention (v.flash_attention) drops the s² score
+// Activation bytes one micro-batch leaves stored in layer `layer` until its backward
+// (activations in the parameters' dtype — Korthikanti et al. count 16-bit ones — and 1-byte
+// dropout masks). Flash attention (v.flash_attention) drops the s² score
 // tensors (Dao 2022); without it this is Korthikanti et al.'s Table 2.
 double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer);
 // What a weight-gradient pass still needs after B has run (the inputs of the linear layers),
