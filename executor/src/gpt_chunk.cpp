@@ -3,6 +3,7 @@
 #include "trident/kernels/cpu.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <random>
 
@@ -11,9 +12,9 @@ namespace trident::executor {
 namespace k = kernels::cpu;
 
 std::int64_t ParameterStore::add(std::string name, std::int64_t size, bool decay,
-                                 bool tp_replicated, bool duplicate, bool sequence_partial) {
+                                 bool tp_replicated, bool duplicate, bool sequence_partial, bool expert) {
     const std::int64_t offset = std::int64_t(values.size());
-    tensors.push_back({std::move(name), offset, size, decay, tp_replicated, duplicate, sequence_partial});
+    tensors.push_back({std::move(name), offset, size, decay, tp_replicated, duplicate, sequence_partial, expert});
     values.resize(values.size() + std::size_t(size), 0.0f);
     grads.resize(values.size(), 0.0f);
     return offset;
@@ -65,7 +66,7 @@ void add_bias(float* x, const float* bias, std::int64_t N, std::int64_t C) {
 } // namespace
 
 GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
-                   int tp_rank, ParameterStore& store, std::uint64_t seed)
+                   int tp_rank, int ep_rank, ParameterStore& store, std::uint64_t seed)
     : model_(&job.model), store_(&store) {
     const core::ModelSpec& m = job.model;
     const core::ParallelPlan& plan = job.plan;
@@ -87,6 +88,14 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     vocab_ = m.vocab_size;
     Vl_ = (m.vocab_size + t - 1) / t; // padded to a multiple of tp; padded rows are masked
     vocab_start_ = r * Vl_;
+    if (m.moe) {
+        experts_ = m.moe->num_experts;
+        top_k_ = m.moe->top_k;
+        expert_ffn_ = m.moe->expert_ffn_hidden_size;
+        aux_coeff_ = m.moe->aux_loss_coeff;
+        local_experts_ = experts_ / plan.ep;
+        first_expert_ = ep_rank * local_experts_;
+    }
     const std::int64_t vs = std::int64_t(chunk) * plan.pp + pipeline_rank;
     const std::int64_t per_chunk = job.layers_per_model_chunk();
     first_ = vs == 0;
@@ -135,18 +144,41 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         copy_cols(p(lp.proj_w), full_normal(seed, prefix + "proj.weight", h_ * H * D_, residual_std), h_, H * D_, r * Hl_ * D_, Hl_ * D_);
         lp.proj_b = bias_ ? store.add(prefix + "proj.bias", h_, false, true) : -1;
         add_norm(prefix + "norm2", lp.ln2_w, lp.ln2_b);
-        // MLP: first GEMM column-parallel (SwiGLU keeps its gate and up halves together).
-        const std::int64_t gate = swiglu_ ? 2 : 1;
-        lp.fc_w = store.add(prefix + "fc1.weight", gate * Fl_ * h_, true, false);
-        {
-            const Vec full = full_normal(seed, prefix + "fc1.weight", gate * F * h_, init_std);
-            copy_rows(p(lp.fc_w), full, h_, r * Fl_, Fl_);
-            if (swiglu_) copy_rows(p(lp.fc_w) + Fl_ * h_, full, h_, F + r * Fl_, Fl_);
+        if (m.is_moe_layer(layer)) {
+            // Router (replicated) and this expert rank's experts, each initialised from its
+            // global name so any ep gives the same model.
+            lp.moe = true;
+            lp.router_w = store.add(prefix + "router.weight", experts_ * h_, true, true);
+            const Vec router = full_normal(seed, prefix + "router.weight", experts_ * h_, init_std);
+            std::copy(router.begin(), router.end(), p(lp.router_w));
+            const std::int64_t gate = swiglu_ ? 2 : 1;
+            for (std::int64_t e = first_expert_; e < first_expert_ + local_experts_; ++e) {
+                const std::string ex = prefix + "expert." + std::to_string(e) + ".";
+                ExpertParams x{};
+                x.fc_w = store.add(ex + "fc1.weight", gate * expert_ffn_ * h_, true, false, false, false, true);
+                const Vec w1 = full_normal(seed, ex + "fc1.weight", gate * expert_ffn_ * h_, init_std);
+                std::copy(w1.begin(), w1.end(), p(x.fc_w));
+                x.fc_b = bias_ ? store.add(ex + "fc1.bias", gate * expert_ffn_, false, false, false, false, true) : -1;
+                x.fc2_w = store.add(ex + "fc2.weight", h_ * expert_ffn_, true, false, false, false, true);
+                const Vec w2 = full_normal(seed, ex + "fc2.weight", h_ * expert_ffn_, residual_std);
+                std::copy(w2.begin(), w2.end(), p(x.fc2_w));
+                x.fc2_b = bias_ ? store.add(ex + "fc2.bias", h_, false, false, false, false, true) : -1;
+                lp.experts.push_back(x);
+            }
+        } else {
+            // MLP: first GEMM column-parallel (SwiGLU keeps its gate and up halves together).
+            const std::int64_t gate = swiglu_ ? 2 : 1;
+            lp.fc_w = store.add(prefix + "fc1.weight", gate * Fl_ * h_, true, false);
+            {
+                const Vec full = full_normal(seed, prefix + "fc1.weight", gate * F * h_, init_std);
+                copy_rows(p(lp.fc_w), full, h_, r * Fl_, Fl_);
+                if (swiglu_) copy_rows(p(lp.fc_w) + Fl_ * h_, full, h_, F + r * Fl_, Fl_);
+            }
+            lp.fc_b = bias_ ? store.add(prefix + "fc1.bias", gate * Fl_, false, false) : -1;
+            lp.fc2_w = store.add(prefix + "fc2.weight", h_ * Fl_, true, false);
+            copy_cols(p(lp.fc2_w), full_normal(seed, prefix + "fc2.weight", h_ * F, residual_std), h_, F, r * Fl_, Fl_);
+            lp.fc2_b = bias_ ? store.add(prefix + "fc2.bias", h_, false, true) : -1;
         }
-        lp.fc_b = bias_ ? store.add(prefix + "fc1.bias", gate * Fl_, false, false) : -1;
-        lp.fc2_w = store.add(prefix + "fc2.weight", h_ * Fl_, true, false);
-        copy_cols(p(lp.fc2_w), full_normal(seed, prefix + "fc2.weight", h_ * F, residual_std), h_, F, r * Fl_, Fl_);
-        lp.fc2_b = bias_ ? store.add(prefix + "fc2.bias", h_, false, true) : -1;
         layers_.push_back(lp);
         recompute_.push_back(job.layer_recompute(layer));
     }
@@ -187,7 +219,7 @@ Vec GptChunk::reduce_rows(Vec partial, Communicator& tp) const {
     return mine;
 }
 
-void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp) const {
+void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp, Communicator& ep) const {
     const std::int64_t NLH = Nl_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
     const LayerParams& lp = layers_[i];
     // x holds this rank's rows; the GEMMs and attention see all N rows.
@@ -212,19 +244,23 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp) 
     L.ln2_rstd.resize(std::size_t(Nl_));
     norm_forward(L.x_mid.data(), normed.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
     L.ln2 = gather_rows(normed, tp);
-    L.fc.resize(std::size_t(N_ * gate * Fl_));
-    k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr, N_, h_, gate * Fl_);
-    L.act.resize(std::size_t(N_ * Fl_));
-    if (swiglu_) k::swiglu_forward(L.act.data(), L.fc.data(), N_, Fl_);
-    else k::gelu_forward(L.act.data(), L.fc.data(), N_ * Fl_);
-    y.assign(std::size_t(N_ * h_), 0.0f);
-    k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, N_, Fl_, h_);
-    y = reduce_rows(std::move(y), tp);
-    if (bias_) add_bias(y.data(), p(lp.fc2_b), Nl_, h_);
+    if (lp.moe) {
+        moe_forward(lp, L, y, ep); // experts see whole tokens: tp is 1 for MoE here
+    } else {
+        L.fc.resize(std::size_t(N_ * gate * Fl_));
+        k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr, N_, h_, gate * Fl_);
+        L.act.resize(std::size_t(N_ * Fl_));
+        if (swiglu_) k::swiglu_forward(L.act.data(), L.fc.data(), N_, Fl_);
+        else k::gelu_forward(L.act.data(), L.fc.data(), N_ * Fl_);
+        y.assign(std::size_t(N_ * h_), 0.0f);
+        k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, N_, Fl_, h_);
+        y = reduce_rows(std::move(y), tp);
+        if (bias_) add_bias(y.data(), p(lp.fc2_b), Nl_, h_);
+    }
     for (std::int64_t j = 0; j < NLH; ++j) x[std::size_t(j)] = L.x_mid[std::size_t(j)] + y[std::size_t(j)];
 }
 
-void GptChunk::forward(Activations& a, Communicator& tp) const {
+void GptChunk::forward(Activations& a, Communicator& tp, Communicator& ep) const {
     Vec x;
     if (first_) {
         // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them
@@ -242,7 +278,7 @@ void GptChunk::forward(Activations& a, Communicator& tp) const {
     a.layers.assign(layers_.size(), Layer{});
     for (std::size_t i = 0; i < layers_.size(); ++i) {
         Layer& L = a.layers[i];
-        layer_forward(i, L, x, tp);
+        layer_forward(i, L, x, tp, ep);
         if (recompute_[i] == core::RecomputeGranularity::full) {
             Vec input = std::move(L.x_in);
             L = Layer{};
@@ -281,7 +317,8 @@ void GptChunk::forward(Activations& a, Communicator& tp) const {
     a.loss = loss / double(N_);
 }
 
-void GptChunk::backward_input(Activations& a, const float* dout, float loss_scale, Communicator& tp) const {
+void GptChunk::backward_input(Activations& a, const float* dout, float loss_scale, Communicator& tp,
+                              Communicator& ep) const {
     const std::int64_t NH = N_ * h_, NLH = Nl_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
     Vec dx(static_cast<std::size_t>(NLH), 0.0f); // gradient of this rank's rows
     if (last_) {
@@ -300,22 +337,26 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
         Layer& L = a.layers[i];
         if (recompute_[i] == core::RecomputeGranularity::full) {
             Vec x = L.x_in; // run the layer's forward again from its saved input
-            layer_forward(i, L, x, tp);
+            layer_forward(i, L, x, tp, ep);
         } else if (L.probs.empty()) {
             L.probs.resize(std::size_t(B_ * Hl_ * T_ * T_));
             Vec again(L.att.size());
             k::attention_forward(again.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_);
         }
-        // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))).
-        L.d_fc2_out = gather_rows(dx, tp);
-        Vec d_act(static_cast<std::size_t>(N_ * Fl_), 0.0f);
-        k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), N_, Fl_, h_);
-        L.d_fc.assign(std::size_t(N_ * gate * Fl_), 0.0f);
-        if (swiglu_) k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_, Fl_);
-        else k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_ * Fl_);
+        // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))) — or the experts'.
         Vec d_ln2(static_cast<std::size_t>(NH), 0.0f);
-        k::matmul_backward_input(d_ln2.data(), L.d_fc.data(), p(lp.fc_w), N_, h_, gate * Fl_);
-        d_ln2 = reduce_rows(std::move(d_ln2), tp); // column-parallel input gradient
+        if (lp.moe) {
+            moe_backward(lp, L, dx, d_ln2, loss_scale, ep);
+        } else {
+            L.d_fc2_out = gather_rows(dx, tp);
+            Vec d_act(static_cast<std::size_t>(N_ * Fl_), 0.0f);
+            k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), N_, Fl_, h_);
+            L.d_fc.assign(std::size_t(N_ * gate * Fl_), 0.0f);
+            if (swiglu_) k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_, Fl_);
+            else k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_ * Fl_);
+            k::matmul_backward_input(d_ln2.data(), L.d_fc.data(), p(lp.fc_w), N_, h_, gate * Fl_);
+            d_ln2 = reduce_rows(std::move(d_ln2), tp); // column-parallel input gradient
+        }
         Vec d_mid = dx;
         norm_backward(d_mid.data(), d_ln2.data(), L.x_mid.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
         // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
@@ -338,6 +379,183 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
     else a.dinput = std::move(dx);
 }
 
+void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator& ep) const {
+    const std::int64_t E = experts_, K = top_k_, R = ep.size(), El = local_experts_, gate = swiglu_ ? 2 : 1;
+    MoeState& s = L.moe;
+    s = MoeState{};
+    // Router: softmax over all experts, the top k per token, gates renormalised over them.
+    Vec logits(static_cast<std::size_t>(N_ * E));
+    k::matmul_forward(logits.data(), L.ln2.data(), p(lp.router_w), nullptr, N_, h_, E);
+    s.probs.resize(logits.size());
+    s.topk.resize(std::size_t(N_ * K));
+    s.gates.resize(std::size_t(N_ * K));
+    s.load.assign(std::size_t(E), 0.0f);
+    for (std::int64_t n = 0; n < N_; ++n) {
+        const float* l = logits.data() + n * E;
+        float* pr = s.probs.data() + n * E;
+        float max = -INFINITY, sum = 0.0f;
+        for (std::int64_t e = 0; e < E; ++e) max = std::fmax(max, l[e]);
+        for (std::int64_t e = 0; e < E; ++e) sum += (pr[e] = std::exp(l[e] - max));
+        for (std::int64_t e = 0; e < E; ++e) pr[e] /= sum;
+        std::vector<std::int32_t> order(static_cast<std::size_t>(E));
+        for (std::int64_t e = 0; e < E; ++e) order[std::size_t(e)] = std::int32_t(e);
+        std::partial_sort(order.begin(), order.begin() + K, order.end(),
+                          [&](std::int32_t a, std::int32_t b) { return pr[a] > pr[b] || (pr[a] == pr[b] && a < b); });
+        float chosen = 0.0f;
+        for (std::int64_t j = 0; j < K; ++j) chosen += pr[order[std::size_t(j)]];
+        for (std::int64_t j = 0; j < K; ++j) {
+            const std::int32_t e = order[std::size_t(j)];
+            s.topk[std::size_t(n * K + j)] = e;
+            s.gates[std::size_t(n * K + j)] = pr[e] / chosen;
+            s.load[std::size_t(e)] += 1.0f / float(N_ * K);
+        }
+    }
+    // Dispatch: each slot's token to the rank holding its expert, in blocks padded to the
+    // largest count any rank sends any other (so a fixed-size all-to-all carries them).
+    std::vector<std::int64_t> sent(static_cast<std::size_t>(R), 0);
+    s.slot_rank.resize(std::size_t(N_ * K));
+    s.slot_row.resize(std::size_t(N_ * K));
+    for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
+        const std::int32_t r = std::int32_t(s.topk[std::size_t(slot)] / El);
+        s.slot_rank[std::size_t(slot)] = r;
+        s.slot_row[std::size_t(slot)] = std::int32_t(sent[std::size_t(r)]++);
+    }
+    float most = float(*std::max_element(sent.begin(), sent.end()));
+    ep.all_reduce_max(&most, 1);
+    s.block = std::max<std::int64_t>(1, std::int64_t(most));
+    const std::int64_t row = h_ + 1; // the token, then its expert (local to the receiver)
+    Vec out_buf(static_cast<std::size_t>(R * s.block * row), 0.0f), in_buf(out_buf.size());
+    for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t i = 0; i < s.block; ++i) out_buf[std::size_t((r * s.block + i) * row + h_)] = -1.0f;
+    for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
+        float* dst = out_buf.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * row;
+        std::copy_n(L.ln2.data() + (slot / K) * h_, h_, dst);
+        dst[h_] = float(s.topk[std::size_t(slot)] % El);
+    }
+    ep.all_to_all(out_buf.data(), in_buf.data(), std::size_t(s.block * row));
+    // The local experts run on the rows they received.
+    s.x.assign(std::size_t(El), Vec{});
+    s.recv_expert.assign(std::size_t(R * s.block), -1);
+    s.recv_pos.assign(std::size_t(R * s.block), -1);
+    for (std::int64_t r = 0; r < R * s.block; ++r) {
+        const float* src = in_buf.data() + r * row;
+        if (src[h_] < 0) continue;
+        const std::int32_t e = std::int32_t(src[h_]);
+        s.recv_expert[std::size_t(r)] = e;
+        s.recv_pos[std::size_t(r)] = std::int32_t(s.x[std::size_t(e)].size() / std::size_t(h_));
+        s.x[std::size_t(e)].insert(s.x[std::size_t(e)].end(), src, src + h_);
+    }
+    s.fc.assign(std::size_t(El), Vec{});
+    s.act.assign(std::size_t(El), Vec{});
+    std::vector<Vec> expert_out(static_cast<std::size_t>(El));
+    for (std::int64_t e = 0; e < El; ++e) {
+        const std::int64_t rows = std::int64_t(s.x[std::size_t(e)].size()) / h_;
+        if (rows == 0) continue;
+        const ExpertParams& x = lp.experts[std::size_t(e)];
+        Vec& fc = s.fc[std::size_t(e)];
+        Vec& act = s.act[std::size_t(e)];
+        fc.resize(std::size_t(rows * gate * expert_ffn_));
+        k::matmul_forward(fc.data(), s.x[std::size_t(e)].data(), p(x.fc_w), bias_ ? p(x.fc_b) : nullptr, rows, h_, gate * expert_ffn_);
+        act.resize(std::size_t(rows * expert_ffn_));
+        if (swiglu_) k::swiglu_forward(act.data(), fc.data(), rows, expert_ffn_);
+        else k::gelu_forward(act.data(), fc.data(), rows * expert_ffn_);
+        expert_out[std::size_t(e)].resize(std::size_t(rows * h_));
+        k::matmul_forward(expert_out[std::size_t(e)].data(), act.data(), p(x.fc2_w), bias_ ? p(x.fc2_b) : nullptr, rows, expert_ffn_, h_);
+    }
+    // Combine: outputs return the way the tokens came; each token sums its k gated outputs.
+    Vec ret(static_cast<std::size_t>(R * s.block * h_), 0.0f), back(ret.size());
+    for (std::int64_t r = 0; r < R * s.block; ++r)
+        if (s.recv_expert[std::size_t(r)] >= 0)
+            std::copy_n(expert_out[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_, h_,
+                        ret.data() + r * h_);
+    ep.all_to_all(ret.data(), back.data(), std::size_t(s.block * h_));
+    y.assign(std::size_t(N_ * h_), 0.0f);
+    s.slot_out.resize(std::size_t(N_ * K * h_));
+    for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
+        const float* o = back.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * h_;
+        std::copy_n(o, h_, s.slot_out.data() + slot * h_);
+        const float g = s.gates[std::size_t(slot)];
+        for (std::int64_t c = 0; c < h_; ++c) y[std::size_t((slot / K) * h_ + c)] += g * o[c];
+    }
+}
+
+void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_ln2, float loss_scale,
+                            Communicator& ep) const {
+    const std::int64_t E = experts_, K = top_k_, R = ep.size(), El = local_experts_, gate = swiglu_ ? 2 : 1;
+    MoeState& s = L.moe;
+    // Gradients of the gates and of each slot's expert output (gate · dy), sent to the experts.
+    Vec d_gate(static_cast<std::size_t>(N_ * K));
+    Vec to_experts(static_cast<std::size_t>(R * s.block * h_), 0.0f), at_experts(to_experts.size());
+    for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
+        const float* d = dy.data() + (slot / K) * h_;
+        const float* o = s.slot_out.data() + slot * h_;
+        float* dst = to_experts.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * h_;
+        float dot = 0.0f;
+        const float g = s.gates[std::size_t(slot)];
+        for (std::int64_t c = 0; c < h_; ++c) {
+            dot += d[c] * o[c];
+            dst[c] = g * d[c];
+        }
+        d_gate[std::size_t(slot)] = dot;
+    }
+    ep.all_to_all(to_experts.data(), at_experts.data(), std::size_t(s.block * h_));
+    s.d_out.assign(std::size_t(El), Vec{});
+    s.d_fc.assign(std::size_t(El), Vec{});
+    for (std::int64_t e = 0; e < El; ++e) s.d_out[std::size_t(e)].resize(s.x[std::size_t(e)].size());
+    for (std::int64_t r = 0; r < R * s.block; ++r)
+        if (s.recv_expert[std::size_t(r)] >= 0)
+            std::copy_n(at_experts.data() + r * h_, h_,
+                        s.d_out[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_);
+    std::vector<Vec> d_in(static_cast<std::size_t>(El));
+    for (std::int64_t e = 0; e < El; ++e) {
+        const std::int64_t rows = std::int64_t(s.x[std::size_t(e)].size()) / h_;
+        if (rows == 0) continue;
+        const ExpertParams& x = lp.experts[std::size_t(e)];
+        Vec d_act(static_cast<std::size_t>(rows * expert_ffn_), 0.0f);
+        k::matmul_backward_input(d_act.data(), s.d_out[std::size_t(e)].data(), p(x.fc2_w), rows, expert_ffn_, h_);
+        Vec& d_fc = s.d_fc[std::size_t(e)];
+        d_fc.assign(std::size_t(rows * gate * expert_ffn_), 0.0f);
+        if (swiglu_) k::swiglu_backward(d_fc.data(), s.fc[std::size_t(e)].data(), d_act.data(), rows, expert_ffn_);
+        else k::gelu_backward(d_fc.data(), s.fc[std::size_t(e)].data(), d_act.data(), rows * expert_ffn_);
+        d_in[std::size_t(e)].assign(std::size_t(rows * h_), 0.0f);
+        k::matmul_backward_input(d_in[std::size_t(e)].data(), d_fc.data(), p(x.fc_w), rows, h_, gate * expert_ffn_);
+        Vec().swap(s.fc[std::size_t(e)]);
+    }
+    // Input gradients return to the tokens' ranks and add up per token.
+    Vec ret(to_experts.size(), 0.0f), back(to_experts.size());
+    for (std::int64_t r = 0; r < R * s.block; ++r)
+        if (s.recv_expert[std::size_t(r)] >= 0)
+            std::copy_n(d_in[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_, h_,
+                        ret.data() + r * h_);
+    ep.all_to_all(ret.data(), back.data(), std::size_t(s.block * h_));
+    for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
+        const float* d = back.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * h_;
+        for (std::int64_t c = 0; c < h_; ++c) d_ln2[std::size_t((slot / K) * h_ + c)] += d[c];
+    }
+    // Router: through the renormalised gates, the load-balancing loss (Fedus et al. 2021:
+    // coeff · E · Σ f_e · P_e, f_e held constant) and the softmax.
+    s.d_logits.assign(std::size_t(N_ * E), 0.0f);
+    Vec d_prob(static_cast<std::size_t>(E));
+    for (std::int64_t n = 0; n < N_; ++n) {
+        const float* pr = s.probs.data() + n * E;
+        float chosen = 0.0f, weighted = 0.0f;
+        for (std::int64_t j = 0; j < K; ++j) {
+            chosen += pr[s.topk[std::size_t(n * K + j)]];
+            weighted += d_gate[std::size_t(n * K + j)] * s.gates[std::size_t(n * K + j)];
+        }
+        for (std::int64_t e = 0; e < E; ++e)
+            d_prob[std::size_t(e)] = loss_scale * float(aux_coeff_) * float(E) * s.load[std::size_t(e)] / float(N_);
+        for (std::int64_t j = 0; j < K; ++j)
+            d_prob[std::size_t(s.topk[std::size_t(n * K + j)])] += (d_gate[std::size_t(n * K + j)] - weighted) / chosen;
+        float dot = 0.0f;
+        for (std::int64_t e = 0; e < E; ++e) dot += pr[e] * d_prob[std::size_t(e)];
+        for (std::int64_t e = 0; e < E; ++e) s.d_logits[std::size_t(n * E + e)] = pr[e] * (d_prob[std::size_t(e)] - dot);
+    }
+    k::matmul_backward_input(d_ln2.data(), s.d_logits.data(), p(lp.router_w), N_, h_, E);
+    Vec().swap(s.probs);
+    Vec().swap(s.slot_out);
+}
+
 void GptChunk::backward_weight(Activations& a) const {
     const std::int64_t Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
     for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -345,6 +563,18 @@ void GptChunk::backward_weight(Activations& a) const {
         Layer& L = a.layers[i];
         k::matmul_backward_weight(g(lp.qkv_w), bias_ ? g(lp.qkv_b) : nullptr, L.d_qkv.data(), L.ln1.data(), N_, h_, Wl);
         k::matmul_backward_weight(g(lp.proj_w), bias_ ? g(lp.proj_b) : nullptr, L.d_proj_out.data(), L.att.data(), N_, Hl_ * D_, h_);
+        if (lp.moe) {
+            const MoeState& s = L.moe;
+            k::matmul_backward_weight(g(lp.router_w), nullptr, s.d_logits.data(), L.ln2.data(), N_, h_, experts_);
+            for (std::size_t e = 0; e < lp.experts.size(); ++e) {
+                const std::int64_t rows = std::int64_t(s.x[e].size()) / h_;
+                if (rows == 0) continue;
+                const ExpertParams& x = lp.experts[e];
+                k::matmul_backward_weight(g(x.fc_w), bias_ ? g(x.fc_b) : nullptr, s.d_fc[e].data(), s.x[e].data(), rows, h_, gate * expert_ffn_);
+                k::matmul_backward_weight(g(x.fc2_w), bias_ ? g(x.fc2_b) : nullptr, s.d_out[e].data(), s.act[e].data(), rows, expert_ffn_, h_);
+            }
+            continue;
+        }
         k::matmul_backward_weight(g(lp.fc_w), bias_ ? g(lp.fc_b) : nullptr, L.d_fc.data(), L.ln2.data(), N_, h_, gate * Fl_);
         k::matmul_backward_weight(g(lp.fc2_w), bias_ ? g(lp.fc2_b) : nullptr, L.d_fc2_out.data(), L.act.data(), N_, Fl_, h_);
     }

@@ -32,6 +32,8 @@ ProcessGroups::ProcessGroups(const core::ParallelPlan& plan, int rank)
     data = split(grid, core::GroupKind::data_context, rank);
     model = split(grid, core::GroupKind::model, rank);
     embedding = split(grid, core::GroupKind::embedding, rank);
+    expert = split(grid, core::GroupKind::expert, rank);
+    expert_data = split(grid, core::GroupKind::expert_data, rank);
 }
 
 } // namespace trident::executor

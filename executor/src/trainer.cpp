@@ -17,7 +17,13 @@ void require_supported(const core::JobSpec& job) {
         throw core::SpecError(field, what + " is not run by the CPU executor yet");
     };
     if (p.cp > 1) no("parallel.cp", "context parallelism");
-    if (p.ep > 1 || job.model.moe) no("model.moe", "mixture of experts");
+    if (job.model.moe) {
+        const core::MoeSpec& e = *job.model.moe;
+        if (p.tp > 1) no("parallel.tp", "tensor parallelism with mixture of experts");
+        if (p.distributed_optimizer) no("parallel.distributed_optimizer", "the distributed optimizer with mixture of experts");
+        if (e.capacity_factor) no("model.moe.capacity_factor", "token dropping (a capacity factor)");
+        if (e.shared_expert_ffn_hidden_size > 0) no("model.moe.shared_expert_ffn_hidden_size", "shared experts");
+    }
     if (job.model.mla) no("model.mla", "multi-head latent attention");
     if (job.model.position_embedding == core::PositionEmbedding::rope) no("model.position_embedding", "rope");
 }
@@ -47,7 +53,7 @@ Trainer::Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t 
     require_supported(job);
     const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
     for (std::int32_t c = 0; c < job.plan.vpp; ++c)
-        chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), store_, seed);
+        chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep), store_, seed);
     // Optimizer state over the whole flat buffer or, with ZeRO-1, this data rank's shard.
     const std::int64_t total = std::int64_t(store_.values.size());
     const std::int64_t dp = groups.data->size();
@@ -133,12 +139,13 @@ void Trainer::run_schedule(std::int64_t index, StepStats& stats, std::vector<cor
             slot.acts.tokens = slot.inputs.data();
             slot.acts.targets = slot.targets.data();
             if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
-            chunk.forward(slot.acts, *groups_.tensor);
+            chunk.forward(slot.acts, *groups_.tensor, *groups_.expert);
             if (chunk.last()) loss_sum += slot.acts.loss;
             break;
         case core::ActionKind::backward_input:
             stream = core::Stream::compute;
-            chunk.backward_input(slot.acts, chunk.last() ? nullptr : slot.received_gradient.data(), loss_scale, *groups_.tensor);
+            chunk.backward_input(slot.acts, chunk.last() ? nullptr : slot.received_gradient.data(), loss_scale,
+                                 *groups_.tensor, *groups_.expert);
             Vec().swap(slot.received_gradient);
             break;
         case core::ActionKind::backward_weight:
@@ -206,14 +213,32 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
         data.reduce_scatter_sum(grads, shard_grads.data(), std::size_t(shard_size_));
         g = shard_grads.data();
     } else {
+        // Dense tensors over the data ranks, in buckets; routed experts' over the ranks holding
+        // the same experts (the expert-data group).
         constexpr std::int64_t kBucket = 1 << 20;
-        for (std::int64_t at = 0; at < padded_size_; at += kBucket)
-            data.all_reduce_sum(grads + at, std::size_t(std::min(kBucket, padded_size_ - at)));
+        std::int64_t begin = 0;
+        const auto flush = [&](std::int64_t end) {
+            for (std::int64_t at = begin; at < end; at += kBucket)
+                data.all_reduce_sum(grads + at, std::size_t(std::min(kBucket, end - at)));
+        };
+        for (const auto& tensor : store_.tensors)
+            if (tensor.expert) {
+                flush(tensor.offset);
+                groups_.expert_data->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
+                begin = tensor.offset + tensor.size;
+            }
+        flush(padded_size_);
     }
     // Global gradient norm: each parameter once (see norm_mask_), over data ranks when sharded
     // and over the tensor and pipeline ranks of the model.
-    float squares = 0.0f;
+    float squares = 0.0f, expert_squares = 0.0f;
     for (std::int64_t i = 0; i < shard_size_; ++i) squares += g[i] * g[i] * norm_mask_[std::size_t(shard_begin_ + i)];
+    for (const auto& tensor : store_.tensors) // each expert lives on one rank of the expert group
+        if (tensor.expert)
+            for (std::int64_t i = tensor.offset; i < tensor.offset + tensor.size; ++i) expert_squares += g[i] * g[i];
+    squares -= expert_squares;
+    groups_.expert->all_reduce_sum(&expert_squares, 1);
+    squares += expert_squares;
     if (p.distributed_optimizer) data.all_reduce_sum(&squares, 1);
     groups_.model->all_reduce_sum(&squares, 1);
     stats.grad_norm = std::sqrt(double(squares));

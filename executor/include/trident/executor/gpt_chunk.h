@@ -33,11 +33,12 @@ struct ParameterStore {
         bool duplicate = false;    // a copy kept in sync (the last stage's tied embedding)
         bool sequence_partial = false; // under sequence parallelism each tensor rank holds a
                                        // partial gradient (norms): summed over the tensor group
+        bool expert = false;           // a routed expert's: reduced over the expert-data group
     };
     Vec values, grads;
     std::vector<Tensor> tensors;
     std::int64_t add(std::string name, std::int64_t size, bool decay, bool tp_replicated,
-                     bool duplicate = false, bool sequence_partial = false);
+                     bool duplicate = false, bool sequence_partial = false, bool expert = false);
 };
 
 class GptChunk {
@@ -46,7 +47,7 @@ public:
     // full size from (seed, name) and this tensor rank's shard kept, so any layout starts
     // from the same model.
     GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
-             int tp_rank, ParameterStore& store, std::uint64_t seed);
+             int tp_rank, int ep_rank, ParameterStore& store, std::uint64_t seed);
 
     bool first() const { return first_; }
     bool last() const { return last_; }
@@ -56,9 +57,27 @@ public:
 
     // Saved activations of one layer, and what B leaves for W: the output gradients of the
     // four linear layers.
+    // Routing state of an MoE layer for one micro-batch (Shazeer et al. 2017; Fedus et al.
+    // 2021): top-k of the router's softmax, gates renormalised over the k (Mixtral), tokens sent
+    // to the experts' ranks by all-to-all over the expert group in blocks padded to the largest
+    // count (dropless), and everything the backward and W need.
+    struct MoeState {
+        Vec probs;                          // [N×E] router softmax
+        std::vector<std::int32_t> topk;     // [N×k] chosen experts
+        Vec gates;                          // [N×k]
+        Vec load;                           // [E] share of routed slots per expert (f_e)
+        std::vector<std::int32_t> slot_rank, slot_row; // where each slot's token went
+        std::int64_t block = 0;             // rows per (source, destination) block
+        std::vector<std::int32_t> recv_expert, recv_pos; // received row → local expert, row
+        Vec slot_out;                       // [N×k×h] expert outputs, for the gates' gradient
+        std::vector<Vec> x, fc, act;        // per local expert: inputs, fc1 out, activation out
+        std::vector<Vec> d_fc, d_out;       // per local expert, for W: fc1 and fc2 output grads
+        Vec d_logits;                       // [N×E] for the router's W
+    };
     struct Layer {
         Vec x_in, ln1, ln1_mean, ln1_rstd, qkv, probs, att, x_mid, ln2, ln2_mean, ln2_rstd, fc, act;
         Vec d_qkv, d_proj_out, d_fc, d_fc2_out;
+        MoeState moe;
     };
     struct Activations {
         const std::int32_t* tokens = nullptr;
@@ -74,16 +93,27 @@ public:
         double bytes() const;
     };
 
-    void forward(Activations& a, Communicator& tp) const;
+    // `ep` is the expert group (used by MoE layers only).
+    void forward(Activations& a, Communicator& tp, Communicator& ep) const;
     // `dout` is the gradient of the chunk output (ignored by the last chunk, whose loss is
     // scaled by `loss_scale`, the micro-batch's share of the step's mean loss).
-    void backward_input(Activations& a, const float* dout, float loss_scale, Communicator& tp) const;
+    void backward_input(Activations& a, const float* dout, float loss_scale, Communicator& tp,
+                        Communicator& ep) const;
     void backward_weight(Activations& a) const;
 
 private:
+    struct ExpertParams {
+        std::int64_t fc_w, fc_b, fc2_w, fc2_b;
+    };
     struct LayerParams {
         std::int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b;
+        bool moe = false;
+        std::int64_t router_w = -1;
+        std::vector<ExpertParams> experts; // this rank's experts
     };
+    void moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator& ep) const;
+    void moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_ln2, float loss_scale,
+                      Communicator& ep) const;
     // Entering a tensor-parallel region: this rank's rows → all rows (all-gather under
     // sequence parallelism, a copy otherwise).
     Vec gather_rows(const Vec& local, Communicator& tp) const;
@@ -91,7 +121,7 @@ private:
     // (reduce-scatter under sequence parallelism, all-reduce otherwise).
     Vec reduce_rows(Vec partial, Communicator& tp) const;
     // One layer's forward from x (replaced by the layer's output), saving into L.
-    void layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp) const;
+    void layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp, Communicator& ep) const;
     float* p(std::int64_t offset) const { return store_->values.data() + offset; }
     float* g(std::int64_t offset) const { return store_->grads.data() + offset; }
     void norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w, std::int64_t b) const;
@@ -102,6 +132,8 @@ private:
     bool first_, last_, layernorm_, swiglu_, bias_, sp_;
     std::int64_t B_, T_, N_, Nl_, h_, Hl_, KVl_, D_, Fl_, Vl_, vocab_start_, vocab_;
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
+    std::int64_t experts_ = 0, top_k_ = 0, expert_ffn_ = 0, local_experts_ = 0, first_expert_ = 0;
+    double aux_coeff_ = 0.0;
     std::vector<LayerParams> layers_;
     std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk
 };
