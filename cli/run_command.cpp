@@ -4,6 +4,7 @@
 #include "trident/core/atomic_file.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/spec_error.h"
+#include "trident/executor/parameter_gather.h"
 #include "trident/executor/process_groups.h"
 #include "trident/executor/trace_gather.h"
 #include "trident/executor/trainer.h"
@@ -24,6 +25,7 @@ struct RunOptions {
     std::int64_t steps = 0;
     std::uint64_t seed = 1234;
     std::string trace;
+    std::string save_params;
     int threads = 1;
 };
 
@@ -37,6 +39,8 @@ Command add_run_command(CLI::App& app) {
     c.app->add_option("--steps", o->steps, "Optimizer steps (default: the training spec's train_iters)")->check(CLI::PositiveNumber);
     c.app->add_option("--seed", o->seed, "Seed of the initial weights and the synthetic data");
     c.app->add_option("--trace", o->trace, "Write the last step's measured timeline (Chrome-trace JSON)");
+    c.app->add_option("--save-params", o->save_params,
+                      "After training, write the full parameters (shards reassembled) to this file");
     c.app->add_option("--threads", o->threads, "BLAS threads per rank (default 1)")->check(CLI::Range(1, 256));
     c.run = [o] {
         int argc = 0;
@@ -105,6 +109,10 @@ Command add_run_command(CLI::App& app) {
             float peak = float(peak_activation_bytes);
             groups.world->all_reduce_max(&peak, 1);
             if (rank == 0) std::printf("peak activation bytes (largest rank): %.0f\n", double(peak));
+            if (!o->save_params.empty()) {
+                const auto full = executor::gather_parameters(trainer.parameters());
+                if (rank == 0) core::write_file_atomically(o->save_params, executor::serialize_parameters(full), "--save-params");
+            }
             if (rank == 0 && trainer.skipped_steps() > 0)
                 std::printf("skipped %lld steps with non-finite gradients\n", (long long)trainer.skipped_steps());
             return 0;

@@ -14,7 +14,8 @@ namespace k = kernels::cpu;
 std::int64_t ParameterStore::add(std::string name, std::int64_t size, bool decay,
                                  bool tp_replicated, bool duplicate, bool sequence_partial, bool expert) {
     const std::int64_t offset = std::int64_t(values.size());
-    tensors.push_back({std::move(name), offset, size, decay, tp_replicated, duplicate, sequence_partial, expert});
+    tensors.push_back({std::move(name), offset, size, decay, tp_replicated, duplicate, sequence_partial, expert,
+                       size, {{0, size}}});
     values.resize(values.size() + std::size_t(size), 0.0f);
     grads.resize(values.size(), 0.0f);
     return offset;
@@ -109,11 +110,27 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         ones(w, h_);
         b = layernorm_ ? store.add(name + ".bias", h_, false, true, false, sp_) : -1;
     };
+    // Record where the last tensor's shard sits in its full tensor: row blocks (begin, count)
+    // of a [rows × cols] tensor, or a column block of every row.
+    const auto place_rows = [&](std::int64_t full_rows, std::int64_t cols,
+                                std::vector<std::pair<std::int64_t, std::int64_t>> blocks) {
+        auto& t = store.tensors.back();
+        t.full_size = full_rows * cols;
+        t.placement.clear();
+        for (auto [begin, count] : blocks) t.placement.push_back({begin * cols, count * cols});
+    };
+    const auto place_cols = [&](std::int64_t rows, std::int64_t full_cols, std::int64_t begin, std::int64_t count) {
+        auto& t = store.tensors.back();
+        t.full_size = rows * full_cols;
+        t.placement.clear();
+        for (std::int64_t r = 0; r < rows; ++r) t.placement.push_back({r * full_cols + begin, count});
+    };
     const auto vocab_table = [&](const std::string& name, bool duplicate) {
         const std::int64_t offset = store.add(duplicate ? name + ".tied_copy" : name, Vl_ * h_, true, false, duplicate);
         const Vec full = full_normal(seed, name, m.vocab_size * h_, init_std);
         const std::int64_t rows = std::max<std::int64_t>(0, std::min(Vl_, m.vocab_size - vocab_start_));
         if (rows > 0) copy_rows(p(offset), full, h_, vocab_start_, rows);
+        place_rows(m.vocab_size, h_, {{vocab_start_, rows}}); // padding rows belong nowhere
         return offset;
     };
 
@@ -138,10 +155,15 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
             copy_rows(p(lp.qkv_w) + Hl_ * D_ * h_, full, h_, (H + r * KVl_) * D_, KVl_ * D_);
             copy_rows(p(lp.qkv_w) + (Hl_ + KVl_) * D_ * h_, full, h_, (H + KV + r * KVl_) * D_, KVl_ * D_);
         }
+        const std::vector<std::pair<std::int64_t, std::int64_t>> qkv_rows = {
+            {r * Hl_ * D_, Hl_ * D_}, {(H + r * KVl_) * D_, KVl_ * D_}, {(H + KV + r * KVl_) * D_, KVl_ * D_}};
+        place_rows(Wfull, h_, qkv_rows);
         lp.qkv_b = bias_ ? store.add(prefix + "qkv.bias", Wl, false, false) : -1;
+        if (bias_) place_rows(Wfull, 1, qkv_rows);
         // Output projection: row-parallel over the same heads; its bias added once after the sum.
         lp.proj_w = store.add(prefix + "proj.weight", h_ * Hl_ * D_, true, false);
         copy_cols(p(lp.proj_w), full_normal(seed, prefix + "proj.weight", h_ * H * D_, residual_std), h_, H * D_, r * Hl_ * D_, Hl_ * D_);
+        place_cols(h_, H * D_, r * Hl_ * D_, Hl_ * D_);
         lp.proj_b = bias_ ? store.add(prefix + "proj.bias", h_, false, true) : -1;
         add_norm(prefix + "norm2", lp.ln2_w, lp.ln2_b);
         if (m.is_moe_layer(layer)) {
@@ -174,9 +196,14 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
                 copy_rows(p(lp.fc_w), full, h_, r * Fl_, Fl_);
                 if (swiglu_) copy_rows(p(lp.fc_w) + Fl_ * h_, full, h_, F + r * Fl_, Fl_);
             }
+            std::vector<std::pair<std::int64_t, std::int64_t>> fc_rows = {{r * Fl_, Fl_}};
+            if (swiglu_) fc_rows.push_back({F + r * Fl_, Fl_});
+            place_rows(gate * F, h_, fc_rows);
             lp.fc_b = bias_ ? store.add(prefix + "fc1.bias", gate * Fl_, false, false) : -1;
+            if (bias_) place_rows(gate * F, 1, fc_rows);
             lp.fc2_w = store.add(prefix + "fc2.weight", h_ * Fl_, true, false);
             copy_cols(p(lp.fc2_w), full_normal(seed, prefix + "fc2.weight", h_ * F, residual_std), h_, F, r * Fl_, Fl_);
+            place_cols(h_, F, r * Fl_, Fl_);
             lp.fc2_b = bias_ ? store.add(prefix + "fc2.bias", h_, false, true) : -1;
         }
         layers_.push_back(lp);

@@ -3,6 +3,9 @@
 #include "../cli/run_command.h"
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
 #include <cstdlib>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -11,7 +14,29 @@
 
 namespace {
 
-const std::string kCommon = " --cluster localhost --mbs 2 --gbs 8 --steps 4 --seed 7";
+const std::string kCommon = " --cluster localhost --mbs 2 --gbs 8 --steps 10 --seed 7";
+
+// The parameters `trident run --save-params` wrote: name → values.
+std::map<std::string, std::vector<float>> read_parameters(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string magic;
+    std::getline(in, magic);
+    EXPECT_EQ(magic, "TRIDENT-PARAMS 1") << path;
+    std::int64_t count = 0;
+    in.read(reinterpret_cast<char*>(&count), sizeof count);
+    std::map<std::string, std::vector<float>> out;
+    for (std::int64_t i = 0; i < count && in; ++i) {
+        std::int64_t length = 0, n = 0;
+        in.read(reinterpret_cast<char*>(&length), sizeof length);
+        std::string name(static_cast<std::size_t>(length), '\0');
+        in.read(name.data(), length);
+        in.read(reinterpret_cast<char*>(&n), sizeof n);
+        std::vector<float> values(static_cast<std::size_t>(n));
+        in.read(reinterpret_cast<char*>(values.data()), n * std::int64_t(sizeof(float)));
+        out[name] = std::move(values);
+    }
+    return out;
+}
 
 std::vector<double> losses_of(const std::string& output) {
     std::vector<double> losses;
@@ -23,10 +48,11 @@ std::vector<double> losses_of(const std::string& output) {
     return losses;
 }
 
-std::vector<double> run(int ranks, const std::string& model, const std::string& layout) {
+std::vector<double> run(int ranks, const std::string& model, const std::string& layout,
+                        const std::string& save_params = "") {
     std::string command = "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) + " " +
                           TRIDENT_BINARY + " run --model " + model + kCommon + " --devices-per-node " +
-                          std::to_string(ranks) + " " + layout;
+                          std::to_string(ranks) + " " + layout + (save_params.empty() ? "" : " --save-params " + save_params);
     const auto r = trident::test::run_shell(command);
     EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.err;
     return losses_of(r.out);
@@ -40,15 +66,32 @@ struct Layout {
 
 class Layouts : public testing::TestWithParam<Layout> {};
 
-TEST_P(Layouts, LossesMatchOneProcess) {
+TEST_P(Layouts, LossesAndParametersMatchOneProcess) {
     const Layout& l = GetParam();
-    const auto reference = run(1, l.model, "--tp 1 --pp 1 --dp 1");
-    const auto losses = run(l.ranks, l.model, l.layout);
-    ASSERT_EQ(reference.size(), 4u);
+    // One single-process reference per model.
+    static std::map<std::string, std::vector<double>> references;
+    const std::string reference_params = testing::TempDir() + "trident-reference-" + std::to_string(std::hash<std::string>{}(l.model)) + ".params";
+    if (!references.contains(l.model)) references[l.model] = run(1, l.model, "--tp 1 --pp 1 --dp 1", reference_params);
+    const auto& reference = references[l.model];
+    const std::string params = testing::TempDir() + "trident-layout.params";
+    const auto losses = run(l.ranks, l.model, l.layout, params);
+    ASSERT_EQ(reference.size(), 10u);
     ASSERT_EQ(losses.size(), reference.size()) << l.layout;
     for (std::size_t i = 0; i < losses.size(); ++i)
         EXPECT_NEAR(losses[i], reference[i], 1e-5 * std::fabs(reference[i])) << l.layout << " step " << i + 1;
     EXPECT_LT(reference.back(), reference.front()); // it learns
+    // The parameters after the 10 steps, reassembled from every rank, match too.
+    const auto expected = read_parameters(reference_params);
+    const auto actual = read_parameters(params);
+    ASSERT_EQ(actual.size(), expected.size()) << l.layout;
+    for (const auto& [name, values] : expected) {
+        ASSERT_TRUE(actual.contains(name)) << name;
+        const auto& other = actual.at(name);
+        ASSERT_EQ(other.size(), values.size()) << name;
+        for (std::size_t i = 0; i < values.size(); ++i)
+            ASSERT_NEAR(other[i], values[i], 1e-5) << l.layout << " " << name << "[" << i << "]";
+    }
+    std::remove(params.c_str());
 }
 
 const std::string kEight = std::string(TRIDENT_TEST_DATA) + "/models/gpt-tiny-8-layers.json";

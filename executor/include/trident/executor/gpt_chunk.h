@@ -34,6 +34,10 @@ struct ParameterStore {
         bool sequence_partial = false; // under sequence parallelism each tensor rank holds a
                                        // partial gradient (norms): summed over the tensor group
         bool expert = false;           // a routed expert's: reduced over the expert-data group
+        // Where this shard sits in the full tensor: (full offset, length) of each contiguous
+        // run, in shard order; one run covering everything when the tensor is not split.
+        std::int64_t full_size = 0;
+        std::vector<std::pair<std::int64_t, std::int64_t>> placement;
     };
     Vec values, grads;
     std::vector<Tensor> tensors;
