@@ -94,6 +94,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         top_k_ = m.moe->top_k;
         expert_ffn_ = m.moe->expert_ffn_hidden_size;
         aux_coeff_ = m.moe->aux_loss_coeff;
+        capacity_factor_ = m.moe->capacity_factor.value_or(0.0);
         local_experts_ = experts_ / plan.ep;
         first_expert_ = ep_rank * local_experts_;
     }
@@ -437,12 +438,19 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
             s.load[std::size_t(e)] += 1.0f / float(N_ * K);
         }
     }
+    // With a capacity factor each expert takes at most ⌈cf · N·k / E⌉ of this rank's slots, in
+    // token order; the rest are dropped (their output is zero, as in GShard and Switch).
+    std::vector<std::int64_t> taken(static_cast<std::size_t>(E), 0);
+    const std::int64_t capacity = capacity_factor_ > 0
+                                      ? std::int64_t(std::ceil(capacity_factor_ * double(N_ * K) / double(E)))
+                                      : N_ * K;
     // Dispatch: each slot's token to the rank holding its expert, in blocks padded to the
     // largest count any rank sends any other (so a fixed-size all-to-all carries them).
     std::vector<std::int64_t> sent(static_cast<std::size_t>(R), 0);
-    s.slot_rank.resize(std::size_t(N_ * K));
-    s.slot_row.resize(std::size_t(N_ * K));
+    s.slot_rank.assign(std::size_t(N_ * K), -1);
+    s.slot_row.assign(std::size_t(N_ * K), -1);
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
+        if (taken[std::size_t(s.topk[std::size_t(slot)])]++ >= capacity) continue; // dropped
         const std::int32_t r = std::int32_t(s.topk[std::size_t(slot)] / El);
         s.slot_rank[std::size_t(slot)] = r;
         s.slot_row[std::size_t(slot)] = std::int32_t(sent[std::size_t(r)]++);
@@ -455,6 +463,7 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
     for (std::int64_t r = 0; r < R; ++r)
         for (std::int64_t i = 0; i < s.block; ++i) out_buf[std::size_t((r * s.block + i) * row + h_)] = -1.0f;
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
+        if (s.slot_rank[std::size_t(slot)] < 0) continue;
         float* dst = out_buf.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * row;
         std::copy_n(L.ln2.data() + (slot / K) * h_, h_, dst);
         dst[h_] = float(s.topk[std::size_t(slot)] % El);
@@ -497,8 +506,9 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
                         ret.data() + r * h_);
     ep.all_to_all(ret.data(), back.data(), std::size_t(s.block * h_));
     y.assign(std::size_t(N_ * h_), 0.0f);
-    s.slot_out.resize(std::size_t(N_ * K * h_));
+    s.slot_out.assign(std::size_t(N_ * K * h_), 0.0f);
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
+        if (s.slot_rank[std::size_t(slot)] < 0) continue;
         const float* o = back.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * h_;
         std::copy_n(o, h_, s.slot_out.data() + slot * h_);
         const float g = s.gates[std::size_t(slot)];
@@ -514,6 +524,10 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
     Vec d_gate(static_cast<std::size_t>(N_ * K));
     Vec to_experts(static_cast<std::size_t>(R * s.block * h_), 0.0f), at_experts(to_experts.size());
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
+        if (s.slot_rank[std::size_t(slot)] < 0) {
+            d_gate[std::size_t(slot)] = 0.0f; // a dropped slot contributed nothing
+            continue;
+        }
         const float* d = dy.data() + (slot / K) * h_;
         const float* o = s.slot_out.data() + slot * h_;
         float* dst = to_experts.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * h_;
@@ -556,6 +570,7 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
                         ret.data() + r * h_);
     ep.all_to_all(ret.data(), back.data(), std::size_t(s.block * h_));
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
+        if (s.slot_rank[std::size_t(slot)] < 0) continue;
         const float* d = back.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * h_;
         for (std::int64_t c = 0; c < h_; ++c) d_ln2[std::size_t((slot / K) * h_ + c)] += d[c];
     }

@@ -21,7 +21,6 @@ void require_supported(const core::JobSpec& job) {
         const core::MoeSpec& e = *job.model.moe;
         if (p.tp > 1) no("parallel.tp", "tensor parallelism with mixture of experts");
         if (p.distributed_optimizer) no("parallel.distributed_optimizer", "the distributed optimizer with mixture of experts");
-        if (e.capacity_factor) no("model.moe.capacity_factor", "token dropping (a capacity factor)");
         if (e.shared_expert_ffn_hidden_size > 0) no("model.moe.shared_expert_ffn_hidden_size", "shared experts");
     }
     if (job.model.mla) no("model.mla", "multi-head latent attention");

@@ -95,6 +95,7 @@ TEST_P(Layouts, LossesAndParametersMatchOneProcess) {
 }
 
 const std::string kEight = std::string(TRIDENT_TEST_DATA) + "/models/gpt-tiny-8-layers.json";
+const std::string kCapacity = std::string(TRIDENT_TEST_DATA) + "/models/moe-tiny-capacity.json"; // drops tokens
 
 INSTANTIATE_TEST_SUITE_P(
     Executor, Layouts,
@@ -113,6 +114,7 @@ INSTANTIATE_TEST_SUITE_P(
                     Layout{2, "moe-tiny", "--tp 1 --pp 1 --dp 2 --ep 2"},
                     Layout{2, "moe-tiny", "--tp 1 --pp 1 --dp 2 --ep 1"},
                     Layout{4, "moe-tiny", "--tp 1 --pp 2 --dp 2 --ep 2"},
+                    Layout{2, kCapacity.c_str(), "--tp 1 --pp 1 --dp 2 --ep 2"},
                     Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --recompute full --recompute-num-layers 1"}),
     [](const testing::TestParamInfo<Layout>& info) { return "layout_" + std::to_string(info.index); });
 

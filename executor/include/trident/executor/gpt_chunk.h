@@ -70,7 +70,7 @@ public:
         std::vector<std::int32_t> topk;     // [N×k] chosen experts
         Vec gates;                          // [N×k]
         Vec load;                           // [E] share of routed slots per expert (f_e)
-        std::vector<std::int32_t> slot_rank, slot_row; // where each slot's token went
+        std::vector<std::int32_t> slot_rank, slot_row; // where each slot's token went (-1: dropped)
         std::int64_t block = 0;             // rows per (source, destination) block
         std::vector<std::int32_t> recv_expert, recv_pos; // received row → local expert, row
         Vec slot_out;                       // [N×k×h] expert outputs, for the gates' gradient
@@ -138,6 +138,7 @@ private:
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
     std::int64_t experts_ = 0, top_k_ = 0, expert_ffn_ = 0, local_experts_ = 0, first_expert_ = 0;
     double aux_coeff_ = 0.0;
+    double capacity_factor_ = 0.0; // 0: dropless
     std::vector<LayerParams> layers_;
     std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk
 };
