@@ -58,6 +58,13 @@ demo() {
     echo
     echo "== Narayanan et al. 2021, Table 1: the 1T-parameter run on 3072 A100s (published: 163 TFLOP/s per GPU)"
     "$trident" simulate --plan megatron-sc21-1t
+    echo
+    echo "== The fastest layout of GPT-3 175B on 1024 A100s that fits in 90 % of their memory"
+    "$trident" plan --model gpt3-175b --cluster dgx-a100-80gb --nodes 128 --gbs 1536 --top 5
+    echo
+    echo "== Training for real: a tiny GPT, tensor- and pipeline-parallel over 2 MPI ranks on this machine"
+    mpirun --allow-run-as-root --oversubscribe -np 2 "$trident" run --model gpt-tiny --cluster localhost \
+        --tp 1 --pp 2 --dp 1 --mbs 4 --gbs 16 --steps 30 --trace build/demo-run-trace.json
 }
 
 case "${1:-}" in

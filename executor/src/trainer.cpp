@@ -249,14 +249,14 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     }
     const float clip = t.clip_grad > 0 && stats.grad_norm > t.clip_grad ? float(t.clip_grad / (stats.grad_norm + 1e-6)) : 1.0f;
     float* params = store_.values.data() + shard_begin_;
-    Vec step_grads(g, g + shard_size_);
-    for (auto& x : step_grads) x *= clip;
+    if (clip != 1.0f) // the gradients are rebuilt every step: scale them in place
+        for (std::int64_t i = 0; i < shard_size_; ++i) g[i] *= clip;
     // AdamW with decay on matrices only: one call per run of equal decay in this shard.
     for (std::int64_t i = 0; i < shard_size_;) {
         const float decay = decay_mask_[std::size_t(shard_begin_ + i)];
         std::int64_t end = i + 1;
         while (end < shard_size_ && decay_mask_[std::size_t(shard_begin_ + end)] == decay) ++end;
-        kernels::cpu::adamw_update(params + i, step_grads.data() + i, adam_m_.data() + i, adam_v_.data() + i,
+        kernels::cpu::adamw_update(params + i, g + i, adam_m_.data() + i, adam_v_.data() + i,
                                    end - i, float(stats.lr), float(t.adam_beta1), float(t.adam_beta2), 1e-8f,
                                    float(t.weight_decay) * decay, int(index + 1));
         i = end;
