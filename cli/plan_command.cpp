@@ -6,6 +6,7 @@
 #include "trident/core/job_loader.h"
 #include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
+#include "trident/core/units.h"
 #include "trident/planner/planner.h"
 
 #include <algorithm>
@@ -22,13 +23,8 @@ core::Profile load_profile(const std::string& reference, const core::ClusterSpec
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::string gib(double bytes) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.1f GiB", bytes / kGiB);
-    return buffer;
-}
+using core::kGiB;
+const auto gib = core::gib_text;
 
 struct PlanCommandOptions {
     core::JobInputs inputs;

@@ -3,6 +3,7 @@
 #include "trident/core/rank_grid.h"
 #include "trident/core/schedule.h"
 #include "trident/core/spec_error.h"
+#include "trident/core/units.h"
 #include "trident/simulator/cost_model.h"
 #include "trident/simulator/memory.h"
 #include "trident/simulator/simulate.h"
@@ -24,13 +25,8 @@ using core::ScheduleKind;
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::string gib(double bytes) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.1f GiB", bytes / kGiB);
-    return buffer;
-}
+using core::kGiB;
+const auto gib = core::gib_text;
 
 std::vector<std::int64_t> divisors_up_to(std::int64_t n, std::int64_t limit) {
     std::vector<std::int64_t> out;

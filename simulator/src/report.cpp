@@ -1,5 +1,7 @@
 #include "trident/simulator/report.h"
 
+#include "trident/core/units.h"
+
 #include <cstdio>
 #include <ostream>
 #include <string>
@@ -7,7 +9,7 @@
 namespace trident::simulator {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+using core::kGiB;
 
 std::string fmt(const char* format, double v) {
     char buffer[64];
