@@ -335,10 +335,10 @@ void GptChunk::forward(Activations& a, Communicator& tp, Communicator& ep) const
     Vec target(static_cast<std::size_t>(N_));
     k::cross_entropy_row_max(a.row_max.data(), a.logits.data(), N_, Vl_);
     tp.all_reduce_max(a.row_max.data(), std::size_t(N_));
-    k::cross_entropy_sum_exp(a.sum_exp.data(), a.logits.data(), a.row_max.data(), N_, Vl_);
-    tp.all_reduce_sum(a.sum_exp.data(), std::size_t(N_));
     k::cross_entropy_target_logit(target.data(), a.logits.data(), a.targets, N_, Vl_, vocab_start_);
     tp.all_reduce_sum(target.data(), std::size_t(N_));
+    k::cross_entropy_exp(a.logits.data(), a.sum_exp.data(), a.row_max.data(), N_, Vl_); // logits → exps
+    tp.all_reduce_sum(a.sum_exp.data(), std::size_t(N_));
     double loss = 0.0;
     for (std::int64_t n = 0; n < N_; ++n)
         loss += std::log(double(a.sum_exp[std::size_t(n)])) + a.row_max[std::size_t(n)] - target[std::size_t(n)];
@@ -350,9 +350,10 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
     const std::int64_t NH = N_ * h_, NLH = Nl_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
     Vec dx(static_cast<std::size_t>(NLH), 0.0f); // gradient of this rank's rows
     if (last_) {
-        a.dlogits.assign(std::size_t(N_ * Vl_), 0.0f);
-        k::cross_entropy_backward(a.dlogits.data(), a.logits.data(), a.row_max.data(), a.sum_exp.data(),
-                                  a.targets, loss_scale / float(N_), N_, Vl_, vocab_start_);
+        // The forward left the exponentials in `logits`: they become the gradient in place.
+        k::cross_entropy_backward(a.logits.data(), a.sum_exp.data(), a.targets, loss_scale / float(N_), N_, Vl_,
+                                  vocab_start_);
+        a.dlogits = std::move(a.logits);
         Vec dlnf(static_cast<std::size_t>(NH), 0.0f);
         k::matmul_backward_input(dlnf.data(), a.dlogits.data(), p(head_), N_, h_, Vl_);
         dlnf = reduce_rows(std::move(dlnf), tp); // the LM head is column-parallel

@@ -61,14 +61,18 @@ Trainer::Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t 
     store_.grads.resize(std::size_t(padded_size_), 0.0f);
     shard_size_ = job.plan.distributed_optimizer ? padded_size_ / dp : padded_size_;
     shard_begin_ = job.plan.distributed_optimizer ? groups.data->rank() * shard_size_ : 0;
-    decay_mask_.assign(std::size_t(padded_size_), 0.0f);
-    norm_mask_.assign(std::size_t(padded_size_), 0.0f);
+    // Runs of equal treatment within this rank's shard, from the tensors that overlap it.
     for (const auto& t : store_.tensors) {
+        const std::int64_t begin = std::max(t.offset, shard_begin_) - shard_begin_;
+        const std::int64_t end = std::min(t.offset + t.size, shard_begin_ + shard_size_) - shard_begin_;
+        if (begin >= end) continue;
+        if (decay_runs_.empty() || decay_runs_.back().flag != t.decay || decay_runs_.back().end != begin)
+            decay_runs_.push_back({begin, end, t.decay});
+        else
+            decay_runs_.back().end = end;
         // Each parameter counts once in the global norm: replicated tensors on tensor rank 0,
         // and never the last stage's copy of a tied embedding.
-        const bool counted = !t.duplicate && (!t.tp_replicated || groups.coord.tp == 0);
-        std::fill_n(decay_mask_.begin() + t.offset, t.size, t.decay ? 1.0f : 0.0f);
-        std::fill_n(norm_mask_.begin() + t.offset, t.size, counted ? 1.0f : 0.0f);
+        if (!t.duplicate && (!t.tp_replicated || groups.coord.tp == 0)) norm_runs_.push_back({begin, end, t.expert});
     }
     adam_m_.assign(std::size_t(shard_size_), 0.0f);
     adam_v_.assign(std::size_t(shard_size_), 0.0f);
@@ -230,14 +234,15 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     }
     // Global gradient norm: each parameter once (see norm_mask_), over data ranks when sharded
     // and over the tensor and pipeline ranks of the model.
-    float squares = 0.0f, expert_squares = 0.0f;
-    for (std::int64_t i = 0; i < shard_size_; ++i) squares += g[i] * g[i] * norm_mask_[std::size_t(shard_begin_ + i)];
-    for (const auto& tensor : store_.tensors) // each expert lives on one rank of the expert group
-        if (tensor.expert)
-            for (std::int64_t i = tensor.offset; i < tensor.offset + tensor.size; ++i) expert_squares += g[i] * g[i];
-    squares -= expert_squares;
+    double dense = 0.0, experts = 0.0; // in double: 10^8 squares would drown in float
+    for (const Run& run : norm_runs_) {
+        double sum = 0.0;
+        for (std::int64_t i = run.begin; i < run.end; ++i) sum += double(g[i]) * double(g[i]);
+        (run.flag ? experts : dense) += sum;
+    }
+    float expert_squares = float(experts); // each expert lives on one rank of the expert group
     groups_.expert->all_reduce_sum(&expert_squares, 1);
-    squares += expert_squares;
+    float squares = float(dense) + expert_squares;
     if (p.distributed_optimizer) data.all_reduce_sum(&squares, 1);
     groups_.model->all_reduce_sum(&squares, 1);
     stats.grad_norm = std::sqrt(double(squares));
@@ -251,16 +256,13 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     float* params = store_.values.data() + shard_begin_;
     if (clip != 1.0f) // the gradients are rebuilt every step: scale them in place
         for (std::int64_t i = 0; i < shard_size_; ++i) g[i] *= clip;
-    // AdamW with decay on matrices only: one call per run of equal decay in this shard.
-    for (std::int64_t i = 0; i < shard_size_;) {
-        const float decay = decay_mask_[std::size_t(shard_begin_ + i)];
-        std::int64_t end = i + 1;
-        while (end < shard_size_ && decay_mask_[std::size_t(shard_begin_ + end)] == decay) ++end;
-        kernels::cpu::adamw_update(params + i, g + i, adam_m_.data() + i, adam_v_.data() + i,
-                                   end - i, float(stats.lr), float(t.adam_beta1), float(t.adam_beta2), 1e-8f,
-                                   float(t.weight_decay) * decay, int(index + 1));
-        i = end;
-    }
+    // AdamW with decay on matrices only: one call per run of equal decay in this shard
+    // (padding beyond the last tensor is in no run and stays zero).
+    for (const Run& run : decay_runs_)
+        kernels::cpu::adamw_update(params + run.begin, g + run.begin, adam_m_.data() + run.begin,
+                                   adam_v_.data() + run.begin, run.end - run.begin, float(stats.lr),
+                                   float(t.adam_beta1), float(t.adam_beta2), 1e-8f,
+                                   run.flag ? float(t.weight_decay) : 0.0f, int(index + 1));
     if (p.distributed_optimizer) {
         Vec gathered(static_cast<std::size_t>(padded_size_));
         data.all_gather(params, gathered.data(), std::size_t(shard_size_));

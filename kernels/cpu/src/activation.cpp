@@ -7,12 +7,16 @@ namespace trident::kernels::cpu {
 
 namespace {
 constexpr float kGeluScale = 0.7978845608028654f; // sqrt(2/π)
-}
+
+// tanh through one exp: 1 − 2/(e^{2u} + 1). glibc's expf is several times faster than its
+// tanhf, and the result agrees to float precision (saturating cleanly at ±1).
+inline float fast_tanh(float u) { return 1.0f - 2.0f / (std::exp(2.0f * u) + 1.0f); }
+} // namespace
 
 void gelu_forward(float* out, const float* inp, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) {
         const float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + std::tanh(kGeluScale * (x + 0.044715f * x * x * x)));
+        out[i] = 0.5f * x * (1.0f + fast_tanh(kGeluScale * (x + 0.044715f * x * x * x)));
     }
 }
 
@@ -20,7 +24,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_
     for (std::int64_t i = 0; i < n; ++i) {
         const float x = inp[i];
         const float u = kGeluScale * (x + 0.044715f * x * x * x);
-        const float t = std::tanh(u);
+        const float t = fast_tanh(u);
         const float sech2 = 1.0f - t * t;
         const float du = kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
         dinp[i] += dout[i] * (0.5f * (1.0f + t) + 0.5f * x * sech2 * du);

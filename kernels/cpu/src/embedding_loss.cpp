@@ -38,11 +38,11 @@ void cross_entropy_row_max(float* row_max, const float* logits, std::int64_t N, 
     }
 }
 
-void cross_entropy_sum_exp(float* sum_exp, const float* logits, const float* row_max,
-                           std::int64_t N, std::int64_t V) {
+void cross_entropy_exp(float* logits, float* sum_exp, const float* row_max, std::int64_t N,
+                       std::int64_t V) {
     for (std::int64_t n = 0; n < N; ++n) {
         float s = 0.0f;
-        for (std::int64_t v = 0; v < V; ++v) s += std::exp(logits[n * V + v] - row_max[n]);
+        for (std::int64_t v = 0; v < V; ++v) s += (logits[n * V + v] = std::exp(logits[n * V + v] - row_max[n]));
         sum_exp[n] = s;
     }
 }
@@ -56,15 +56,13 @@ void cross_entropy_target_logit(float* target_logit, const float* logits,
     }
 }
 
-void cross_entropy_backward(float* dlogits, const float* logits, const float* row_max,
-                            const float* sum_exp, const std::int32_t* targets, float scale,
-                            std::int64_t N, std::int64_t V, std::int64_t vocab_start) {
+void cross_entropy_backward(float* exps, const float* sum_exp, const std::int32_t* targets,
+                            float scale, std::int64_t N, std::int64_t V, std::int64_t vocab_start) {
     for (std::int64_t n = 0; n < N; ++n) {
         const std::int64_t col = std::int64_t(targets[n]) - vocab_start;
-        for (std::int64_t v = 0; v < V; ++v) {
-            const float p = std::exp(logits[n * V + v] - row_max[n]) / sum_exp[n];
-            dlogits[n * V + v] += scale * (p - (v == col ? 1.0f : 0.0f));
-        }
+        const float k = scale / sum_exp[n];
+        for (std::int64_t v = 0; v < V; ++v) exps[n * V + v] *= k;
+        if (col >= 0 && col < V) exps[n * V + col] -= scale;
     }
 }
 

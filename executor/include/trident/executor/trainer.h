@@ -51,9 +51,16 @@ private:
     core::Schedule schedule_;
     ParameterStore store_;
     std::vector<GptChunk> chunks_;
-    // Optimizer: fp32 Adam moments (and the decay and norm masks) over this rank's part of
-    // the flat parameters — all of them, or its 1/dp shard with the distributed optimizer.
-    Vec adam_m_, adam_v_, decay_mask_, norm_mask_;
+    // Optimizer: fp32 Adam moments over this rank's part of the flat parameters — all of
+    // them, or its 1/dp shard with the distributed optimizer — and, over that part, the runs
+    // that take weight decay and the runs the gradient norm counts (experts apart: they are
+    // summed over the expert group).
+    struct Run {
+        std::int64_t begin = 0, end = 0; // relative to the shard
+        bool flag = false;               // decay: decayed; norm: an expert's
+    };
+    Vec adam_m_, adam_v_;
+    std::vector<Run> decay_runs_, norm_runs_;
     std::int64_t shard_begin_ = 0, shard_size_ = 0, padded_size_ = 0;
     std::int64_t skipped_ = 0;
 };

@@ -63,15 +63,17 @@ void embedding_backward(float* dtable, const std::int32_t* tokens, const float* 
 // one shard, the pieces the tensor group reduces between: row maxima, Σ exp(x − max), and the
 // target's logit where this shard holds it (else 0).
 void cross_entropy_row_max(float* row_max, const float* logits, std::int64_t N, std::int64_t V);
-void cross_entropy_sum_exp(float* sum_exp, const float* logits, const float* row_max,
-                           std::int64_t N, std::int64_t V);
+// Replaces each logit by exp(x − max) and writes the row sums (exponentials computed once:
+// the backward reuses them).
+void cross_entropy_exp(float* logits, float* sum_exp, const float* row_max, std::int64_t N,
+                       std::int64_t V);
 void cross_entropy_target_logit(float* target_logit, const float* logits,
                                 const std::int32_t* targets, std::int64_t N, std::int64_t V,
                                 std::int64_t vocab_start);
-// dlogits += scale · (softmax − onehot), with the reduced max and sum.
-void cross_entropy_backward(float* dlogits, const float* logits, const float* row_max,
-                            const float* sum_exp, const std::int32_t* targets, float scale,
-                            std::int64_t N, std::int64_t V, std::int64_t vocab_start);
+// Turns the exponentials of cross_entropy_exp into the logits' gradient, in place:
+// scale · (exp / reduced sum − onehot).
+void cross_entropy_backward(float* exps, const float* sum_exp, const std::int32_t* targets,
+                            float scale, std::int64_t N, std::int64_t V, std::int64_t vocab_start);
 
 // AdamW (Loshchilov & Hutter 2019) with bias correction; step t counts from 1.
 void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n,
