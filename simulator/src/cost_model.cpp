@@ -50,10 +50,10 @@ double CostModel::op_s(const Op& op, std::int32_t pipeline_rank) const {
         break;
     }
     case OpKind::memory_bound: t = profile_.memory_bound(op.kernel, op.bytes); break;
-    case OpKind::collective: return collective_s(op.group, pipeline_rank, op.collective, op.bytes);
+    case OpKind::collective: return double(op.count) * collective_s(op.group, pipeline_rank, op.collective, op.bytes);
     }
     if (!t.fallback.empty()) ++fallbacks_[t.fallback];
-    return t.seconds;
+    return double(op.count) * t.seconds;
 }
 
 std::array<PassCost, 3> CostModel::by_phase(const std::vector<Op>& ops,
@@ -65,7 +65,7 @@ std::array<PassCost, 3> CostModel::by_phase(const std::vector<Op>& ops,
         if (op.kind == OpKind::collective) c.collective_s += s;
         else if (op.recompute) c.recompute_s += s;
         else c.compute_s += s;
-        c.flops += op.flops;
+        c.flops += op.flops * double(op.count);
     }
     return passes;
 }

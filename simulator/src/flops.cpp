@@ -8,7 +8,7 @@ namespace {
 
 void add(StepFlops& total, const std::vector<Op>& ops) {
     for (const Op& op : ops) {
-        const double f = op.flops;
+        const double f = op.flops * double(op.count);
         total.hardware += f;
         if (!op.recompute) total.model += f;
     }

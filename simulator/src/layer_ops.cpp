@@ -205,7 +205,7 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
         back.flops = 2.0 * core_flops; // dQ, dK (from dS) and dV, dP: twice the forward
         b.ops.push_back(back);
     } else {
-        // Megatron before flash attention: batched GEMMs (the batch folded into m, one launch)
+        // Megatron before flash attention: one GEMM per (sequence, head) — a batched GEMM —
         // around a fused scale-mask-softmax and the attention dropout, all over b·heads·s²/cp
         // scores. Its backward has no weight gradient: both GEMM gradients land in B.
         const auto rows = std::int64_t(bh) * v.seq / v.cp;
@@ -219,11 +219,12 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
                 b.ops.push_back(op);
             }
         };
+        const std::int64_t batch = std::int64_t(bh), per = rows / batch; // query rows per head
         const auto bmm = [&](std::string_view name, std::int64_t n, std::int64_t k) {
-            const double flops = 2.0 * double(rows) * double(n) * double(k);
-            core_op({.name = name, .kind = OpKind::gemm, .phase = Phase::forward, .m = rows, .n = n, .k = k, .flops = flops});
-            b.ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input, .m = rows, .n = k, .k = n, .flops = flops});
-            b.ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input, .m = k, .n = n, .k = rows, .flops = flops});
+            const double flops = 2.0 * double(per) * double(n) * double(k); // per repetition
+            core_op({.name = name, .kind = OpKind::gemm, .phase = Phase::forward, .count = batch, .m = per, .n = n, .k = k, .flops = flops});
+            b.ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input, .count = batch, .m = per, .n = k, .k = n, .flops = flops});
+            b.ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input, .count = batch, .m = k, .n = n, .k = per, .flops = flops});
         };
         bmm("attention scores", v.seq, score_dim);
         core_op({.name = "softmax", .kind = OpKind::memory_bound, .phase = Phase::forward,

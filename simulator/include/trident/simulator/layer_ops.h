@@ -24,6 +24,7 @@ struct Op {
     OpKind kind = OpKind::gemm;
     Phase phase = Phase::forward;
     bool recompute = false; // repeated forward work inside the backward (not model FLOPs)
+    std::int64_t count = 1; // identical repetitions (a batched GEMM's matrices)
     // gemm: C[m×n] = A[m×k]·B[k×n]
     std::int64_t m = 0, n = 0, k = 0;
     // attention core (flash)
@@ -37,7 +38,7 @@ struct Op {
     core::GroupKind group = core::GroupKind::tensor;
     double bytes = 0.0; // memory-bound: bytes moved; collective: nccl-tests buffer size
     // FLOPs in the Narayanan et al. convention (GEMMs and the attention core; the full s²
-    // attention, not halved for the causal mask).
+    // attention, not halved for the causal mask), per repetition.
     double flops = 0.0;
 };
 
