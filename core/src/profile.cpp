@@ -307,7 +307,20 @@ Timing Profile::gemm(Dtype d, std::int64_t m, std::int64_t n, std::int64_t k) co
                          at(i + da, j + db, l + dc);
         return {std::exp(v), ""};
     }
-    // Roofline at the table's best achieved efficiency, never below its fastest entry.
+    // Smaller than the table in some dimension (and nowhere larger): small GEMMs run far below
+    // peak, so scale the nearest table point's time by FLOPs rather than trust a roofline.
+    const double lm = std::log(double(m)), ln = std::log(double(n)), lk = std::log(double(k));
+    if (lm <= g.log_m.back() + 1e-9 && ln <= g.log_n.back() + 1e-9 && lk <= g.log_k.back() + 1e-9) {
+        const auto clamp_up = [](std::int64_t v, const std::vector<double>& axis) {
+            return std::max<std::int64_t>(v, std::int64_t(std::llround(std::exp(axis.front()))));
+        };
+        const std::int64_t cm = clamp_up(m, g.log_m), cn = clamp_up(n, g.log_n), ck = clamp_up(k, g.log_k);
+        const Timing edge = gemm(d, cm, cn, ck);
+        const double scale = double(m) * double(n) * double(k) / (double(cm) * double(cn) * double(ck));
+        return {edge.seconds * scale, "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                          std::to_string(k) + " below the table: FLOP-scaled"};
+    }
+    // Larger than the table: roofline at its best achieved efficiency, never below its fastest entry.
     const double flops = 2.0 * double(m) * double(n) * double(k);
     const double bytes = double(dtype_bytes(d)) * (double(m) * k + double(k) * n + double(m) * n);
     const double roof = std::max(flops / (peak_flops_per_s(d) * g.best_efficiency),

@@ -74,8 +74,13 @@ core::Json measure_gemm(const std::vector<std::int64_t>& sizes, const std::funct
     for (std::int64_t m : sizes)
         for (std::int64_t n : sizes)
             for (std::int64_t kk : sizes) {
-                // C[m×n] = A[m×k]·B[k×n], through the executor's own linear layer.
-                const double s = time_median([&] { k::matmul_forward(c.data(), a.data(), b.data(), nullptr, m, kk, n); });
+                // C[m×n] = A[m×k]·B[k×n] in the three layouts a linear layer uses — forward
+                // (A·Bᵀ), input gradient (A·B) and weight gradient (Aᵀ·B) — averaged, since the
+                // cost model times all three passes from this one table.
+                const double forward = time_median([&] { k::matmul_forward(c.data(), a.data(), b.data(), nullptr, m, kk, n); });
+                const double input = time_median([&] { k::matmul_backward_input(c.data(), a.data(), b.data(), m, n, kk); });
+                const double weight = time_median([&] { k::matmul_backward_weight(c.data(), nullptr, a.data(), b.data(), kk, n, m); });
+                const double s = (forward + input + weight) / 3.0;
                 rows.push_back({m, n, kk, s});
                 progress(double(++done) / double(total));
             }

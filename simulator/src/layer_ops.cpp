@@ -227,8 +227,10 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
             b.ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input, .count = batch, .m = k, .n = n, .k = per, .flops = flops});
         };
         bmm("attention scores", v.seq, score_dim);
+        // The softmax is exponential-bound like the loss's: timed with that kernel's table
+        // (read the scores, write the exponentials, normalise).
         core_op({.name = "softmax", .kind = OpKind::memory_bound, .phase = Phase::forward,
-                 .kernel = MemoryKernel::elementwise, .bytes = 2.0 * element_bytes(m) * scores});
+                 .kernel = MemoryKernel::softmax_cross_entropy, .bytes = 3.0 * element_bytes(m) * scores});
         b.ops.push_back({.name = "softmax", .kind = OpKind::memory_bound, .phase = Phase::backward_input,
                          .kernel = MemoryKernel::elementwise, .bytes = 3.0 * element_bytes(m) * scores});
         if (m.dropout) {
