@@ -11,7 +11,6 @@
 
 #include <iostream>
 #include <memory>
-#include <set>
 
 namespace trident::cli {
 namespace {
@@ -27,13 +26,6 @@ struct ValidateOptions {
 };
 
 std::string yes_no(bool v) { return v ? "on" : "off"; }
-
-// Nodes a group spans: what decides whether it talks over the intra- or inter-node fabric.
-std::int64_t nodes_spanned(const std::vector<std::int64_t>& members, std::int64_t per_node) {
-    std::set<std::int64_t> nodes;
-    for (auto r : members) nodes.insert(r / per_node);
-    return static_cast<std::int64_t>(nodes.size());
-}
 
 void print_model(const ModelSpec& m, std::int64_t tp) {
     const ParameterCounts c = count_parameters(m);
@@ -99,9 +91,8 @@ void print_plan(const JobSpec& job) {
     std::cout << "  groups (size, nodes spanned):";
     for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {
         const auto kind = static_cast<GroupKind>(k);
-        const auto members = grid.group_of(kind, 0);
-        std::cout << (k ? ", " : " ") << kGroupKindNames[k] << " " << members.size() << "/"
-                  << nodes_spanned(members, c.devices_per_node);
+        std::cout << (k ? ", " : " ") << kGroupKindNames[k] << " " << grid.group_of(kind, 0).size() << "/"
+                  << grid.nodes_spanned(kind, 0, c.devices_per_node);
     }
     std::cout << "\n";
 }

@@ -2,6 +2,8 @@
 
 #include "trident/core/spec_error.h"
 
+#include <set>
+
 namespace trident::core {
 
 RankGrid::RankGrid(const ParallelPlan& plan)
@@ -71,6 +73,12 @@ std::vector<std::int64_t> RankGrid::group_of(GroupKind kind, std::int64_t r) con
         break;
     }
     return members;
+}
+
+std::int64_t RankGrid::nodes_spanned(GroupKind kind, std::int64_t r, std::int64_t devices_per_node) const {
+    std::set<std::int64_t> nodes;
+    for (auto member : group_of(kind, r)) nodes.insert(member / devices_per_node);
+    return std::int64_t(nodes.size());
 }
 
 std::vector<std::vector<std::int64_t>> RankGrid::groups(GroupKind kind) const {

@@ -104,9 +104,7 @@ std::int32_t cross_node_groups(const JobSpec& job) {
     std::int32_t n = 0;
     for (auto kind : {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert,
                       core::GroupKind::data_context, core::GroupKind::pipeline}) {
-        std::set<std::int64_t> nodes;
-        for (auto r : grid.group_of(kind, 0)) nodes.insert(r / job.cluster.devices_per_node);
-        n += nodes.size() > 1;
+        n += grid.nodes_spanned(kind, 0, job.cluster.devices_per_node) > 1;
     }
     return n;
 }

@@ -21,12 +21,12 @@ std::int64_t CostModel::representative(std::int32_t pipeline_rank) const {
 
 double CostModel::collective_s(core::GroupKind kind, std::int32_t pipeline_rank,
                                core::Collective c, double bytes) const {
-    const auto members = grid_.group_of(kind, representative(pipeline_rank));
+    const std::int64_t rank = representative(pipeline_rank);
+    const auto members = grid_.group_of(kind, rank);
     if (members.size() < 2 || bytes <= 0) return 0.0;
-    std::set<std::int64_t> nodes;
-    for (auto r : members) nodes.insert(r / job_.cluster.devices_per_node);
-    const std::string& fabric =
-        nodes.size() == 1 ? job_.cluster.intra_node_fabric : job_.cluster.inter_node_fabric;
+    const std::string& fabric = grid_.nodes_spanned(kind, rank, job_.cluster.devices_per_node) == 1
+                                    ? job_.cluster.intra_node_fabric
+                                    : job_.cluster.inter_node_fabric;
     const core::Timing t = profile_.collective(fabric, c, std::int64_t(members.size()), bytes);
     if (!t.fallback.empty()) ++fallbacks_[t.fallback];
     return t.seconds;
@@ -103,12 +103,8 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile)
     std::map<std::tuple<bool, int, int>, std::array<PassCost, 3>> cache;
     for (std::int32_t r = 0; r < p.pp; ++r) {
         int placement = 0;
-        for (auto kind : {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert}) {
-            std::set<std::int64_t> nodes;
-            for (auto member : grid_.group_of(kind, representative(r)))
-                nodes.insert(member / job.cluster.devices_per_node);
-            placement = placement * 2 + (nodes.size() > 1);
-        }
+        for (auto kind : {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert})
+            placement = placement * 2 + (grid_.nodes_spanned(kind, representative(r), job.cluster.devices_per_node) > 1);
         for (std::int32_t c = 0; c < p.vpp; ++c) {
             const std::int32_t vs = std::int32_t(c * p.pp + r);
             ChunkCost& cost = chunks_[std::size_t(r * p.vpp + c)];

@@ -51,6 +51,10 @@ public:
     // Every group of a kind, each listed once, ordered by its smallest member.
     std::vector<std::vector<std::int64_t>> groups(GroupKind kind) const;
 
+    // Nodes that `rank`'s group of `kind` spans (ranks fill nodes in order): 1 means it talks
+    // over the intra-node fabric only.
+    std::int64_t nodes_spanned(GroupKind kind, std::int64_t rank, std::int64_t devices_per_node) const;
+
 private:
     std::int64_t tp_, cp_, dp_, pp_, ep_;
 };
