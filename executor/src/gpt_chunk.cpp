@@ -230,7 +230,7 @@ void GptChunk::norm_backward(float* dinp, const float* dout, const float* in, co
     else k::rmsnorm_backward(dinp, g(w), dout, in, p(w), rstd, Nl_, h_);
 }
 
-Vec GptChunk::gather_rows(const Vec& local, Communicator& tp) const {
+Vec GptChunk::gather_rows(Vec local, Communicator& tp) const {
     if (!sp_) return local;
     Vec all(static_cast<std::size_t>(N_ * h_));
     tp.all_gather(local.data(), all.data(), local.size());
@@ -256,7 +256,7 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp, 
     L.ln1_mean.resize(std::size_t(Nl_));
     L.ln1_rstd.resize(std::size_t(Nl_));
     norm_forward(L.x_in.data(), normed.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
-    L.ln1 = gather_rows(normed, tp);
+    L.ln1 = gather_rows(std::move(normed), tp);
     L.qkv.resize(std::size_t(N_ * Wl));
     k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr, N_, h_, Wl);
     L.att.resize(std::size_t(N_ * Hl_ * D_));
@@ -270,8 +270,9 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp, 
     for (std::int64_t j = 0; j < NLH; ++j) L.x_mid[std::size_t(j)] = x[std::size_t(j)] + y[std::size_t(j)];
     L.ln2_mean.resize(std::size_t(Nl_));
     L.ln2_rstd.resize(std::size_t(Nl_));
+    normed.resize(std::size_t(NLH));
     norm_forward(L.x_mid.data(), normed.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
-    L.ln2 = gather_rows(normed, tp);
+    L.ln2 = gather_rows(std::move(normed), tp);
     if (lp.moe) {
         moe_forward(lp, L, y, ep); // experts see whole tokens: tp is 1 for MoE here
     } else {
@@ -280,7 +281,7 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp, 
         L.act.resize(std::size_t(N_ * Fl_));
         if (swiglu_) k::swiglu_forward(L.act.data(), L.fc.data(), N_, Fl_);
         else k::gelu_forward(L.act.data(), L.fc.data(), N_ * Fl_);
-        y.assign(std::size_t(N_ * h_), 0.0f);
+        y.resize(std::size_t(N_ * h_)); // fully overwritten by the GEMM
         k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, N_, Fl_, h_);
         y = reduce_rows(std::move(y), tp);
         if (bias_) add_bias(y.data(), p(lp.fc2_b), Nl_, h_);
@@ -324,7 +325,7 @@ void GptChunk::forward(Activations& a, Communicator& tp, Communicator& ep) const
     a.lnf_mean.resize(std::size_t(Nl_));
     a.lnf_rstd.resize(std::size_t(Nl_));
     norm_forward(a.hidden_out.data(), normed.data(), a.lnf_mean.data(), a.lnf_rstd.data(), lnf_w_, lnf_b_);
-    a.lnf = gather_rows(normed, tp);
+    a.lnf = gather_rows(std::move(normed), tp);
     a.logits.resize(std::size_t(N_ * Vl_));
     k::matmul_forward(a.logits.data(), a.lnf.data(), p(head_), nullptr, N_, h_, Vl_);
     // Padding rows of the vocabulary are not classes: they get no probability.
@@ -386,10 +387,10 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
             k::matmul_backward_input(d_ln2.data(), L.d_fc.data(), p(lp.fc_w), N_, h_, gate * Fl_);
             d_ln2 = reduce_rows(std::move(d_ln2), tp); // column-parallel input gradient
         }
-        Vec d_mid = dx;
-        norm_backward(d_mid.data(), d_ln2.data(), L.x_mid.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
+        // dx becomes the gradient of x_mid: the residual's plus the norm's.
+        norm_backward(dx.data(), d_ln2.data(), L.x_mid.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
         // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
-        L.d_proj_out = gather_rows(d_mid, tp);
+        L.d_proj_out = gather_rows(dx, tp);
         Vec d_att(static_cast<std::size_t>(N_ * Hl_ * D_), 0.0f);
         k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), N_, Hl_ * D_, h_);
         L.d_qkv.assign(std::size_t(N_ * Wl), 0.0f);
@@ -397,7 +398,6 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
         Vec d_ln1(static_cast<std::size_t>(NH), 0.0f);
         k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), N_, h_, Wl);
         d_ln1 = reduce_rows(std::move(d_ln1), tp);
-        dx = d_mid;
         norm_backward(dx.data(), d_ln1.data(), L.x_in.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
         // What only B needed can go now; W keeps the linear layers' inputs and output grads.
         for (Vec* v : {&L.probs, &L.x_in, &L.x_mid, &L.qkv, &L.fc, &L.ln1_mean, &L.ln1_rstd, &L.ln2_mean, &L.ln2_rstd})

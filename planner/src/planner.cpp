@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <set>
 #include <tuple>
 
 namespace trident::planner {

@@ -2,7 +2,6 @@
 
 #include "trident/simulator/flops.h"
 
-#include <set>
 #include <tuple>
 
 namespace trident::simulator {

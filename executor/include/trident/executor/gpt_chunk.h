@@ -120,7 +120,7 @@ private:
                       Communicator& ep) const;
     // Entering a tensor-parallel region: this rank's rows → all rows (all-gather under
     // sequence parallelism, a copy otherwise).
-    Vec gather_rows(const Vec& local, Communicator& tp) const;
+    Vec gather_rows(Vec local, Communicator& tp) const; // moves `local` through when not split
     // Leaving it: every rank's partial sums over all rows → the sum over this rank's rows
     // (reduce-scatter under sequence parallelism, all-reduce otherwise).
     Vec reduce_rows(Vec partial, Communicator& tp) const;
