@@ -21,12 +21,14 @@ using Clock = std::chrono::steady_clock;
 using Vec = std::vector<float>;
 
 // Median seconds of `run` over repetitions, after one warm-up; repeats until ~50 ms are spent.
-template <typename F>
-double time_median(F&& run, int min_reps = 3) {
+// `prepare` runs untimed before each repetition.
+template <typename F, typename P = void (*)()>
+double time_median(F&& run, int min_reps = 3, P prepare = [] {}) {
     run();
     std::vector<double> times;
     const auto budget_start = Clock::now();
     for (int i = 0; i < 50; ++i) {
+        prepare();
         const auto start = Clock::now();
         run();
         times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
@@ -71,15 +73,21 @@ core::Json measure_gemm(const std::vector<std::int64_t>& sizes, const std::funct
     const std::int64_t largest = sizes.back();
     const Vec a = filled(std::size_t(largest * largest)), b = filled(std::size_t(largest * largest));
     Vec c(std::size_t(largest * largest));
+    // In training a GEMM's operands arrive from other kernels, not warm from its last call:
+    // each repetition starts with the caches flushed by a 64 MiB sweep.
+    std::vector<char> sweep(64u << 20);
+    const auto flush = [&] {
+        for (std::size_t i = 0; i < sweep.size(); i += 64) sweep[i] = char(sweep[i] + 1);
+    };
     for (std::int64_t m : sizes)
         for (std::int64_t n : sizes)
             for (std::int64_t kk : sizes) {
                 // C[m×n] = A[m×k]·B[k×n] in the three layouts a linear layer uses — forward
                 // (A·Bᵀ), input gradient (A·B) and weight gradient (Aᵀ·B) — averaged, since the
                 // cost model times all three passes from this one table.
-                const double forward = time_median([&] { k::matmul_forward(c.data(), a.data(), b.data(), nullptr, m, kk, n); });
-                const double input = time_median([&] { k::matmul_backward_input(c.data(), a.data(), b.data(), m, n, kk); });
-                const double weight = time_median([&] { k::matmul_backward_weight(c.data(), nullptr, a.data(), b.data(), kk, n, m); });
+                const double forward = time_median([&] { k::matmul_forward(c.data(), a.data(), b.data(), nullptr, m, kk, n); }, 3, flush);
+                const double input = time_median([&] { k::matmul_backward_input(c.data(), a.data(), b.data(), m, n, kk); }, 3, flush);
+                const double weight = time_median([&] { k::matmul_backward_weight(c.data(), nullptr, a.data(), b.data(), kk, n, m); }, 3, flush);
                 const double s = (forward + input + weight) / 3.0;
                 rows.push_back({m, n, kk, s});
                 progress(double(++done) / double(total));
@@ -195,8 +203,8 @@ core::Json measure_cpu_profile(const CpuProfileOptions& o) {
     const auto report = [&](double f, const std::string& what) {
         if (rank == 0 && o.on_progress) o.on_progress(f, what);
     };
-    const std::vector<std::int64_t> gemm_sizes = o.quick ? std::vector<std::int64_t>{64, 256, 1024}
-                                                         : std::vector<std::int64_t>{32, 128, 512, 2048};
+    const std::vector<std::int64_t> gemm_sizes = o.quick ? std::vector<std::int64_t>{64, 256, 1024, 2048}
+                                                         : std::vector<std::int64_t>{32, 128, 512, 2048, 4096};
     std::vector<double> memory_sizes, message_sizes;
     for (int e = 12; e <= (o.quick ? 24 : 28); e += 2) memory_sizes.push_back(std::ldexp(1.0, e));
     for (int e = 10; e <= (o.quick ? 22 : 28); e += 2) message_sizes.push_back(std::ldexp(1.0, e));

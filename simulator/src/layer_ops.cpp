@@ -45,6 +45,7 @@ struct Builder {
     std::vector<Op>& ops;
     const LayerView& v;
     bool full_recompute = false; // repeat every forward op inside the backward
+    double bias_bytes = 0.0;     // bytes per element of a linear layer's bias traffic (0: no bias)
 
     void push(Op op) {
         ops.push_back(op);
@@ -66,6 +67,11 @@ struct Builder {
                        .n = k, .k = n, .flops = flops});
         ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_weight, .m = k,
                        .n = n, .k = m, .flops = flops});
+        // A bias is broadcast over the output in the forward and summed over the tokens for
+        // its gradient (memory traffic the GEMM tables do not hold).
+        if (bias_bytes > 0)
+            memory(name, MemoryKernel::elementwise, bias_bytes * double(m) * double(n),
+                   bias_bytes * double(m) * double(n), Phase::backward_weight);
     }
 
     void memory(std::string_view name, MemoryKernel kernel, double forward_bytes,
@@ -304,7 +310,7 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
 
 std::vector<Op> layer_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t layer) {
     std::vector<Op> ops;
-    Builder b{ops, v, v.recompute == RecomputeGranularity::full};
+    Builder b{ops, v, v.recompute == RecomputeGranularity::full, m.linear_bias ? element_bytes(m) : 0.0};
     const std::int64_t tokens = v.tokens();
     const std::int64_t norm_tokens = v.sequence_parallel ? tokens / v.tp : tokens;
     const double h = double(m.hidden_size);
