@@ -408,6 +408,27 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
     else a.dinput = std::move(dx);
 }
 
+namespace {
+
+// Start of each rank's block of rows, and element counts of blocks of `width`-wide rows.
+std::vector<std::int64_t> row_offsets(const std::vector<std::int64_t>& rows) {
+    std::vector<std::int64_t> at(rows.size(), 0);
+    for (std::size_t r = 1; r < rows.size(); ++r) at[r] = at[r - 1] + rows[r - 1];
+    return at;
+}
+
+std::vector<std::size_t> element_counts(const std::vector<std::int64_t>& rows, std::int64_t width) {
+    std::vector<std::size_t> counts;
+    for (auto n : rows) counts.push_back(std::size_t(n * width));
+    return counts;
+}
+
+std::int64_t total_rows(const std::vector<std::int64_t>& rows) {
+    return std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
+}
+
+} // namespace
+
 void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator& ep) const {
     const std::int64_t E = experts_, K = top_k_, R = ep.size(), El = local_experts_, gate = swiglu_ ? 2 : 1;
     MoeState& s = L.moe;
@@ -445,38 +466,39 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
     const std::int64_t capacity = capacity_factor_ > 0
                                       ? std::int64_t(std::ceil(capacity_factor_ * double(N_ * K) / double(E)))
                                       : N_ * K;
-    // Dispatch: each slot's token to the rank holding its expert, in blocks padded to the
-    // largest count any rank sends any other (so a fixed-size all-to-all carries them).
-    std::vector<std::int64_t> sent(static_cast<std::size_t>(R), 0);
+    // Dispatch: each slot's token to the rank holding its expert; the counts first, then the
+    // rows (each with its expert, local to the receiver) by a variable-size all-to-all.
+    s.sent.assign(std::size_t(R), 0);
     s.slot_rank.assign(std::size_t(N_ * K), -1);
     s.slot_row.assign(std::size_t(N_ * K), -1);
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
         if (taken[std::size_t(s.topk[std::size_t(slot)])]++ >= capacity) continue; // dropped
         const std::int32_t r = std::int32_t(s.topk[std::size_t(slot)] / El);
         s.slot_rank[std::size_t(slot)] = r;
-        s.slot_row[std::size_t(slot)] = std::int32_t(sent[std::size_t(r)]++);
+        s.slot_row[std::size_t(slot)] = std::int32_t(s.sent[std::size_t(r)]++);
     }
-    float most = float(*std::max_element(sent.begin(), sent.end()));
-    ep.all_reduce_max(&most, 1);
-    s.block = std::max<std::int64_t>(1, std::int64_t(most));
-    const std::int64_t row = h_ + 1; // the token, then its expert (local to the receiver)
-    Vec out_buf(static_cast<std::size_t>(R * s.block * row), 0.0f), in_buf(out_buf.size());
-    for (std::int64_t r = 0; r < R; ++r)
-        for (std::int64_t i = 0; i < s.block; ++i) out_buf[std::size_t((r * s.block + i) * row + h_)] = -1.0f;
+    Vec counts_out(static_cast<std::size_t>(R)), counts_in(static_cast<std::size_t>(R));
+    for (std::int64_t r = 0; r < R; ++r) counts_out[std::size_t(r)] = float(s.sent[std::size_t(r)]);
+    ep.all_to_all(counts_out.data(), counts_in.data(), 1);
+    s.received.assign(std::size_t(R), 0);
+    for (std::int64_t r = 0; r < R; ++r) s.received[std::size_t(r)] = std::int64_t(counts_in[std::size_t(r)]);
+    const std::vector<std::int64_t> send_at = row_offsets(s.sent);
+    const std::int64_t row = h_ + 1; // the token, then its expert
+    Vec out_buf(static_cast<std::size_t>(total_rows(s.sent) * row)), in_buf(static_cast<std::size_t>(total_rows(s.received) * row));
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
-        float* dst = out_buf.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * row;
+        float* dst = out_buf.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] + s.slot_row[std::size_t(slot)]) * row;
         std::copy_n(L.ln2.data() + (slot / K) * h_, h_, dst);
         dst[h_] = float(s.topk[std::size_t(slot)] % El);
     }
-    ep.all_to_all(out_buf.data(), in_buf.data(), std::size_t(s.block * row));
+    ep.all_to_allv(out_buf.data(), element_counts(s.sent, row), in_buf.data(), element_counts(s.received, row));
     // The local experts run on the rows they received.
     s.x.assign(std::size_t(El), Vec{});
-    s.recv_expert.assign(std::size_t(R * s.block), -1);
-    s.recv_pos.assign(std::size_t(R * s.block), -1);
-    for (std::int64_t r = 0; r < R * s.block; ++r) {
+    const std::int64_t arrived = total_rows(s.received);
+    s.recv_expert.assign(std::size_t(arrived), -1);
+    s.recv_pos.assign(std::size_t(arrived), -1);
+    for (std::int64_t r = 0; r < arrived; ++r) {
         const float* src = in_buf.data() + r * row;
-        if (src[h_] < 0) continue;
         const std::int32_t e = std::int32_t(src[h_]);
         s.recv_expert[std::size_t(r)] = e;
         s.recv_pos[std::size_t(r)] = std::int32_t(s.x[std::size_t(e)].size() / std::size_t(h_));
@@ -500,17 +522,16 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
         k::matmul_forward(expert_out[std::size_t(e)].data(), act.data(), p(x.fc2_w), bias_ ? p(x.fc2_b) : nullptr, rows, expert_ffn_, h_);
     }
     // Combine: outputs return the way the tokens came; each token sums its k gated outputs.
-    Vec ret(static_cast<std::size_t>(R * s.block * h_), 0.0f), back(ret.size());
-    for (std::int64_t r = 0; r < R * s.block; ++r)
-        if (s.recv_expert[std::size_t(r)] >= 0)
-            std::copy_n(expert_out[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_, h_,
-                        ret.data() + r * h_);
-    ep.all_to_all(ret.data(), back.data(), std::size_t(s.block * h_));
+    Vec ret(static_cast<std::size_t>(arrived * h_)), back(static_cast<std::size_t>(total_rows(s.sent) * h_));
+    for (std::int64_t r = 0; r < arrived; ++r)
+        std::copy_n(expert_out[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_, h_,
+                    ret.data() + r * h_);
+    ep.all_to_allv(ret.data(), element_counts(s.received, h_), back.data(), element_counts(s.sent, h_));
     y.assign(std::size_t(N_ * h_), 0.0f);
     s.slot_out.assign(std::size_t(N_ * K * h_), 0.0f);
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
-        const float* o = back.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * h_;
+        const float* o = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] + s.slot_row[std::size_t(slot)]) * h_;
         std::copy_n(o, h_, s.slot_out.data() + slot * h_);
         const float g = s.gates[std::size_t(slot)];
         for (std::int64_t c = 0; c < h_; ++c) y[std::size_t((slot / K) * h_ + c)] += g * o[c];
@@ -519,11 +540,13 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
 
 void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_ln2, float loss_scale,
                             Communicator& ep) const {
-    const std::int64_t E = experts_, K = top_k_, R = ep.size(), El = local_experts_, gate = swiglu_ ? 2 : 1;
+    const std::int64_t E = experts_, K = top_k_, El = local_experts_, gate = swiglu_ ? 2 : 1;
     MoeState& s = L.moe;
     // Gradients of the gates and of each slot's expert output (gate · dy), sent to the experts.
     Vec d_gate(static_cast<std::size_t>(N_ * K));
-    Vec to_experts(static_cast<std::size_t>(R * s.block * h_), 0.0f), at_experts(to_experts.size());
+    const std::vector<std::int64_t> send_at = row_offsets(s.sent);
+    const std::int64_t arrived = total_rows(s.received);
+    Vec to_experts(static_cast<std::size_t>(total_rows(s.sent) * h_)), at_experts(static_cast<std::size_t>(arrived * h_));
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) {
             d_gate[std::size_t(slot)] = 0.0f; // a dropped slot contributed nothing
@@ -531,7 +554,7 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         }
         const float* d = dy.data() + (slot / K) * h_;
         const float* o = s.slot_out.data() + slot * h_;
-        float* dst = to_experts.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * h_;
+        float* dst = to_experts.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] + s.slot_row[std::size_t(slot)]) * h_;
         float dot = 0.0f;
         const float g = s.gates[std::size_t(slot)];
         for (std::int64_t c = 0; c < h_; ++c) {
@@ -540,14 +563,13 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         }
         d_gate[std::size_t(slot)] = dot;
     }
-    ep.all_to_all(to_experts.data(), at_experts.data(), std::size_t(s.block * h_));
+    ep.all_to_allv(to_experts.data(), element_counts(s.sent, h_), at_experts.data(), element_counts(s.received, h_));
     s.d_out.assign(std::size_t(El), Vec{});
     s.d_fc.assign(std::size_t(El), Vec{});
     for (std::int64_t e = 0; e < El; ++e) s.d_out[std::size_t(e)].resize(s.x[std::size_t(e)].size());
-    for (std::int64_t r = 0; r < R * s.block; ++r)
-        if (s.recv_expert[std::size_t(r)] >= 0)
-            std::copy_n(at_experts.data() + r * h_, h_,
-                        s.d_out[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_);
+    for (std::int64_t r = 0; r < arrived; ++r)
+        std::copy_n(at_experts.data() + r * h_, h_,
+                    s.d_out[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_);
     std::vector<Vec> d_in(static_cast<std::size_t>(El));
     for (std::int64_t e = 0; e < El; ++e) {
         const std::int64_t rows = std::int64_t(s.x[std::size_t(e)].size()) / h_;
@@ -564,15 +586,14 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         Vec().swap(s.fc[std::size_t(e)]);
     }
     // Input gradients return to the tokens' ranks and add up per token.
-    Vec ret(to_experts.size(), 0.0f), back(to_experts.size());
-    for (std::int64_t r = 0; r < R * s.block; ++r)
-        if (s.recv_expert[std::size_t(r)] >= 0)
-            std::copy_n(d_in[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_, h_,
-                        ret.data() + r * h_);
-    ep.all_to_all(ret.data(), back.data(), std::size_t(s.block * h_));
+    Vec ret(at_experts.size()), back(to_experts.size());
+    for (std::int64_t r = 0; r < arrived; ++r)
+        std::copy_n(d_in[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_, h_,
+                    ret.data() + r * h_);
+    ep.all_to_allv(ret.data(), element_counts(s.received, h_), back.data(), element_counts(s.sent, h_));
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
-        const float* d = back.data() + (s.slot_rank[std::size_t(slot)] * s.block + s.slot_row[std::size_t(slot)]) * h_;
+        const float* d = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] + s.slot_row[std::size_t(slot)]) * h_;
         for (std::int64_t c = 0; c < h_; ++c) d_ln2[std::size_t((slot / K) * h_ + c)] += d[c];
     }
     // Router: through the renormalised gates, the load-balancing loss (Fedus et al. 2021:

@@ -81,6 +81,22 @@ void MpiCommunicator::all_to_all(const float* in, float* out, std::size_t n) {
     check(MPI_Alltoall(in, count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_), "MPI_Alltoall");
 }
 
+void MpiCommunicator::all_to_allv(const float* in, const std::vector<std::size_t>& send_counts, float* out,
+                                  const std::vector<std::size_t>& recv_counts) {
+    std::vector<int> sc(send_counts.size()), sd(send_counts.size()), rc(recv_counts.size()), rd(recv_counts.size());
+    std::size_t s_at = 0, r_at = 0;
+    for (std::size_t r = 0; r < send_counts.size(); ++r) {
+        sc[r] = count(send_counts[r]);
+        sd[r] = count(s_at);
+        s_at += send_counts[r];
+        rc[r] = count(recv_counts[r]);
+        rd[r] = count(r_at);
+        r_at += recv_counts[r];
+    }
+    check(MPI_Alltoallv(in, sc.data(), sd.data(), MPI_FLOAT, out, rc.data(), rd.data(), MPI_FLOAT, comm_),
+          "MPI_Alltoallv");
+}
+
 void MpiCommunicator::broadcast(float* data, std::size_t n, int root) {
     if (size_ > 1) check(MPI_Bcast(data, count(n), MPI_FLOAT, root, comm_), "MPI_Bcast");
 }

@@ -3,6 +3,7 @@
 // process group. The MPI implementation backs the CPU backend; an NCCL one (CUDA backend)
 // will implement the same interface. Buffers are fp32 element counts.
 #include <cstddef>
+#include <vector>
 
 namespace trident::executor {
 
@@ -20,6 +21,9 @@ public:
     virtual void reduce_scatter_sum(const float* in, float* out, std::size_t n_per_rank) = 0;
     // Block r of `in` goes to rank r; block r of `out` comes from rank r.
     virtual void all_to_all(const float* in, float* out, std::size_t n_per_rank) = 0;
+    // The same with blocks of different sizes (elements), laid out in rank order.
+    virtual void all_to_allv(const float* in, const std::vector<std::size_t>& send_counts, float* out,
+                             const std::vector<std::size_t>& recv_counts) = 0;
     virtual void broadcast(float* data, std::size_t n, int root) = 0;
     // A send never blocks: the data is copied and posted; wait_sends() completes them all.
     virtual void send(const float* data, std::size_t n, int peer, int tag) = 0;

@@ -88,15 +88,15 @@ public:
     // four linear layers.
     // Routing state of an MoE layer for one micro-batch (Shazeer et al. 2017; Fedus et al.
     // 2021): top-k of the router's softmax, gates renormalised over the k (Mixtral), tokens sent
-    // to the experts' ranks by all-to-all over the expert group in blocks padded to the largest
-    // count (dropless), and everything the backward and W need.
+    // to the experts' ranks by a variable-size all-to-all over the expert group, and everything
+    // the backward and W need.
     struct MoeState {
         Vec probs;                          // [N×E] router softmax
         std::vector<std::int32_t> topk;     // [N×k] chosen experts
         Vec gates;                          // [N×k]
         Vec load;                           // [E] share of routed slots per expert (f_e)
         std::vector<std::int32_t> slot_rank, slot_row; // where each slot's token went (-1: dropped)
-        std::int64_t block = 0;             // rows per (source, destination) block
+        std::vector<std::int64_t> sent, received;       // rows to / from each expert rank
         std::vector<std::int32_t> recv_expert, recv_pos; // received row → local expert, row
         Vec slot_out;                       // [N×k×h] expert outputs, for the gates' gradient
         std::vector<Vec> x, fc, act;        // per local expert: inputs, fc1 out, activation out

@@ -34,6 +34,8 @@ public:
     void all_gather(const float* in, float* out, std::size_t n_per_rank) override;
     void reduce_scatter_sum(const float* in, float* out, std::size_t n_per_rank) override;
     void all_to_all(const float* in, float* out, std::size_t n_per_rank) override;
+    void all_to_allv(const float* in, const std::vector<std::size_t>& send_counts, float* out,
+                     const std::vector<std::size_t>& recv_counts) override;
     void broadcast(float* data, std::size_t n, int root) override;
     void send(const float* data, std::size_t n, int peer, int tag) override;
     void recv(float* data, std::size_t n, int peer, int tag) override;
