@@ -26,7 +26,7 @@ double GptChunk::Activations::bytes() const {
                       lnf_mean.size() + lnf_rstd.size() + logits.size() + row_max.size() +
                       sum_exp.size() + dlogits.size() + hidden_out.size() + dinput.size());
     for (const Layer& l : layers)
-        for (const Vec* v : {&l.x_in, &l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.probs, &l.att,
+        for (const Vec* v : {&l.x_in, &l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.kv, &l.probs, &l.att,
                              &l.x_mid, &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fc, &l.act, &l.d_qkv,
                              &l.d_proj_out, &l.d_fc, &l.d_fc2_out})
             n += double(v->size());
@@ -66,8 +66,16 @@ void add_bias(float* x, const float* bias, std::int64_t N, std::int64_t C) {
 
 } // namespace
 
+std::vector<std::int32_t> context_positions(std::int64_t seq, std::int64_t cp, std::int64_t rank) {
+    std::vector<std::int32_t> positions;
+    const std::int64_t c = seq / (2 * cp);
+    for (std::int64_t part : {rank, 2 * cp - 1 - rank})
+        for (std::int64_t i = 0; i < c; ++i) positions.push_back(std::int32_t(part * c + i));
+    return positions;
+}
+
 GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
-                   int tp_rank, int ep_rank, ParameterStore& store, std::uint64_t seed)
+                   int tp_rank, int ep_rank, int cp_rank, ParameterStore& store, std::uint64_t seed)
     : model_(&job.model), store_(&store) {
     const core::ModelSpec& m = job.model;
     const core::ParallelPlan& plan = job.plan;
@@ -76,8 +84,15 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     swiglu_ = m.activation == core::Activation::swiglu;
     bias_ = m.linear_bias;
     B_ = plan.micro_batch_size;
-    T_ = job.training.seq_length;
+    seq_ = job.training.seq_length;
+    cp_ = plan.cp;
+    cp_rank_ = cp_rank;
+    for (std::int64_t r = 0; r < cp_; ++r)
+        positions_.push_back(cp_ > 1 ? context_positions(seq_, cp_, r) : context_positions(seq_, 1, 0));
+    T_ = std::int64_t(positions_[std::size_t(cp_rank)].size()); // this rank's tokens per sequence
+    for (auto p : positions_[std::size_t(cp_rank)]) visible_.push_back(p + 1);
     N_ = B_ * T_;
+    loss_tokens_ = B_ * seq_;
     sp_ = plan.sequence_parallel;
     Nl_ = sp_ ? N_ / t : N_;
     h_ = m.hidden_size;
@@ -247,7 +262,8 @@ Vec GptChunk::reduce_rows(Vec partial, Communicator& tp) const {
     return mine;
 }
 
-void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp, Communicator& ep) const {
+void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& comms) const {
+    Communicator& tp = comms.tensor;
     const std::int64_t NLH = Nl_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
     const LayerParams& lp = layers_[i];
     // x holds this rank's rows; the GEMMs and attention see all N rows.
@@ -259,9 +275,7 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp, 
     L.ln1 = gather_rows(std::move(normed), tp);
     L.qkv.resize(std::size_t(N_ * Wl));
     k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr, N_, h_, Wl);
-    L.att.resize(std::size_t(N_ * Hl_ * D_));
-    L.probs.resize(std::size_t(B_ * Hl_ * T_ * T_));
-    k::attention_forward(L.att.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_);
+    attention_forward(L, comms.context);
     Vec y(static_cast<std::size_t>(N_ * h_));
     k::matmul_forward(y.data(), L.att.data(), p(lp.proj_w), nullptr, N_, Hl_ * D_, h_);
     y = reduce_rows(std::move(y), tp); // row-parallel: sum the partial outputs
@@ -274,7 +288,7 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp, 
     norm_forward(L.x_mid.data(), normed.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
     L.ln2 = gather_rows(std::move(normed), tp);
     if (lp.moe) {
-        moe_forward(lp, L, y, ep); // experts see whole tokens: tp is 1 for MoE here
+        moe_forward(lp, L, y, comms.expert); // experts see whole tokens: tp is 1 for MoE here
     } else {
         L.fc.resize(std::size_t(N_ * gate * Fl_));
         k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr, N_, h_, gate * Fl_);
@@ -289,7 +303,8 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp, 
     for (std::int64_t j = 0; j < NLH; ++j) x[std::size_t(j)] = L.x_mid[std::size_t(j)] + y[std::size_t(j)];
 }
 
-void GptChunk::forward(Activations& a, Communicator& tp, Communicator& ep) const {
+void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
+    Communicator& tp = comms.tensor;
     Vec x;
     if (first_) {
         // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them
@@ -298,16 +313,18 @@ void GptChunk::forward(Activations& a, Communicator& tp, Communicator& ep) const
         k::embedding_forward(all.data(), a.tokens, p(wte_), N_, h_, vocab_start_, Vl_);
         x = reduce_rows(std::move(all), tp);
         const std::int64_t row0 = sp_ ? tp.rank() * Nl_ : 0;
+        const auto& position = positions_[std::size_t(cp_rank_)];
         if (wpe_ >= 0)
             for (std::int64_t n = 0; n < Nl_; ++n)
-                for (std::int64_t c = 0; c < h_; ++c) x[std::size_t(n * h_ + c)] += p(wpe_)[((row0 + n) % T_) * h_ + c];
+                for (std::int64_t c = 0; c < h_; ++c)
+                    x[std::size_t(n * h_ + c)] += p(wpe_)[position[std::size_t((row0 + n) % T_)] * h_ + c];
     } else {
         x = a.input;
     }
     a.layers.assign(layers_.size(), Layer{});
     for (std::size_t i = 0; i < layers_.size(); ++i) {
         Layer& L = a.layers[i];
-        layer_forward(i, L, x, tp, ep);
+        layer_forward(i, L, x, comms);
         if (recompute_[i] == core::RecomputeGranularity::full) {
             Vec input = std::move(L.x_in);
             L = Layer{};
@@ -343,17 +360,17 @@ void GptChunk::forward(Activations& a, Communicator& tp, Communicator& ep) const
     double loss = 0.0;
     for (std::int64_t n = 0; n < N_; ++n)
         loss += std::log(double(a.sum_exp[std::size_t(n)])) + a.row_max[std::size_t(n)] - target[std::size_t(n)];
-    a.loss = loss / double(N_);
+    a.loss = loss / double(loss_tokens_);
 }
 
-void GptChunk::backward_input(Activations& a, const float* dout, float loss_scale, Communicator& tp,
-                              Communicator& ep) const {
+void GptChunk::backward_input(Activations& a, const float* dout, float loss_scale, const ChunkComms& comms) const {
+    Communicator& tp = comms.tensor;
     const std::int64_t NH = N_ * h_, NLH = Nl_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
     Vec dx(static_cast<std::size_t>(NLH), 0.0f); // gradient of this rank's rows
     if (last_) {
         // The forward left the exponentials in `logits`: they become the gradient in place.
-        k::cross_entropy_backward(a.logits.data(), a.sum_exp.data(), a.targets, loss_scale / float(N_), N_, Vl_,
-                                  vocab_start_);
+        k::cross_entropy_backward(a.logits.data(), a.sum_exp.data(), a.targets, loss_scale / float(loss_tokens_), N_,
+                                  Vl_, vocab_start_);
         a.dlogits = std::move(a.logits);
         Vec dlnf(static_cast<std::size_t>(NH), 0.0f);
         k::matmul_backward_input(dlnf.data(), a.dlogits.data(), p(head_), N_, h_, Vl_);
@@ -367,16 +384,14 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
         Layer& L = a.layers[i];
         if (recompute_[i] == core::RecomputeGranularity::full) {
             Vec x = L.x_in; // run the layer's forward again from its saved input
-            layer_forward(i, L, x, tp, ep);
+            layer_forward(i, L, x, comms);
         } else if (L.probs.empty()) {
-            L.probs.resize(std::size_t(B_ * Hl_ * T_ * T_));
-            Vec again(L.att.size());
-            k::attention_forward(again.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_);
+            attention_forward(L, comms.context); // selective: the probabilities again
         }
         // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))) — or the experts'.
         Vec d_ln2(static_cast<std::size_t>(NH), 0.0f);
         if (lp.moe) {
-            moe_backward(lp, L, dx, d_ln2, loss_scale, ep);
+            moe_backward(lp, L, dx, d_ln2, loss_scale, comms.expert);
         } else {
             L.d_fc2_out = gather_rows(dx, tp);
             Vec d_act(static_cast<std::size_t>(N_ * Fl_), 0.0f);
@@ -393,19 +408,69 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
         L.d_proj_out = gather_rows(dx, tp);
         Vec d_att(static_cast<std::size_t>(N_ * Hl_ * D_), 0.0f);
         k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), N_, Hl_ * D_, h_);
-        L.d_qkv.assign(std::size_t(N_ * Wl), 0.0f);
-        k::attention_backward(L.d_qkv.data(), d_att.data(), L.qkv.data(), L.probs.data(), B_, T_, Hl_, KVl_, D_);
+        attention_backward(L, d_att, comms.context);
         Vec d_ln1(static_cast<std::size_t>(NH), 0.0f);
         k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), N_, h_, Wl);
         d_ln1 = reduce_rows(std::move(d_ln1), tp);
         norm_backward(dx.data(), d_ln1.data(), L.x_in.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
         // What only B needed can go now; W keeps the linear layers' inputs and output grads.
-        for (Vec* v : {&L.probs, &L.x_in, &L.x_mid, &L.qkv, &L.fc, &L.ln1_mean, &L.ln1_rstd, &L.ln2_mean, &L.ln2_rstd})
+        for (Vec* v : {&L.probs, &L.x_in, &L.x_mid, &L.qkv, &L.kv, &L.fc, &L.ln1_mean, &L.ln1_rstd, &L.ln2_mean, &L.ln2_rstd})
             Vec().swap(*v);
     }
     // The embedding's weight gradient needs every row (the table is split by vocabulary).
     if (first_) a.embedding_grad = gather_rows(dx, tp);
     else a.dinput = std::move(dx);
+}
+
+void GptChunk::attention_forward(Layer& L, Communicator& cp) const {
+    const std::int64_t W = (Hl_ + 2 * KVl_) * D_;
+    L.att.resize(std::size_t(N_ * Hl_ * D_));
+    if (cp_ == 1) {
+        L.probs.resize(std::size_t(B_ * Hl_ * T_ * T_));
+        k::attention_forward(L.att.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_);
+        return;
+    }
+    // Gather every context rank's keys and values, placed at their sequence positions.
+    const std::int64_t KVW = 2 * KVl_ * D_;
+    Vec mine(static_cast<std::size_t>(N_ * KVW));
+    for (std::int64_t n = 0; n < N_; ++n)
+        std::copy_n(L.qkv.data() + n * W + Hl_ * D_, KVW, mine.data() + n * KVW);
+    Vec all(static_cast<std::size_t>(cp_ * N_ * KVW));
+    cp.all_gather(mine.data(), all.data(), mine.size());
+    L.kv.resize(std::size_t(B_ * seq_ * KVW));
+    for (std::int64_t r = 0; r < cp_; ++r)
+        for (std::int64_t b = 0; b < B_; ++b)
+            for (std::int64_t t = 0; t < T_; ++t)
+                std::copy_n(all.data() + ((r * B_ + b) * T_ + t) * KVW, KVW,
+                            L.kv.data() + (b * seq_ + positions_[std::size_t(r)][std::size_t(t)]) * KVW);
+    L.probs.resize(std::size_t(B_ * Hl_ * T_ * seq_));
+    k::attention_forward_rows(L.att.data(), Hl_ * D_, L.probs.data(), L.qkv.data(), W, L.kv.data(),
+                              L.kv.data() + KVl_ * D_, KVW, visible_.data(), B_, T_, seq_, Hl_, KVl_, D_);
+}
+
+void GptChunk::attention_backward(Layer& L, const Vec& d_att, Communicator& cp) const {
+    const std::int64_t W = (Hl_ + 2 * KVl_) * D_;
+    L.d_qkv.assign(std::size_t(N_ * W), 0.0f);
+    if (cp_ == 1) {
+        k::attention_backward(L.d_qkv.data(), d_att.data(), L.qkv.data(), L.probs.data(), B_, T_, Hl_, KVl_, D_);
+        return;
+    }
+    const std::int64_t KVW = 2 * KVl_ * D_;
+    Vec dkv(static_cast<std::size_t>(B_ * seq_ * KVW), 0.0f);
+    k::attention_backward_rows(L.d_qkv.data(), dkv.data(), dkv.data() + KVl_ * D_, d_att.data(), Hl_ * D_,
+                               L.qkv.data(), W, L.kv.data(), L.kv.data() + KVl_ * D_, KVW, L.probs.data(),
+                               visible_.data(), B_, T_, seq_, Hl_, KVl_, D_);
+    // Each rank's key and value gradients, summed over the ranks whose queries used them.
+    Vec blocks(static_cast<std::size_t>(cp_ * N_ * KVW));
+    for (std::int64_t r = 0; r < cp_; ++r)
+        for (std::int64_t b = 0; b < B_; ++b)
+            for (std::int64_t t = 0; t < T_; ++t)
+                std::copy_n(dkv.data() + (b * seq_ + positions_[std::size_t(r)][std::size_t(t)]) * KVW, KVW,
+                            blocks.data() + ((r * B_ + b) * T_ + t) * KVW);
+    Vec mine(static_cast<std::size_t>(N_ * KVW));
+    cp.reduce_scatter_sum(blocks.data(), mine.data(), mine.size());
+    for (std::int64_t n = 0; n < N_; ++n)
+        for (std::int64_t j = 0; j < KVW; ++j) L.d_qkv[std::size_t(n * W + Hl_ * D_ + j)] += mine[std::size_t(n * KVW + j)];
 }
 
 namespace {
@@ -647,7 +712,9 @@ void GptChunk::backward_weight(Activations& a) const {
         k::embedding_backward(g(wte_), a.tokens, a.embedding_grad.data(), N_, h_, vocab_start_, Vl_);
         if (wpe_ >= 0)
             for (std::int64_t n = 0; n < N_; ++n)
-                for (std::int64_t c = 0; c < h_; ++c) g(wpe_)[(n % T_) * h_ + c] += a.embedding_grad[std::size_t(n * h_ + c)];
+                for (std::int64_t c = 0; c < h_; ++c)
+                    g(wpe_)[positions_[std::size_t(cp_rank_)][std::size_t(n % T_)] * h_ + c] +=
+                        a.embedding_grad[std::size_t(n * h_ + c)];
     }
 }
 

@@ -28,6 +28,7 @@ ProcessGroups::ProcessGroups(const core::ParallelPlan& plan, int rank)
     MPI_Comm_dup(MPI_COMM_WORLD, &world_copy);
     world = std::make_unique<MpiCommunicator>(world_copy);
     tensor = split(grid, core::GroupKind::tensor, rank);
+    context = split(grid, core::GroupKind::context, rank);
     pipeline = split(grid, core::GroupKind::pipeline, rank);
     data = split(grid, core::GroupKind::data_context, rank);
     model = split(grid, core::GroupKind::model, rank);

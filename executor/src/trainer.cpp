@@ -16,7 +16,6 @@ void require_supported(const core::JobSpec& job) {
     const auto no = [](const std::string& field, const std::string& what) {
         throw core::SpecError(field, what + " is not run by the CPU executor yet");
     };
-    if (p.cp > 1) no("parallel.cp", "context parallelism");
     if (job.model.moe) {
         const core::MoeSpec& e = *job.model.moe;
         if (p.tp > 1) no("parallel.tp", "tensor parallelism with mixture of experts");
@@ -52,7 +51,7 @@ Trainer::Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t 
     require_supported(job);
     const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
     for (std::int32_t c = 0; c < job.plan.vpp; ++c)
-        chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep), store_, seed);
+        chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep), int(groups.coord.cp), store_, seed);
     // Optimizer state over the whole flat buffer or, with ZeRO-1, this data rank's shard.
     const std::int64_t total = std::int64_t(store_.values.size());
     const std::int64_t dp = groups.data->size();
@@ -99,29 +98,35 @@ void Trainer::tokens_for(std::int64_t index, std::int32_t microbatch, std::vecto
                          std::vector<std::int32_t>& targets) const {
     const std::int64_t b = job_.plan.micro_batch_size, T = job_.training.seq_length;
     const std::int64_t m = job_.micro_batches_per_step();
-    inputs.resize(std::size_t(b * T));
-    targets.resize(std::size_t(b * T));
+    // This context rank's tokens of each sequence.
+    const std::vector<std::int32_t> positions = context_positions(T, job_.plan.cp, groups_.coord.cp);
+    const std::int64_t local = std::int64_t(positions.size());
+    inputs.resize(std::size_t(b * local));
+    targets.resize(std::size_t(b * local));
     std::vector<std::int32_t> seq(std::size_t(T + 1));
     for (std::int64_t i = 0; i < b; ++i) {
         // Each data-parallel rank takes its contiguous part of the global batch.
         const std::int64_t sample = index * job_.training.global_batch_size +
                                     groups_.coord.dp * m * b + microbatch * b + i;
         synthetic_sequence(seed_, sample, T + 1, job_.model.vocab_size, seq.data());
-        std::copy(seq.begin(), seq.end() - 1, inputs.begin() + i * T);
-        std::copy(seq.begin() + 1, seq.end(), targets.begin() + i * T);
+        for (std::int64_t t = 0; t < local; ++t) {
+            inputs[std::size_t(i * local + t)] = seq[std::size_t(positions[std::size_t(t)])];
+            targets[std::size_t(i * local + t)] = seq[std::size_t(positions[std::size_t(t)] + 1)];
+        }
     }
 }
 
 void Trainer::run_schedule(std::int64_t index, StepStats& stats, std::vector<core::TraceEvent>* trace) {
     const std::int32_t pp_rank = std::int32_t(groups_.coord.pp);
     const std::int32_t m = schedule_.microbatches;
-    const float loss_scale = 1.0f / float(m * groups_.data->size());
+    const float loss_scale = 1.0f / float(m * job_.plan.dp); // the cp ranks' shares already add up
     struct Slot {
         GptChunk::Activations acts;
         std::vector<std::int32_t> inputs, targets;
         Vec received_activation, received_gradient;
     };
     std::map<std::pair<std::int32_t, std::int32_t>, Slot> slots;
+    const ChunkComms comms{*groups_.tensor, *groups_.expert, *groups_.context};
     const auto tag = [&](std::int32_t receiver_vs, std::int32_t mb, bool gradient) {
         return (receiver_vs * m + mb) * 2 + (gradient ? 1 : 0);
     };
@@ -142,13 +147,12 @@ void Trainer::run_schedule(std::int64_t index, StepStats& stats, std::vector<cor
             slot.acts.tokens = slot.inputs.data();
             slot.acts.targets = slot.targets.data();
             if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
-            chunk.forward(slot.acts, *groups_.tensor, *groups_.expert);
+            chunk.forward(slot.acts, comms);
             if (chunk.last()) loss_sum += slot.acts.loss;
             break;
         case core::ActionKind::backward_input:
             stream = core::Stream::compute;
-            chunk.backward_input(slot.acts, chunk.last() ? nullptr : slot.received_gradient.data(), loss_scale,
-                                 *groups_.tensor, *groups_.expert);
+            chunk.backward_input(slot.acts, chunk.last() ? nullptr : slot.received_gradient.data(), loss_scale, comms);
             Vec().swap(slot.received_gradient);
             break;
         case core::ActionKind::backward_weight:
@@ -188,7 +192,7 @@ void Trainer::run_schedule(std::int64_t index, StepStats& stats, std::vector<cor
     groups_.pipeline->wait_sends();
     // The step's loss: the last stage's tensor rank 0 of every data rank contributes its mean.
     float contribution = 0.0f;
-    if (chunks_.back().last() && groups_.coord.tp == 0) contribution = float(loss_sum / double(m) / double(groups_.data->size()));
+    if (chunks_.back().last() && groups_.coord.tp == 0) contribution = float(loss_sum / double(m) / double(job_.plan.dp));
     groups_.world->all_reduce_sum(&contribution, 1);
     stats.loss = contribution;
 }

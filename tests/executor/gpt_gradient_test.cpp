@@ -35,7 +35,7 @@ struct Harness {
         MPI_Comm comm;
         MPI_Comm_dup(MPI_COMM_SELF, &comm);
         self = std::make_unique<executor::MpiCommunicator>(comm);
-        chunk = std::make_unique<executor::GptChunk>(job, 0, 0, 0, 0, store, 11);
+        chunk = std::make_unique<executor::GptChunk>(job, 0, 0, 0, 0, 0, store, 11);
         std::vector<std::int32_t> seq(9);
         for (int b = 0; b < 2; ++b) {
             executor::synthetic_sequence(5, b, 9, job.model.vocab_size, seq.data());
@@ -47,7 +47,7 @@ struct Harness {
         executor::GptChunk::Activations a;
         a.tokens = tokens.data();
         a.targets = targets.data();
-        chunk->forward(a, *self, *self);
+        chunk->forward(a, {*self, *self, *self});
         return a.loss;
     }
     void gradients() {
@@ -55,8 +55,8 @@ struct Harness {
         executor::GptChunk::Activations a;
         a.tokens = tokens.data();
         a.targets = targets.data();
-        chunk->forward(a, *self, *self);
-        chunk->backward_input(a, nullptr, 1.0f, *self, *self);
+        chunk->forward(a, {*self, *self, *self});
+        chunk->backward_input(a, nullptr, 1.0f, {*self, *self, *self});
         chunk->backward_weight(a);
     }
 };

@@ -120,6 +120,30 @@ TEST(CpuKernels, CausalAttentionWithAndWithoutGqa) {
     }
 }
 
+TEST(CpuKernels, AttentionOverSomeQueriesEqualsThoseRowsOfTheWhole) {
+    // Context parallelism: a rank's queries (here positions 1, 4, 6) against the whole
+    // sequence's keys and values give the same rows as full causal attention.
+    const int B = 2, T = 8, H = 2, KV = 1, D = 4, W = (H + 2 * KV) * D;
+    Vec qkv = random_vec(B * T * W, 21);
+    Vec full(B * T * H * D), full_probs(B * H * T * T);
+    attention_forward(full.data(), full_probs.data(), qkv.data(), B, T, H, KV, D);
+    const std::vector<int> rows = {1, 4, 6};
+    const int Tq = int(rows.size());
+    Vec q(B * Tq * H * D);
+    std::vector<std::int32_t> visible;
+    for (int r : rows) visible.push_back(r + 1);
+    for (int b = 0; b < B; ++b)
+        for (int i = 0; i < Tq; ++i)
+            for (int j = 0; j < H * D; ++j) q[(b * Tq + i) * H * D + j] = qkv[(b * T + rows[i]) * W + j];
+    Vec out(B * Tq * H * D), probs(B * H * Tq * T);
+    attention_forward_rows(out.data(), H * D, probs.data(), q.data(), H * D, qkv.data() + H * D,
+                           qkv.data() + (H + KV) * D, W, visible.data(), B, Tq, T, H, KV, D);
+    for (int b = 0; b < B; ++b)
+        for (int i = 0; i < Tq; ++i)
+            for (int j = 0; j < H * D; ++j)
+                EXPECT_NEAR(out[(b * Tq + i) * H * D + j], full[(b * T + rows[i]) * H * D + j], 1e-5);
+}
+
 TEST(CpuKernels, EmbeddingShardsSumToTheWhole) {
     const int N = 6, C = 4, V = 10;
     Vec table = random_vec(V * C, 14), r = random_vec(N * C, 15);

@@ -115,6 +115,10 @@ INSTANTIATE_TEST_SUITE_P(
                     Layout{2, "moe-tiny", "--tp 1 --pp 1 --dp 2 --ep 1"},
                     Layout{4, "moe-tiny", "--tp 1 --pp 2 --dp 2 --ep 2"},
                     Layout{2, kCapacity.c_str(), "--tp 1 --pp 1 --dp 2 --ep 2"},
+                    Layout{2, "gpt-tiny", "--tp 1 --pp 1 --dp 1 --cp 2"},
+                    Layout{4, "gpt-tiny", "--tp 2 --pp 1 --dp 1 --cp 2 --sequence-parallel"},
+                    Layout{4, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --cp 2 --recompute selective"},
+                    Layout{4, "gpt-tiny", "--tp 1 --pp 1 --dp 2 --cp 2 --distributed-optimizer"},
                     Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --recompute full --recompute-num-layers 1"}),
     [](const testing::TestParamInfo<Layout>& info) { return "layout_" + std::to_string(info.index); });
 

@@ -1,7 +1,7 @@
-// Causal (grouped-query) attention: softmax(QKᵀ/√D)·V per head, masked to t' ≤ t, as two
-// GEMMs per (batch, head) around a row softmax — the unfused path Megatron ran before flash
-// attention, which the simulator times the same way. The probabilities are kept for the
-// backward (fine at the sizes the CPU backend runs).
+// Causal (grouped-query) attention: softmax(QKᵀ/√D)·V per head, each query seeing the keys up
+// to its own position, as two GEMMs per (batch, head) around a row softmax — the unfused path
+// Megatron ran before flash attention, which the simulator times the same way. The
+// probabilities are kept for the backward (fine at the sizes the CPU backend runs).
 #include "trident/kernels/cpu.h"
 
 #include <cblas.h>
@@ -10,71 +10,102 @@
 
 namespace trident::kernels::cpu {
 
-void attention_forward(float* out, float* probs, const float* qkv, std::int64_t B, std::int64_t T,
-                       std::int64_t H, std::int64_t KV, std::int64_t D) {
-    const std::int64_t W = (H + 2 * KV) * D, group = H / KV, HD = H * D;
+void attention_forward_rows(float* out, std::int64_t out_stride, float* probs, const float* q,
+                            std::int64_t q_stride, const float* k, const float* v,
+                            std::int64_t kv_stride, const std::int32_t* visible, std::int64_t B,
+                            std::int64_t Tq, std::int64_t Tk, std::int64_t H, std::int64_t KV,
+                            std::int64_t D) {
+    const std::int64_t group = H / KV;
     const float scale = 1.0f / std::sqrt(float(D));
     for (std::int64_t b = 0; b < B; ++b)
         for (std::int64_t h = 0; h < H; ++h) {
-            const float* q = qkv + b * T * W + h * D;
-            const float* k = qkv + b * T * W + H * D + (h / group) * D;
-            const float* v = qkv + b * T * W + (H + KV) * D + (h / group) * D;
-            float* p = probs + (b * H + h) * T * T;
-            // S = QKᵀ/√D, then a causal softmax per row, in place.
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(T), int(T), int(D), scale, q, int(W), k,
-                        int(W), 0.0f, p, int(T));
-            for (std::int64_t t = 0; t < T; ++t) {
-                float* row = p + t * T;
+            const float* qh = q + b * Tq * q_stride + h * D;
+            const float* kh = k + b * Tk * kv_stride + (h / group) * D;
+            const float* vh = v + b * Tk * kv_stride + (h / group) * D;
+            float* p = probs + (b * H + h) * Tq * Tk;
+            // S = QKᵀ/√D, then a masked softmax per row, in place.
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(Tq), int(Tk), int(D), scale, qh,
+                        int(q_stride), kh, int(kv_stride), 0.0f, p, int(Tk));
+            for (std::int64_t t = 0; t < Tq; ++t) {
+                float* row = p + t * Tk;
+                const std::int64_t seen = visible[t];
                 float max = -INFINITY;
-                for (std::int64_t s = 0; s <= t; ++s) max = std::fmax(max, row[s]);
+                for (std::int64_t s = 0; s < seen; ++s) max = std::fmax(max, row[s]);
                 float sum = 0.0f;
-                for (std::int64_t s = 0; s <= t; ++s) {
+                for (std::int64_t s = 0; s < seen; ++s) {
                     row[s] = std::exp(row[s] - max);
                     sum += row[s];
                 }
-                for (std::int64_t s = 0; s <= t; ++s) row[s] /= sum;
-                for (std::int64_t s = t + 1; s < T; ++s) row[s] = 0.0f;
+                for (std::int64_t s = 0; s < seen; ++s) row[s] /= sum;
+                for (std::int64_t s = seen; s < Tk; ++s) row[s] = 0.0f;
             }
             // O = P·V
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(D), int(T), 1.0f, p, int(T), v,
-                        int(W), 0.0f, out + b * T * HD + h * D, int(HD));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(Tq), int(D), int(Tk), 1.0f, p, int(Tk),
+                        vh, int(kv_stride), 0.0f, out + b * Tq * out_stride + h * D, int(out_stride));
         }
+}
+
+void attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
+                             std::int64_t out_stride, const float* q, std::int64_t q_stride,
+                             const float* k, const float* v, std::int64_t kv_stride,
+                             const float* probs, const std::int32_t* visible, std::int64_t B,
+                             std::int64_t Tq, std::int64_t Tk, std::int64_t H, std::int64_t KV,
+                             std::int64_t D) {
+    const std::int64_t group = H / KV;
+    const float scale = 1.0f / std::sqrt(float(D));
+    std::vector<float> ds(static_cast<std::size_t>(Tq * Tk));
+    for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t h = 0; h < H; ++h) {
+            const std::int64_t kv_off = (h / group) * D;
+            const float* qh = q + b * Tq * q_stride + h * D;
+            const float* kh = k + b * Tk * kv_stride + kv_off;
+            const float* vh = v + b * Tk * kv_stride + kv_off;
+            const float* p = probs + (b * H + h) * Tq * Tk;
+            const float* dy = dout + b * Tq * out_stride + h * D;
+            // dV += Pᵀ·dO; dP = dO·Vᵀ
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(Tk), int(D), int(Tq), 1.0f, p, int(Tk), dy,
+                        int(out_stride), 1.0f, dv + b * Tk * kv_stride + kv_off, int(kv_stride));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(Tq), int(Tk), int(D), 1.0f, dy, int(out_stride),
+                        vh, int(kv_stride), 0.0f, ds.data(), int(Tk));
+            // Softmax backward: dS = P ⊙ (dP − Σ P·dP), scaled like S.
+            for (std::int64_t t = 0; t < Tq; ++t) {
+                const float* pr = p + t * Tk;
+                float* row = ds.data() + t * Tk;
+                const std::int64_t seen = visible[t];
+                float dot = 0.0f;
+                for (std::int64_t s = 0; s < seen; ++s) dot += pr[s] * row[s];
+                for (std::int64_t s = 0; s < seen; ++s) row[s] = pr[s] * (row[s] - dot) * scale;
+                for (std::int64_t s = seen; s < Tk; ++s) row[s] = 0.0f;
+            }
+            // dQ += dS·K; dK += dSᵀ·Q
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(Tq), int(D), int(Tk), 1.0f, ds.data(), int(Tk),
+                        kh, int(kv_stride), 1.0f, dq + b * Tq * q_stride + h * D, int(q_stride));
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(Tk), int(D), int(Tq), 1.0f, ds.data(), int(Tk), qh,
+                        int(q_stride), 1.0f, dk + b * Tk * kv_stride + kv_off, int(kv_stride));
+        }
+}
+
+namespace {
+std::vector<std::int32_t> causal(std::int64_t T) {
+    std::vector<std::int32_t> v(static_cast<std::size_t>(T));
+    for (std::int64_t t = 0; t < T; ++t) v[std::size_t(t)] = std::int32_t(t + 1);
+    return v;
+}
+} // namespace
+
+void attention_forward(float* out, float* probs, const float* qkv, std::int64_t B, std::int64_t T,
+                       std::int64_t H, std::int64_t KV, std::int64_t D) {
+    const std::int64_t W = (H + 2 * KV) * D;
+    attention_forward_rows(out, H * D, probs, qkv, W, qkv + H * D, qkv + (H + KV) * D, W, causal(T).data(), B, T,
+                           T, H, KV, D);
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
                         std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t KV,
                         std::int64_t D) {
-    const std::int64_t W = (H + 2 * KV) * D, group = H / KV, HD = H * D;
-    const float scale = 1.0f / std::sqrt(float(D));
-    std::vector<float> ds(static_cast<std::size_t>(T * T));
-    for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t h = 0; h < H; ++h) {
-            const std::int64_t k_off = H * D + (h / group) * D, v_off = (H + KV) * D + (h / group) * D;
-            const float* q = qkv + b * T * W + h * D;
-            const float* k = qkv + b * T * W + k_off;
-            const float* v = qkv + b * T * W + v_off;
-            const float* p = probs + (b * H + h) * T * T;
-            const float* dy = dout + b * T * HD + h * D;
-            // dV += Pᵀ·dO; dP = dO·Vᵀ
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(T), int(D), int(T), 1.0f, p, int(T), dy,
-                        int(HD), 1.0f, dqkv + b * T * W + v_off, int(W));
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(T), int(T), int(D), 1.0f, dy, int(HD), v,
-                        int(W), 0.0f, ds.data(), int(T));
-            // Softmax backward: dS = P ⊙ (dP − Σ P·dP), scaled like S.
-            for (std::int64_t t = 0; t < T; ++t) {
-                const float* pr = p + t * T;
-                float* row = ds.data() + t * T;
-                float dot = 0.0f;
-                for (std::int64_t s = 0; s <= t; ++s) dot += pr[s] * row[s];
-                for (std::int64_t s = 0; s <= t; ++s) row[s] = pr[s] * (row[s] - dot) * scale;
-                for (std::int64_t s = t + 1; s < T; ++s) row[s] = 0.0f;
-            }
-            // dQ += dS·K; dK += dSᵀ·Q
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(D), int(T), 1.0f, ds.data(), int(T),
-                        k, int(W), 1.0f, dqkv + b * T * W + h * D, int(W));
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(T), int(D), int(T), 1.0f, ds.data(), int(T), q,
-                        int(W), 1.0f, dqkv + b * T * W + k_off, int(W));
-        }
+    const std::int64_t W = (H + 2 * KV) * D;
+    attention_backward_rows(dqkv, dqkv + H * D, dqkv + (H + KV) * D, dout, H * D, qkv, W, qkv + H * D,
+                            qkv + (H + KV) * D, W, probs, causal(T).data(), B, T, T, H, KV, D);
 }
 
 } // namespace trident::kernels::cpu

@@ -70,13 +70,24 @@ struct ParameterStore {
                      bool duplicate = false, bool sequence_partial = false, bool expert = false);
 };
 
+// The groups a chunk talks over.
+struct ChunkComms {
+    Communicator& tensor;
+    Communicator& expert;
+    Communicator& context;
+};
+
+// Positions of the tokens a context-parallel rank holds, per sequence (Megatron's causal load
+// balancing: of 2·cp equal chunks, rank r takes chunk r and chunk 2·cp − 1 − r).
+std::vector<std::int32_t> context_positions(std::int64_t seq, std::int64_t cp, std::int64_t rank);
+
 class GptChunk {
 public:
     // Adds this chunk's tensors to `store` and initialises them: every tensor is generated at
     // full size from (seed, name) and this tensor rank's shard kept, so any layout starts
     // from the same model.
     GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
-             int tp_rank, int ep_rank, ParameterStore& store, std::uint64_t seed);
+             int tp_rank, int ep_rank, int cp_rank, ParameterStore& store, std::uint64_t seed);
 
     bool first() const { return first_; }
     bool last() const { return last_; }
@@ -105,6 +116,7 @@ public:
     };
     struct Layer {
         Vec x_in, ln1, ln1_mean, ln1_rstd, qkv, probs, att, x_mid, ln2, ln2_mean, ln2_rstd, fc, act;
+        Vec kv; // context parallelism: the whole sequence's keys and values [B×seq×2·KV·D]
         Vec d_qkv, d_proj_out, d_fc, d_fc2_out;
         MoeState moe;
     };
@@ -122,12 +134,12 @@ public:
         double bytes() const;
     };
 
-    // `ep` is the expert group (used by MoE layers only).
-    void forward(Activations& a, Communicator& tp, Communicator& ep) const;
+    // The last chunk's loss is this rank's share of the micro-batch's mean (its tokens' sum
+    // over all the micro-batch's tokens: the context ranks' shares add up to the mean).
+    void forward(Activations& a, const ChunkComms& comms) const;
     // `dout` is the gradient of the chunk output (ignored by the last chunk, whose loss is
     // scaled by `loss_scale`, the micro-batch's share of the step's mean loss).
-    void backward_input(Activations& a, const float* dout, float loss_scale, Communicator& tp,
-                        Communicator& ep) const;
+    void backward_input(Activations& a, const float* dout, float loss_scale, const ChunkComms& comms) const;
     void backward_weight(Activations& a) const;
 
 private:
@@ -150,7 +162,12 @@ private:
     // (reduce-scatter under sequence parallelism, all-reduce otherwise).
     Vec reduce_rows(Vec partial, Communicator& tp) const;
     // One layer's forward from x (replaced by the layer's output), saving into L.
-    void layer_forward(std::size_t i, Layer& L, Vec& x, Communicator& tp, Communicator& ep) const;
+    void layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& comms) const;
+    // Attention of this rank's queries: over its own sequence, or — with context parallelism —
+    // over the whole sequence's keys and values, all-gathered (Megatron-Core's all-gather
+    // variant; the backward reduce-scatters their gradients back to their owners).
+    void attention_forward(Layer& L, Communicator& cp) const;
+    void attention_backward(Layer& L, const Vec& d_att, Communicator& cp) const;
     float* p(std::int64_t offset) const { return store_->values.data() + offset; }
     float* g(std::int64_t offset) const { return store_->grads.data() + offset; }
     void norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w, std::int64_t b) const;
@@ -159,6 +176,10 @@ private:
     const core::ModelSpec* model_;
     ParameterStore* store_;
     bool first_, last_, layernorm_, swiglu_, bias_, sp_;
+    std::int64_t cp_ = 1, seq_ = 0, loss_tokens_ = 0; // T_ is this rank's part of seq_
+    std::vector<std::vector<std::int32_t>> positions_; // per context rank
+    std::vector<std::int32_t> visible_;                // keys each local query sees
+    int cp_rank_ = 0;
     std::int64_t B_, T_, N_, Nl_, h_, Hl_, KVl_, D_, Fl_, Vl_, vocab_start_, vocab_;
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
     std::int64_t experts_ = 0, top_k_ = 0, expert_ffn_ = 0, local_experts_ = 0, first_expert_ = 0;

@@ -16,6 +16,7 @@ struct ProcessGroups {
     int world_rank;
     std::unique_ptr<MpiCommunicator> world;
     std::unique_ptr<MpiCommunicator> tensor;
+    std::unique_ptr<MpiCommunicator> context; // cp ranks sharing a sequence
     std::unique_ptr<MpiCommunicator> pipeline;
     std::unique_ptr<MpiCommunicator> data;      // dp ranks holding the same shard
     std::unique_ptr<MpiCommunicator> model;     // tp·pp ranks of one replica

@@ -49,6 +49,21 @@ void attention_forward(float* out, float* probs, const float* qkv, std::int64_t 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
                         std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t KV,
                         std::int64_t D);
+// The general form, for context parallelism: Tq query rows per sequence (row stride q_stride,
+// head h at h·D) against Tk key and value rows (stride kv_stride, KV group g at g·D of k and v);
+// query t sees keys [0, visible[t]). out and dout rows have stride out_stride; probs is
+// [B×H×Tq×Tk]. The backward accumulates into dq, dk, dv (same layouts as q, k, v).
+void attention_forward_rows(float* out, std::int64_t out_stride, float* probs, const float* q,
+                            std::int64_t q_stride, const float* k, const float* v,
+                            std::int64_t kv_stride, const std::int32_t* visible, std::int64_t B,
+                            std::int64_t Tq, std::int64_t Tk, std::int64_t H, std::int64_t KV,
+                            std::int64_t D);
+void attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
+                             std::int64_t out_stride, const float* q, std::int64_t q_stride,
+                             const float* k, const float* v, std::int64_t kv_stride,
+                             const float* probs, const std::int32_t* visible, std::int64_t B,
+                             std::int64_t Tq, std::int64_t Tk, std::int64_t H, std::int64_t KV,
+                             std::int64_t D);
 
 // Vocabulary-parallel embedding: this shard holds rows [vocab_start, vocab_start + V_local) of
 // the table; tokens outside it contribute zero (the tensor group sums the shards).
