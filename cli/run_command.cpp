@@ -16,6 +16,7 @@
 #include <malloc.h>
 #include <memory>
 #include <sstream>
+#include <string>
 
 namespace trident::cli {
 namespace {
@@ -78,11 +79,16 @@ Command add_run_command(CLI::App& app) {
             executor::Trainer trainer(job, groups, o->seed);
             const std::int64_t steps = job.training.train_iters;
             const double tokens = double(job.training.tokens_per_step());
-            if (rank == 0)
-                std::printf("training %s on %d ranks: tp %lld · pp %lld · dp %lld, %s, %lld micro-batches of %lld\n",
-                            job.model.name.c_str(), mpi.world_size(), (long long)job.plan.tp, (long long)job.plan.pp,
-                            (long long)job.plan.dp, core::to_string(job.plan.schedule).c_str(),
+            if (rank == 0) {
+                // cp and ep appear only when used, so the common 3D banner stays short.
+                std::string degrees = "tp " + std::to_string(job.plan.tp);
+                if (job.plan.cp > 1) degrees += " · cp " + std::to_string(job.plan.cp);
+                degrees += " · pp " + std::to_string(job.plan.pp) + " · dp " + std::to_string(job.plan.dp);
+                if (job.plan.ep > 1) degrees += " · ep " + std::to_string(job.plan.ep);
+                std::printf("training %s on %d ranks: %s, %s, %lld micro-batches of %lld\n", job.model.name.c_str(),
+                            mpi.world_size(), degrees.c_str(), core::to_string(job.plan.schedule).c_str(),
                             (long long)job.micro_batches_per_step(), (long long)job.plan.micro_batch_size);
+            }
             std::vector<core::TraceEvent> events;
             double peak_activation_bytes = 0.0;
             for (std::int64_t s = 0; s < steps; ++s) {
