@@ -53,12 +53,29 @@ int main(int argc, char** argv) {
     const auto head = simulator::head_ops(job.model, view, job.model.padded_vocab_size(1));
     ops.insert(ops.end(), head.begin(), head.end());
     std::vector<float> a(1 << 26, 0.5f), b(1 << 26, 0.25f), c(1 << 26);
+    // Each GEMM goes through the call the step makes for its phase, so transposes and
+    // accumulation (the gradients add into their buffers) match too. layer_ops gives a linear
+    // layer of N tokens, C inputs and OC outputs as forward (m N, n OC, k C), input gradient
+    // (m N, n C, k OC) and weight gradient (m C, n OC, k N).
+    const auto run_gemm = [&](const simulator::Op& op) {
+        switch (op.phase) {
+        case simulator::Phase::forward:
+            kernels::cpu::matmul_forward(c.data(), a.data(), b.data(), nullptr, op.m, op.k, op.n);
+            break;
+        case simulator::Phase::backward_input:
+            kernels::cpu::matmul_backward_input(c.data(), a.data(), b.data(), op.m, op.n, op.k);
+            break;
+        case simulator::Phase::backward_weight:
+            kernels::cpu::matmul_backward_weight(c.data(), nullptr, a.data(), b.data(), op.k, op.m, op.n);
+            break;
+        }
+    };
     double gemm_s = 0.0;
     for (const auto& op : ops) {
         if (op.kind != simulator::OpKind::gemm) continue;
-        kernels::cpu::matmul_forward(c.data(), a.data(), b.data(), nullptr, op.m, op.k, op.n); // warm
+        run_gemm(op); // warm
         const auto start = std::chrono::steady_clock::now();
-        kernels::cpu::matmul_forward(c.data(), a.data(), b.data(), nullptr, op.m, op.k, op.n);
+        run_gemm(op);
         gemm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     const double flops = simulator::step_flops(job).model;
