@@ -96,6 +96,9 @@ TEST_P(Layouts, LossesAndParametersMatchOneProcess) {
 
 const std::string kEight = std::string(TRIDENT_TEST_DATA) + "/models/gpt-tiny-8-layers.json";
 const std::string kCapacity = std::string(TRIDENT_TEST_DATA) + "/models/moe-tiny-capacity.json"; // drops tokens
+// Without the load-balancing loss, MoE under context parallelism is the same sum as one process
+// (with it, each context rank balances its own tokens, as Megatron does, which is not).
+const std::string kNoAux = std::string(TRIDENT_TEST_DATA) + "/models/moe-tiny-no-aux.json";
 
 INSTANTIATE_TEST_SUITE_P(
     Executor, Layouts,
@@ -119,6 +122,7 @@ INSTANTIATE_TEST_SUITE_P(
                     Layout{4, "gpt-tiny", "--tp 2 --pp 1 --dp 1 --cp 2 --sequence-parallel"},
                     Layout{4, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --cp 2 --recompute selective"},
                     Layout{4, "gpt-tiny", "--tp 1 --pp 1 --dp 2 --cp 2 --distributed-optimizer"},
+                    Layout{2, kNoAux.c_str(), "--tp 1 --pp 1 --dp 1 --cp 2 --ep 2"},
                     Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --recompute full --recompute-num-layers 1"}),
     [](const testing::TestParamInfo<Layout>& info) { return "layout_" + std::to_string(info.index); });
 
