@@ -57,6 +57,9 @@ Command add_run_command(CLI::App& app) {
                                                      " ranks but the plan needs tp·cp·dp·pp = " +
                                                      std::to_string(job.cluster.devices()));
             executor::require_supported(job);
+            if (rank == 0)
+                for (const std::string& line : executor::ignored_by_executor(job))
+                    std::fprintf(stderr, "trident: warning: %s\n", line.c_str());
             // Fail before training, not after it, when the trace cannot be written (rank 0
             // writes it; everyone learns the answer).
             if (!o->trace.empty()) {

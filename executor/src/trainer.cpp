@@ -26,6 +26,13 @@ void require_supported(const core::JobSpec& job) {
     if (job.model.position_embedding == core::PositionEmbedding::rope) no("model.position_embedding", "rope");
 }
 
+std::vector<std::string> ignored_by_executor(const core::JobSpec& job) {
+    std::vector<std::string> ignored;
+    if (job.model.dropout)
+        ignored.push_back("model.dropout: dropout is not applied by the CPU executor yet; this run trains without it");
+    return ignored;
+}
+
 void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t length,
                         std::int64_t vocab, std::int32_t* out) {
     std::uint64_t state = (seed ^ 0x9E3779B97F4A7C15ull) + std::uint64_t(sample) * 0xBF58476D1CE4E5B9ull;

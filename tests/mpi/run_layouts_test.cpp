@@ -149,4 +149,21 @@ TEST(Recomputation, SameLossLessActivationMemory) {
     EXPECT_GT(peaks[1], peaks[2]);   // full keeps only each layer's input
 }
 
+TEST(UnappliedFeatures, DropoutIsAnnouncedNotSilentlyDropped) {
+    // The executor has no dropout yet: a model asking for it trains without it and says so
+    // once, on stderr, naming the field.
+    const std::string model = std::string(TRIDENT_TEST_DATA) + "/models/gpt-tiny-dropout.json";
+    const std::string command = std::string(TRIDENT_BINARY) + " run --model " + model + kCommon +
+                                " --devices-per-node 1 --tp 1 --pp 1 --dp 1";
+    const auto r = trident::test::run_shell(command);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("trident: warning: model.dropout: dropout is not applied"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("warning", r.err.find("warning") + 1), std::string::npos) << "said more than once: " << r.err;
+    EXPECT_EQ(losses_of(r.out).size(), 10u);
+    const auto plain = trident::test::run_shell(std::string(TRIDENT_BINARY) + " run --model gpt-tiny" + kCommon +
+                                                " --devices-per-node 1 --tp 1 --pp 1 --dp 1");
+    EXPECT_EQ(plain.err.find("warning"), std::string::npos) << plain.err;
+    EXPECT_EQ(losses_of(r.out), losses_of(plain.out));
+}
+
 } // namespace

@@ -12,12 +12,16 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace trident::executor {
 
 // The checks that say what this executor cannot run yet; throws SpecError naming the field.
 void require_supported(const core::JobSpec& job);
+// What the spec asks for that this executor runs without (each "field: reason"); the run goes
+// on, and says so once.
+std::vector<std::string> ignored_by_executor(const core::JobSpec& job);
 
 struct StepStats {
     std::int64_t step = 0;
