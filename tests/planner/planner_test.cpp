@@ -2,6 +2,7 @@
 // that fits, impossible requests say why, and the library honours cancellation and progress.
 #include "trident/core/job_loader.h"
 #include "trident/core/presets.h"
+#include "../support/preset_profile.h"
 #include "trident/planner/planner.h"
 
 #include <gtest/gtest.h>
@@ -12,13 +13,7 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-const core::Profile& profile(const std::string& name) {
-    static std::map<std::string, core::Profile> cache;
-    auto it = cache.find(name);
-    if (it == cache.end())
-        it = cache.emplace(name, core::Profile::from_json(core::resolve_reference(name, core::PresetKind::profile, "p"))).first;
-    return it->second;
-}
+const core::Profile& profile(const std::string& name) { return test::preset_profile(name); }
 
 core::JobSpec specs(const std::string& model, const std::string& cluster, std::int64_t nodes,
                     std::int64_t gbs, std::int64_t seq) {

@@ -3,6 +3,7 @@
 // et al. Table 1 — never an input to the profiles — come out within a stated band.
 #include "trident/core/job_loader.h"
 #include "trident/core/presets.h"
+#include "../support/preset_profile.h"
 #include "trident/simulator/simulate.h"
 
 #include <gtest/gtest.h>
@@ -13,13 +14,7 @@ using namespace trident;
 
 namespace {
 
-const core::Profile& profile(const std::string& name) {
-    static std::map<std::string, core::Profile> cache;
-    auto it = cache.find(name);
-    if (it == cache.end())
-        it = cache.emplace(name, core::Profile::from_json(core::resolve_reference(name, core::PresetKind::profile, "p"))).first;
-    return it->second;
-}
+const core::Profile& profile(const std::string& name) { return test::preset_profile(name); }
 
 core::JobSpec gpt3(const std::string& schedule, std::int64_t pp = 8, std::int64_t vpp = 1) {
     core::JobInputs in;
