@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
             kernels::cpu::matmul_backward_input(c.data(), a.data(), b.data(), op.m, op.n, op.k);
             break;
         case simulator::Phase::backward_weight:
-            kernels::cpu::matmul_backward_weight(c.data(), nullptr, a.data(), b.data(), op.k, op.m, op.n);
+            kernels::cpu::matmul_backward_weight(c.data(), nullptr, a.data(), b.data(), op.k, op.m,
+                                                 op.n);
             break;
         }
     };
@@ -80,9 +81,11 @@ int main(int argc, char** argv) {
     }
     const double flops = simulator::step_flops(job).model;
     const double tokens = double(job.training.tokens_per_step());
-    std::printf("gpt2-124m, seq 256, micro-batch 4, 1 rank, %d BLAS threads: step %.3f s, %.0f tokens/s, "
-                "%.1f model GFLOP/s; its GEMMs alone take %.3f s (%.1f GFLOP/s): the step runs at %.0f %% "
-                "of the pure-GEMM rate\n",
-                threads, step, tokens / step, flops / step / 1e9, gemm_s, flops / gemm_s / 1e9, 100.0 * gemm_s / step);
+    std::printf(
+        "gpt2-124m, seq 256, micro-batch 4, 1 rank, %d BLAS threads: step %.3f s, %.0f tokens/s, "
+        "%.1f model GFLOP/s; its GEMMs alone take %.3f s (%.1f GFLOP/s): the step runs at %.0f %% "
+        "of the pure-GEMM rate\n",
+        threads, step, tokens / step, flops / step / 1e9, gemm_s, flops / gemm_s / 1e9,
+        100.0 * gemm_s / step);
     return 0;
 }

@@ -15,7 +15,11 @@ using namespace trident;
 
 int main(int argc, char** argv) {
     const int repetitions = argc > 1 ? std::atoi(argv[1]) : 5;
-    struct Case { const char* model; const char* cluster; std::int64_t nodes, gbs, seq; };
+    struct Case {
+        const char* model;
+        const char* cluster;
+        std::int64_t nodes, gbs, seq;
+    };
     const Case cases[] = {{"gpt3-175b", "dgx-a100-80gb", 128, 1536, 2048},
                           {"megatron-gpt-1t", "dgx-a100-80gb", 384, 3072, 2048},
                           {"mixtral-8x7b", "dgx-h100", 64, 1024, 4096}};
@@ -36,7 +40,8 @@ int main(int argc, char** argv) {
         for (int i = 0; i < repetitions; ++i) {
             const auto start = std::chrono::steady_clock::now();
             last = planner::plan(specs, profile, {}, options);
-            seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+            seconds.push_back(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         }
         std::sort(seconds.begin(), seconds.end());
         std::printf("%-16s on %5lld devices: %6lld layouts, %5lld fit, %4lld simulated; s min %.3f "

@@ -19,7 +19,11 @@ int main(int argc, char** argv) {
     const bool trace = argc > 2 && std::string(argv[2]) == "--trace";
     const core::Profile profile = core::Profile::from_json(
         core::resolve_reference("a100-sxm4-80gb", core::PresetKind::profile, "profile"));
-    struct Case { const char* label; std::int64_t pp, vpp, mbs; const char* schedule; };
+    struct Case {
+        const char* label;
+        std::int64_t pp, vpp, mbs;
+        const char* schedule;
+    };
     const Case cases[] = {{"pp 8, 1f1b", 8, 1, 1, "1f1b"},
                           {"pp 16, interleaved v=2", 16, 2, 1, "interleaved-1f1b"},
                           {"pp 16, zero-bubble-h1", 16, 1, 1, "zero-bubble-h1"}};
@@ -43,7 +47,9 @@ int main(int argc, char** argv) {
         for (int i = 0; i < repetitions; ++i) {
             const auto start = std::chrono::steady_clock::now();
             const simulator::Report r = simulator::simulate(job, profile, {.trace = trace});
-            ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+            ms.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count());
             events = r.trace.events.size();
         }
         std::sort(ms.begin(), ms.end());

@@ -51,12 +51,14 @@ std::vector<std::int64_t> parse_list(const std::string& text, const std::string&
         const std::string item = text.substr(start, comma - start);
         long long a = 0, b = 0;
         char tail = 0;
-        if (std::sscanf(item.c_str(), "%lld-%lld%c", &a, &b, &tail) == 2 && a >= 1 && b >= a && b - a < 100000) {
+        if (std::sscanf(item.c_str(), "%lld-%lld%c", &a, &b, &tail) == 2 && a >= 1 && b >= a &&
+            b - a < 100000) {
             for (long long v = a; v <= b; ++v) values.push_back(v);
         } else if (std::sscanf(item.c_str(), "%lld%c", &a, &tail) == 1 && a >= 1) {
             values.push_back(a);
         } else {
-            throw core::SpecError(field, "expected positive integers like 8, 2,4,8 or 1-8, got \"" + text + "\"");
+            throw core::SpecError(field, "expected positive integers like 8, 2,4,8 or 1-8, got \"" +
+                                             text + "\"");
         }
         start = comma + 1;
     }
@@ -72,20 +74,32 @@ double parse_budget(const std::string& text, double capacity_bytes) {
     const std::string u = n == 2 ? unit : "";
     double bytes = -1.0;
     if (n >= 1 && std::isfinite(value) && value > 0) {
-        if (u.empty()) bytes = value <= 1.0 ? value * capacity_bytes : value;
-        else if (u == "%") bytes = value / 100.0 * capacity_bytes;
-        else if (u == "B") bytes = value;
-        else if (u == "KB") bytes = value * 1e3;
-        else if (u == "MB") bytes = value * 1e6;
-        else if (u == "GB") bytes = value * 1e9;
-        else if (u == "TB") bytes = value * 1e12;
-        else if (u == "KiB") bytes = value * 1024.0;
-        else if (u == "MiB") bytes = value * 1024.0 * 1024.0;
-        else if (u == "GiB") bytes = value * kGiB;
-        else if (u == "TiB") bytes = value * kGiB * 1024.0;
+        if (u.empty())
+            bytes = value <= 1.0 ? value * capacity_bytes : value;
+        else if (u == "%")
+            bytes = value / 100.0 * capacity_bytes;
+        else if (u == "B")
+            bytes = value;
+        else if (u == "KB")
+            bytes = value * 1e3;
+        else if (u == "MB")
+            bytes = value * 1e6;
+        else if (u == "GB")
+            bytes = value * 1e9;
+        else if (u == "TB")
+            bytes = value * 1e12;
+        else if (u == "KiB")
+            bytes = value * 1024.0;
+        else if (u == "MiB")
+            bytes = value * 1024.0 * 1024.0;
+        else if (u == "GiB")
+            bytes = value * kGiB;
+        else if (u == "TiB")
+            bytes = value * kGiB * 1024.0;
     }
     if (bytes <= 0)
-        throw core::SpecError("--memory-budget", "cannot read \"" + text + "\" (use e.g. 70GiB, 80GB, 0.9 or 90%)");
+        throw core::SpecError("--memory-budget",
+                              "cannot read \"" + text + "\" (use e.g. 70GiB, 80GB, 0.9 or 90%)");
     return bytes;
 }
 
@@ -101,8 +115,8 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
         std::size_t start = 0;
         while (start <= o.schedule.size()) {
             const std::size_t comma = std::min(o.schedule.find(',', start), o.schedule.size());
-            s.schedules.push_back(static_cast<core::ScheduleKind>(
-                core::enum_index(o.schedule.substr(start, comma - start), core::kScheduleNames, "--schedule")));
+            s.schedules.push_back(static_cast<core::ScheduleKind>(core::enum_index(
+                o.schedule.substr(start, comma - start), core::kScheduleNames, "--schedule")));
             start = comma + 1;
         }
     }
@@ -112,12 +126,13 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
         core::Recompute r;
         r.granularity = static_cast<core::RecomputeGranularity>(
             core::enum_index(o.recompute, core::kRecomputeGranularityNames, "--recompute"));
-        r.method = static_cast<core::RecomputeMethod>(
-            core::enum_index(o.recompute_method, core::kRecomputeMethodNames, "--recompute-method"));
+        r.method = static_cast<core::RecomputeMethod>(core::enum_index(
+            o.recompute_method, core::kRecomputeMethodNames, "--recompute-method"));
         r.num_layers = o.recompute_num_layers.value_or(0);
         s.recompute = r;
     } else if (o.recompute_num_layers) {
-        throw core::SpecError("--recompute-num-layers", "needs --recompute full (auto picks the layers itself)");
+        throw core::SpecError("--recompute-num-layers",
+                              "needs --recompute full (auto picks the layers itself)");
     }
     s.allow_cross_node_tp = o.allow_cross_node_tp;
     s.overlap = !o.no_overlap;
@@ -126,40 +141,46 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
 }
 
 std::string recompute_text(const core::ParallelPlan& p) {
-    if (p.recompute.granularity != core::RecomputeGranularity::full) return core::to_string(p.recompute.granularity);
+    if (p.recompute.granularity != core::RecomputeGranularity::full)
+        return core::to_string(p.recompute.granularity);
     return "full " + std::to_string(p.recompute.num_layers);
 }
 
 void print_table(const planner::PlanResult& r, double budget, std::ostream& out) {
     char line[512];
-    std::snprintf(line, sizeof line, "%3s %3s %3s %4s %5s %3s %4s %-17s %4s %3s %5s %-12s %9s %10s %8s %6s %7s %16s\n",
+    std::snprintf(line, sizeof line,
+                  "%3s %3s %3s %4s %5s %3s %4s %-17s %4s %3s %5s %-12s %9s %10s %8s %6s %7s %16s\n",
                   "#", "tp", "cp", "pp", "dp", "ep", "vpp", "schedule", "mbs", "sp", "zero1",
-                  "recompute", "step s", "tokens/s", "TFLOP/s", "MFU %", "bubble%", "peak GiB/budget");
+                  "recompute", "step s", "tokens/s", "TFLOP/s", "MFU %", "bubble%",
+                  "peak GiB/budget");
     out << line;
     for (std::size_t i = 0; i < r.best.size(); ++i) {
         const planner::Candidate& c = r.best[i];
         const core::ParallelPlan& p = c.job.plan;
         std::snprintf(line, sizeof line,
-                      "%3zu %3lld %3lld %4lld %5lld %3lld %4lld %-17s %4lld %3s %5s %-12s %9.3f %10.0f %8.1f %6.1f %7.1f %7.1f/%-8.1f\n",
+                      "%3zu %3lld %3lld %4lld %5lld %3lld %4lld %-17s %4lld %3s %5s %-12s %9.3f "
+                      "%10.0f %8.1f %6.1f %7.1f %7.1f/%-8.1f\n",
                       i + 1, (long long)p.tp, (long long)p.cp, (long long)p.pp, (long long)p.dp,
                       (long long)p.ep, (long long)p.vpp, core::to_string(p.schedule).c_str(),
                       (long long)p.micro_batch_size, p.sequence_parallel ? "on" : "off",
-                      p.distributed_optimizer ? "on" : "off", recompute_text(p).c_str(), c.step_time_s,
-                      c.tokens_per_s, c.tflops_per_device, 100 * c.mfu, 100 * c.bubble_fraction,
-                      c.peak_memory_bytes / kGiB, budget / kGiB);
+                      p.distributed_optimizer ? "on" : "off", recompute_text(p).c_str(),
+                      c.step_time_s, c.tokens_per_s, c.tflops_per_device, 100 * c.mfu,
+                      100 * c.bubble_fraction, c.peak_memory_bytes / kGiB, budget / kGiB);
         out << line;
     }
 }
 
 void print_csv(const planner::PlanResult& r, std::ostream& out) {
-    out << "rank,tp,cp,pp,dp,ep,vpp,schedule,micro_batch_size,sequence_parallel,distributed_optimizer,"
-           "recompute,recompute_num_layers,step_time_s,tokens_per_s,tflops_per_device,mfu,bubble_fraction,peak_memory_bytes\n";
+    out << "rank,tp,cp,pp,dp,ep,vpp,schedule,micro_batch_size,sequence_parallel,distributed_"
+           "optimizer,"
+           "recompute,recompute_num_layers,step_time_s,tokens_per_s,tflops_per_device,mfu,bubble_"
+           "fraction,peak_memory_bytes\n";
     for (std::size_t i = 0; i < r.best.size(); ++i) {
         const planner::Candidate& c = r.best[i];
         const core::ParallelPlan& p = c.job.plan;
-        out << i + 1 << ',' << p.tp << ',' << p.cp << ',' << p.pp << ',' << p.dp << ',' << p.ep << ','
-            << p.vpp << ',' << core::to_string(p.schedule) << ',' << p.micro_batch_size << ','
-            << p.sequence_parallel << ',' << p.distributed_optimizer << ','
+        out << i + 1 << ',' << p.tp << ',' << p.cp << ',' << p.pp << ',' << p.dp << ',' << p.ep
+            << ',' << p.vpp << ',' << core::to_string(p.schedule) << ',' << p.micro_batch_size
+            << ',' << p.sequence_parallel << ',' << p.distributed_optimizer << ','
             << core::to_string(p.recompute.granularity) << ',' << p.recompute.num_layers << ','
             << c.step_time_s << ',' << c.tokens_per_s << ',' << c.tflops_per_device << ',' << c.mfu
             << ',' << c.bubble_fraction << ',' << c.peak_memory_bytes << '\n';
@@ -193,13 +214,15 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
         out << "closest to fitting:\n";
         for (const auto& rej : r.closest_rejected) {
             const core::ParallelPlan& p = rej.plan;
-            out << "  tp " << p.tp << " cp " << p.cp << " pp " << p.pp << " dp " << p.dp << " ep " << p.ep
-                << " vpp " << p.vpp << " " << core::to_string(p.schedule) << " mbs " << p.micro_batch_size
-                << (p.sequence_parallel ? " sp" : "") << (p.distributed_optimizer ? " zero1" : "")
-                << ": " << rej.reason << "\n";
+            out << "  tp " << p.tp << " cp " << p.cp << " pp " << p.pp << " dp " << p.dp << " ep "
+                << p.ep << " vpp " << p.vpp << " " << core::to_string(p.schedule) << " mbs "
+                << p.micro_batch_size << (p.sequence_parallel ? " sp" : "")
+                << (p.distributed_optimizer ? " zero1" : "") << ": " << rej.reason << "\n";
         }
     }
-    if (!r.best.empty()) out << "why " << recompute_text(r.best.front().job.plan) << " for #1: " << r.best.front().recompute_reason << "\n";
+    if (!r.best.empty())
+        out << "why " << recompute_text(r.best.front().job.plan)
+            << " for #1: " << r.best.front().recompute_reason << "\n";
 }
 
 // A progress bar on stderr, drawn only on a terminal and only once the search has taken a second.
@@ -214,8 +237,9 @@ public:
         const int width = 30;
         const int filled = p.total > 0 ? int(width * double(p.done) / double(p.total)) : 0;
         std::fprintf(stderr, "\r%-8s [%s%s] %lld/%lld", std::string(p.phase).c_str(),
-                     std::string(std::size_t(filled), '#').c_str(), std::string(std::size_t(width - filled), ' ').c_str(),
-                     (long long)p.done, (long long)p.total);
+                     std::string(std::size_t(filled), '#').c_str(),
+                     std::string(std::size_t(width - filled), ' ').c_str(), (long long)p.done,
+                     (long long)p.total);
         drawn_ = true;
     }
 
@@ -234,31 +258,68 @@ Command add_plan_command(CLI::App& app) {
     add_spec_options(*c.app, o->inputs);
     const std::string search = "Search (a value, a list 2,4,8 or a range 1-8; default: all)";
     c.app->add_option("--profile", o->profile, "Device profile (default: the cluster's device)");
-    c.app->add_option("--tp,--tensor-model-parallel-size", o->tp, "Tensor-parallel degrees")->group(search);
-    c.app->add_option("--pp,--pipeline-model-parallel-size", o->pp, "Pipeline-parallel degrees")->group(search);
-    c.app->add_option("--cp,--context-parallel-size", o->cp, "Context-parallel degrees")->group(search);
-    c.app->add_option("--ep,--expert-model-parallel-size", o->ep, "Expert-parallel degrees")->group(search);
-    c.app->add_option("--vpp,--virtual-pipeline-model-parallel-size", o->vpp, "Virtual stages per pipeline rank")->group(search);
+    c.app->add_option("--tp,--tensor-model-parallel-size", o->tp, "Tensor-parallel degrees")
+        ->group(search);
+    c.app->add_option("--pp,--pipeline-model-parallel-size", o->pp, "Pipeline-parallel degrees")
+        ->group(search);
+    c.app->add_option("--cp,--context-parallel-size", o->cp, "Context-parallel degrees")
+        ->group(search);
+    c.app->add_option("--ep,--expert-model-parallel-size", o->ep, "Expert-parallel degrees")
+        ->group(search);
+    c.app
+        ->add_option("--vpp,--virtual-pipeline-model-parallel-size", o->vpp,
+                     "Virtual stages per pipeline rank")
+        ->group(search);
     c.app->add_option("--mbs,--micro-batch-size", o->mbs, "Micro-batch sizes")->group(search);
-    c.app->add_option("--schedule", o->schedule, "Schedules: gpipe,1f1b,interleaved-1f1b,zero-bubble-h1")->group(search);
-    c.app->add_flag_function("--sequence-parallel,!--no-sequence-parallel",
-                             [o](std::int64_t n) { o->sequence_parallel = n > 0; }, "Pin sequence parallelism on/off")->group(search);
-    c.app->add_flag_function("--distributed-optimizer,--use-distributed-optimizer,!--no-distributed-optimizer",
-                             [o](std::int64_t n) { o->distributed_optimizer = n > 0; }, "Pin ZeRO-1 on/off")->group(search);
-    c.app->add_option("--recompute,--recompute-granularity", o->recompute, "auto (default: cheapest that fits) | none | selective | full")->group(search);
-    c.app->add_option("--recompute-method", o->recompute_method, "block | uniform (with --recompute full)")->group(search);
-    c.app->add_option_function<std::int64_t>("--recompute-num-layers", [o](const std::int64_t& v) { o->recompute_num_layers = v; },
-                                             "Layers per chunk (with --recompute full)")->group(search);
-    c.app->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp, "Let tensor groups span nodes")->group(search);
-    c.app->add_flag("--no-overlap", o->no_overlap, "Do not overlap gradient reduction / parameter gather")->group(search);
-    c.app->add_flag("--no-flash-attention", o->no_flash_attention, "Model attention without flash kernels")->group(search);
-    c.app->add_option("--memory-budget", o->memory_budget, "Per-device budget: 70GiB, 80GB, 0.9 or 90% (default 90% of the device)");
-    c.app->add_option("--top", o->top, "How many layouts to list (default 10)")->check(CLI::Range(1, 1000));
+    c.app
+        ->add_option("--schedule", o->schedule,
+                     "Schedules: gpipe,1f1b,interleaved-1f1b,zero-bubble-h1")
+        ->group(search);
+    c.app
+        ->add_flag_function(
+            "--sequence-parallel,!--no-sequence-parallel",
+            [o](std::int64_t n) { o->sequence_parallel = n > 0; },
+            "Pin sequence parallelism on/off")
+        ->group(search);
+    c.app
+        ->add_flag_function(
+            "--distributed-optimizer,--use-distributed-optimizer,!--no-distributed-optimizer",
+            [o](std::int64_t n) { o->distributed_optimizer = n > 0; }, "Pin ZeRO-1 on/off")
+        ->group(search);
+    c.app
+        ->add_option("--recompute,--recompute-granularity", o->recompute,
+                     "auto (default: cheapest that fits) | none | selective | full")
+        ->group(search);
+    c.app
+        ->add_option("--recompute-method", o->recompute_method,
+                     "block | uniform (with --recompute full)")
+        ->group(search);
+    c.app
+        ->add_option_function<std::int64_t>(
+            "--recompute-num-layers", [o](const std::int64_t& v) { o->recompute_num_layers = v; },
+            "Layers per chunk (with --recompute full)")
+        ->group(search);
+    c.app->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp, "Let tensor groups span nodes")
+        ->group(search);
+    c.app
+        ->add_flag("--no-overlap", o->no_overlap,
+                   "Do not overlap gradient reduction / parameter gather")
+        ->group(search);
+    c.app
+        ->add_flag("--no-flash-attention", o->no_flash_attention,
+                   "Model attention without flash kernels")
+        ->group(search);
+    c.app->add_option("--memory-budget", o->memory_budget,
+                      "Per-device budget: 70GiB, 80GB, 0.9 or 90% (default 90% of the device)");
+    c.app->add_option("--top", o->top, "How many layouts to list (default 10)")
+        ->check(CLI::Range(1, 1000));
     c.app->add_flag("--csv", o->csv, "Print the table as CSV");
     c.app->add_flag("--json", o->json, "Print the result as JSON");
     c.app->add_option("--out", o->out, "Write the best layout as a plan file (for simulate / run)");
-    c.app->add_flag("--megatron-args", o->megatron_args, "Print the best layout as Megatron-LM arguments");
-    c.app->add_flag("--explain", o->explain, "Count rejections by reason and show the closest misses");
+    c.app->add_flag("--megatron-args", o->megatron_args,
+                    "Print the best layout as Megatron-LM arguments");
+    c.app->add_flag("--explain", o->explain,
+                    "Count rejections by reason and show the closest misses");
     c.app->add_flag("--exhaustive", o->exhaustive, "Simulate every feasible layout (no pruning)");
     c.run = [o] {
         const core::JobSpec specs = core::load_specs(o->inputs);
@@ -276,19 +337,24 @@ Command add_plan_command(CLI::App& app) {
         options.on_progress = nullptr;
         if (r.best.empty()) {
             if (r.feasible == 0 && r.smallest_peak_bytes > 0)
-                throw core::SpecError("--memory-budget", "no layout fits in " + gib(budget) + "; the smallest needs " +
-                                                             gib(r.smallest_peak_bytes) + " (" + r.smallest_layout + ")");
+                throw core::SpecError("--memory-budget", "no layout fits in " + gib(budget) +
+                                                             "; the smallest needs " +
+                                                             gib(r.smallest_peak_bytes) + " (" +
+                                                             r.smallest_layout + ")");
             std::vector<std::pair<std::int64_t, std::string>> counts;
             for (const auto& [reason, n] : r.rejection_counts) counts.emplace_back(n, reason);
             std::sort(counts.rbegin(), counts.rend());
             std::string reasons;
             for (std::size_t i = 0; i < counts.size() && i < 3; ++i)
-                reasons += (i ? "; " : "") + counts[i].second + " ×" + std::to_string(counts[i].first);
-            throw core::SpecError("cluster", "no valid layout of " + std::to_string(specs.cluster.devices()) +
-                                                 " devices for " + specs.model.name + ": " + reasons);
+                reasons +=
+                    (i ? "; " : "") + counts[i].second + " ×" + std::to_string(counts[i].first);
+            throw core::SpecError("cluster",
+                                  "no valid layout of " + std::to_string(specs.cluster.devices()) +
+                                      " devices for " + specs.model.name + ": " + reasons);
         }
         if (!o->out.empty())
-            core::write_file_atomically(o->out, planner::plan_file(r.best.front(), budget).dump(2) + "\n", "--out");
+            core::write_file_atomically(
+                o->out, planner::plan_file(r.best.front(), budget).dump(2) + "\n", "--out");
         if (o->json) {
             std::cout << result_json(r, budget).dump(2) << "\n";
             return 0;
@@ -297,13 +363,17 @@ Command add_plan_command(CLI::App& app) {
             print_csv(r, std::cout);
             return 0;
         }
-        std::printf("%s on %lld × %s, global batch %lld × %lld tokens, budget %.1f GiB of %.1f GiB\n",
-                    specs.model.name.c_str(), (long long)specs.cluster.devices(), profile.name().c_str(),
-                    (long long)specs.training.global_batch_size, (long long)specs.training.seq_length,
-                    budget / kGiB, profile.memory_bytes() / kGiB);
-        std::printf("searched %s layouts in %.2f s (%s layouts/s): %s fit, %s simulated in full%s\n\n",
-                    with_commas(r.layouts).c_str(), r.seconds, with_commas(std::int64_t(double(r.layouts) / std::max(r.seconds, 1e-9))).c_str(),
-                    with_commas(r.feasible).c_str(), with_commas(r.simulated).c_str(), r.cancelled ? " (cancelled)" : "");
+        std::printf(
+            "%s on %lld × %s, global batch %lld × %lld tokens, budget %.1f GiB of %.1f GiB\n",
+            specs.model.name.c_str(), (long long)specs.cluster.devices(), profile.name().c_str(),
+            (long long)specs.training.global_batch_size, (long long)specs.training.seq_length,
+            budget / kGiB, profile.memory_bytes() / kGiB);
+        std::printf(
+            "searched %s layouts in %.2f s (%s layouts/s): %s fit, %s simulated in full%s\n\n",
+            with_commas(r.layouts).c_str(), r.seconds,
+            with_commas(std::int64_t(double(r.layouts) / std::max(r.seconds, 1e-9))).c_str(),
+            with_commas(r.feasible).c_str(), with_commas(r.simulated).c_str(),
+            r.cancelled ? " (cancelled)" : "");
         std::fflush(stdout);
         print_table(r, budget, std::cout);
         if (o->explain) print_explain(r, std::cout);

@@ -23,11 +23,12 @@ struct PresetsOptions {
 void list_models() {
     std::cout << "models\n";
     std::cout << "  " << std::left << std::setw(24) << "name" << std::right << std::setw(10)
-              << "params" << std::setw(10) << "active" << std::setw(8) << "layers"
-              << std::setw(8) << "hidden" << "  source\n";
+              << "params" << std::setw(10) << "active" << std::setw(8) << "layers" << std::setw(8)
+              << "hidden"
+              << "  source\n";
     for (const auto& name : core::preset_names(PresetKind::model)) {
-        const auto m = core::model_from_json(
-            core::resolve_reference(name, PresetKind::model, "model"));
+        const auto m =
+            core::model_from_json(core::resolve_reference(name, PresetKind::model, "model"));
         const auto counts = core::count_parameters(m);
         std::cout << "  " << std::left << std::setw(24) << name << std::right << std::setw(10)
                   << short_count(double(counts.total())) << std::setw(10)
@@ -39,20 +40,22 @@ void list_models() {
 void list_clusters() {
     std::cout << "clusters (nodes: any, with --nodes N)\n";
     std::cout << "  " << std::left << std::setw(24) << "name" << std::setw(10) << "per node"
-              << std::setw(20) << "device" << "fabrics (intra / inter)\n";
+              << std::setw(20) << "device"
+              << "fabrics (intra / inter)\n";
     for (const auto& name : core::preset_names(PresetKind::cluster)) {
-        const auto c = core::cluster_from_json(
-            core::resolve_reference(name, PresetKind::cluster, "cluster"));
+        const auto c =
+            core::cluster_from_json(core::resolve_reference(name, PresetKind::cluster, "cluster"));
         std::cout << "  " << std::left << std::setw(24) << name << std::setw(10)
-                  << c.devices_per_node << std::setw(20) << c.device << c.intra_node_fabric
-                  << " / " << c.inter_node_fabric << "\n";
+                  << c.devices_per_node << std::setw(20) << c.device << c.intra_node_fabric << " / "
+                  << c.inter_node_fabric << "\n";
     }
 }
 
 void list_plans() {
     std::cout << "plans\n";
     std::cout << "  " << std::left << std::setw(28) << "name" << std::setw(20) << "model"
-              << std::right << std::setw(8) << "devices" << "  tp·cp·dp·pp (ep, vpp)  "
+              << std::right << std::setw(8) << "devices"
+              << "  tp·cp·dp·pp (ep, vpp)  "
               << "mbs  gbs    schedule\n";
     for (const auto& name : core::preset_names(PresetKind::plan)) {
         core::JobInputs in;
@@ -62,11 +65,11 @@ void list_plans() {
         std::ostringstream degrees;
         degrees << p.tp << "·" << p.cp << "·" << p.dp << "·" << p.pp << " (" << p.ep << ", "
                 << p.vpp << ")";
-        std::cout << "  " << std::left << std::setw(28) << name << std::setw(20)
-                  << job.model.name << std::right << std::setw(8) << job.cluster.devices()
-                  << "  " << std::left << std::setw(26) << degrees.str() << std::setw(5)
-                  << p.micro_batch_size << std::setw(7) << job.training.global_batch_size
-                  << core::to_string(p.schedule) << "\n";
+        std::cout << "  " << std::left << std::setw(28) << name << std::setw(20) << job.model.name
+                  << std::right << std::setw(8) << job.cluster.devices() << "  " << std::left
+                  << std::setw(26) << degrees.str() << std::setw(5) << p.micro_batch_size
+                  << std::setw(7) << job.training.global_batch_size << core::to_string(p.schedule)
+                  << "\n";
     }
 }
 

@@ -35,9 +35,11 @@ Command add_simulate_command(CLI::App& app) {
     Command c;
     c.app = app.add_subcommand("simulate", "Predict one training step: time, MFU, bubbles, memory");
     add_job_options(*c.app, options->inputs);
-    c.app->add_option("--profile", options->profile,
-                      "Device profile preset or trident.profile/1 file (default: the cluster's device)");
-    c.app->add_option("--trace", options->trace, "Write the simulated timeline (Chrome-trace JSON)");
+    c.app->add_option(
+        "--profile", options->profile,
+        "Device profile preset or trident.profile/1 file (default: the cluster's device)");
+    c.app->add_option("--trace", options->trace,
+                      "Write the simulated timeline (Chrome-trace JSON)");
     c.app->add_option("--json", options->json, "Write the report as JSON");
     c.run = [options] {
         const core::JobSpec job = core::load_job(options->inputs);
@@ -52,7 +54,8 @@ Command add_simulate_command(CLI::App& app) {
             core::write_file_atomically(options->trace, text.str(), "--trace");
         }
         if (!options->json.empty())
-            core::write_file_atomically(options->json, simulator::report_json(report).dump(2) + "\n", "--json");
+            core::write_file_atomically(options->json,
+                                        simulator::report_json(report).dump(2) + "\n", "--json");
         simulator::print_report(report, std::cout);
         return 0;
     };

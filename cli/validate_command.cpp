@@ -25,12 +25,13 @@ struct ValidateOptions {
     std::string out;
 };
 
-std::string yes_no(bool v) { return v ? "on" : "off"; }
+std::string yes_no(bool v) {
+    return v ? "on" : "off";
+}
 
 void print_model(const ModelSpec& m, std::int64_t tp) {
     const ParameterCounts c = count_parameters(m);
-    std::cout << "model     " << m.name << (m.source.empty() ? "" : "  [" + m.source + "]")
-              << "\n"
+    std::cout << "model     " << m.name << (m.source.empty() ? "" : "  [" + m.source + "]") << "\n"
               << "  layers " << m.num_layers << ", hidden " << m.hidden_size << ", heads "
               << m.num_attention_heads << " (kv " << m.num_query_groups << ", head_dim "
               << m.head_dim << "), ffn " << m.ffn_hidden_size << ", vocab " << m.vocab_size
@@ -52,8 +53,7 @@ void print_model(const ModelSpec& m, std::int64_t tp) {
                   << e.expert_ffn_hidden_size << ", shared ffn " << e.shared_expert_ffn_hidden_size
                   << ", " << m.num_moe_layers() << " MoE layers (first " << e.first_dense_layers
                   << " dense, every " << e.layer_frequency << "), capacity "
-                  << (e.capacity_factor ? std::to_string(*e.capacity_factor) : "dropless")
-                  << "\n";
+                  << (e.capacity_factor ? std::to_string(*e.capacity_factor) : "dropless") << "\n";
     }
     std::cout << "  parameters " << with_commas(c.total()) << " (" << short_count(double(c.total()))
               << "), active per token " << with_commas(c.active()) << " ("
@@ -73,9 +73,9 @@ void print_plan(const JobSpec& job) {
     std::cout << "training  global batch " << job.training.global_batch_size << " × seq "
               << job.training.seq_length << " = " << with_commas(job.training.tokens_per_step())
               << " tokens/step, " << job.training.train_iters << " iteration(s)\n";
-    std::cout << "plan      tp " << p.tp << " · cp " << p.cp << " · dp " << p.dp << " · pp "
-              << p.pp << " = " << p.devices() << " devices; ep " << p.ep << " (expert dp "
-              << p.expert_dp() << "), vpp " << p.vpp << "; rank order " << p.rank_order << "\n"
+    std::cout << "plan      tp " << p.tp << " · cp " << p.cp << " · dp " << p.dp << " · pp " << p.pp
+              << " = " << p.devices() << " devices; ep " << p.ep << " (expert dp " << p.expert_dp()
+              << "), vpp " << p.vpp << "; rank order " << p.rank_order << "\n"
               << "  micro-batch " << p.micro_batch_size << " → " << job.micro_batches_per_step()
               << " micro-batches per step; " << job.layers_per_pipeline_rank()
               << " layers per pipeline rank (" << job.layers_per_model_chunk()
@@ -85,14 +85,14 @@ void print_plan(const JobSpec& job) {
     if (p.recompute.granularity == RecomputeGranularity::full)
         std::cout << " (" << to_string(p.recompute.method) << ", " << p.recompute.num_layers
                   << " layers)";
-    std::cout << "; sequence parallel " << yes_no(p.sequence_parallel)
-              << "; distributed optimizer " << yes_no(p.distributed_optimizer) << "\n";
+    std::cout << "; sequence parallel " << yes_no(p.sequence_parallel) << "; distributed optimizer "
+              << yes_no(p.distributed_optimizer) << "\n";
     const RankGrid grid(p);
     std::cout << "  groups (size, nodes spanned):";
     for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {
         const auto kind = static_cast<GroupKind>(k);
-        std::cout << (k ? ", " : " ") << kGroupKindNames[k] << " " << grid.group_of(kind, 0).size() << "/"
-                  << grid.nodes_spanned(kind, 0, c.devices_per_node);
+        std::cout << (k ? ", " : " ") << kGroupKindNames[k] << " " << grid.group_of(kind, 0).size()
+                  << "/" << grid.nodes_spanned(kind, 0, c.devices_per_node);
     }
     std::cout << "\n";
 }
@@ -100,9 +100,9 @@ void print_plan(const JobSpec& job) {
 void print_rank(const JobSpec& job, std::int64_t rank) {
     const RankGrid grid(job.plan);
     const RankCoord c = grid.coord(rank);
-    std::cout << "rank " << rank << " (node " << rank / job.cluster.devices_per_node
-              << "): tp " << c.tp << ", cp " << c.cp << ", ep " << c.ep << ", dp " << c.dp
-              << ", pp " << c.pp << " (expert dp " << c.edp << ")\n";
+    std::cout << "rank " << rank << " (node " << rank / job.cluster.devices_per_node << "): tp "
+              << c.tp << ", cp " << c.cp << ", ep " << c.ep << ", dp " << c.dp << ", pp " << c.pp
+              << " (expert dp " << c.edp << ")\n";
     for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {
         std::cout << "  " << kGroupKindNames[k] << ":";
         for (auto r : grid.group_of(static_cast<GroupKind>(k), rank)) std::cout << " " << r;

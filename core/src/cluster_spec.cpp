@@ -23,8 +23,8 @@ ClusterSpec cluster_from_json(const Json& j, const std::string& path) {
         // The localhost preset runs one MPI rank per online core of this machine.
         c.devices_per_node = std::max<std::int64_t>(1, std::thread::hardware_concurrency());
     } else {
-        c.devices_per_node = as_integer(per_node, r.field("devices_per_node"), 1,
-                                        limits::kMaxDevicesPerNode);
+        c.devices_per_node =
+            as_integer(per_node, r.field("devices_per_node"), 1, limits::kMaxDevicesPerNode);
     }
     c.device = r.string("device");
     c.intra_node_fabric = r.string("intra_node_fabric");

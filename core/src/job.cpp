@@ -9,7 +9,9 @@ std::int64_t JobSpec::micro_batches_per_step() const {
     return training.global_batch_size / (plan.micro_batch_size * plan.dp);
 }
 
-std::int64_t JobSpec::layers_per_pipeline_rank() const { return model.num_layers / plan.pp; }
+std::int64_t JobSpec::layers_per_pipeline_rank() const {
+    return model.num_layers / plan.pp;
+}
 
 std::int64_t JobSpec::layers_per_model_chunk() const {
     return model.num_layers / (plan.pp * plan.vpp);
@@ -35,20 +37,20 @@ void validate(const JobSpec& job) {
     const auto s = [](std::int64_t v) { return std::to_string(v); };
 
     if (m.num_attention_heads % p.tp != 0)
-        throw SpecError("parallel.tp", s(p.tp) + " must divide num_attention_heads " +
-                                           s(m.num_attention_heads));
+        throw SpecError("parallel.tp",
+                        s(p.tp) + " must divide num_attention_heads " + s(m.num_attention_heads));
     if (m.num_query_groups % p.tp != 0)
         throw SpecError("parallel.tp", s(p.tp) + " must divide num_query_groups " +
                                            s(m.num_query_groups) + " (KV heads)");
     if (m.num_layers % (p.pp * p.vpp) != 0)
         throw SpecError(p.vpp > 1 ? "parallel.vpp" : "parallel.pp",
-                        "num_layers " + s(m.num_layers) + " must be divisible by pp·vpp = " +
-                            s(p.pp) + "·" + s(p.vpp));
+                        "num_layers " + s(m.num_layers) +
+                            " must be divisible by pp·vpp = " + s(p.pp) + "·" + s(p.vpp));
     if (!m.moe && p.ep != 1)
         throw SpecError("parallel.ep", "must be 1: model '" + m.name + "' has no experts");
     if (m.moe && m.moe->num_experts % p.ep != 0)
-        throw SpecError("parallel.ep", s(p.ep) + " must divide moe.num_experts " +
-                                           s(m.moe->num_experts));
+        throw SpecError("parallel.ep",
+                        s(p.ep) + " must divide moe.num_experts " + s(m.moe->num_experts));
     if (c.devices() != p.devices()) {
         std::string reason = "tp·cp·dp·pp = " + s(p.tp) + "·" + s(p.cp) + "·" + s(p.dp) + "·" +
                              s(p.pp) + " = " + s(p.devices()) + " must equal the cluster's " +

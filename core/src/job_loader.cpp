@@ -44,8 +44,8 @@ Json parse_dp_flag(const std::string& value) {
     std::int64_t dp = 0;
     auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), dp);
     if (err != std::errc() || end != value.data() + value.size())
-        throw SpecError("parallel.dp", "must be a positive integer or \"auto\", got \"" + value +
-                                           "\"");
+        throw SpecError("parallel.dp",
+                        "must be a positive integer or \"auto\", got \"" + value + "\"");
     return dp;
 }
 
@@ -163,7 +163,8 @@ JobSpec load_job(const JobInputs& in) {
     if (in.micro_batch_size) parallel["micro_batch_size"] = *in.micro_batch_size;
     if (in.schedule) parallel["schedule"] = *in.schedule;
     if (in.recompute || in.recompute_method || in.recompute_num_layers) {
-        Json rc = recompute_object(parallel.contains("recompute") ? &parallel["recompute"] : nullptr);
+        Json rc =
+            recompute_object(parallel.contains("recompute") ? &parallel["recompute"] : nullptr);
         if (in.recompute) rc["granularity"] = *in.recompute;
         if (in.recompute_method) rc["method"] = *in.recompute_method;
         if (in.recompute_num_layers) rc["num_layers"] = *in.recompute_num_layers;
@@ -199,10 +200,10 @@ JobSpec load_job(const JobInputs& in) {
     if (job.plan.dp == 0) { // "auto": the data-parallel degree fills the cluster
         const std::int64_t model_parallel = job.plan.tp * job.plan.cp * job.plan.pp;
         if (job.cluster.devices() % model_parallel != 0)
-            throw SpecError("parallel.dp", "auto: the cluster's " +
-                                               std::to_string(job.cluster.devices()) +
-                                               " devices are not divisible by tp·cp·pp = " +
-                                               std::to_string(model_parallel));
+            throw SpecError(
+                "parallel.dp",
+                "auto: the cluster's " + std::to_string(job.cluster.devices()) +
+                    " devices are not divisible by tp·cp·pp = " + std::to_string(model_parallel));
         job.plan.dp = job.cluster.devices() / model_parallel;
     }
     from_source(plan_source, [&] {

@@ -13,13 +13,20 @@ namespace {
 
 std::string kind_of(const Json& v) {
     switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return "a boolean";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::object: return "an object";
-    case Json::value_t::number_float: return "a number";
-    default: return "an integer";
+    case Json::value_t::null:
+        return "null";
+    case Json::value_t::boolean:
+        return "a boolean";
+    case Json::value_t::string:
+        return "a string";
+    case Json::value_t::array:
+        return "an array";
+    case Json::value_t::object:
+        return "an object";
+    case Json::value_t::number_float:
+        return "a number";
+    default:
+        return "an integer";
     }
 }
 
@@ -62,8 +69,8 @@ Json parse_json_text(std::string_view text, const std::string& source) {
                 what = what.substr(second + 2);
         }
         std::replace(what.begin(), what.end(), '\n', ' ');
-        throw SpecError(source, "JSON syntax error at line " + std::to_string(line) +
-                                    ", column " + std::to_string(column) + ": " + what);
+        throw SpecError(source, "JSON syntax error at line " + std::to_string(line) + ", column " +
+                                    std::to_string(column) + ": " + what);
     } catch (const Json::out_of_range& e) {
         // A number too large for a double (1e400) is out of range, not a syntax error, and
         // nlohmann reports no position for it (found by the fuzzer).

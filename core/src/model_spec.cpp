@@ -13,7 +13,8 @@ constexpr std::array<std::string_view, 2> kNormalizationNames = {"layernorm", "r
 constexpr std::array<std::string_view, 2> kPositionNames = {"learned", "rope"};
 
 template <typename Enum, std::size_t N>
-Enum read_enum(ObjectReader& r, std::string_view key, const std::array<std::string_view, N>& names) {
+Enum read_enum(ObjectReader& r, std::string_view key,
+               const std::array<std::string_view, N>& names) {
     return static_cast<Enum>(enum_index(r.string(key), names, r.field(key)));
 }
 
@@ -55,8 +56,8 @@ Precision precision_from_json(const Json& j, const std::string& path) {
     Precision p;
     p.params = parse_dtype(r.string_or("params", "bf16"), r.field("params"));
     p.grads = parse_dtype(r.string_or("grads", "fp32"), r.field("grads"));
-    p.optimizer_state = parse_dtype(r.string_or("optimizer_state", "fp32"),
-                                    r.field("optimizer_state"));
+    p.optimizer_state =
+        parse_dtype(r.string_or("optimizer_state", "fp32"), r.field("optimizer_state"));
     p.master_weights = r.boolean_or("master_weights", true);
     r.finish();
     return p;
@@ -64,9 +65,15 @@ Precision precision_from_json(const Json& j, const std::string& path) {
 
 } // namespace
 
-std::string to_string(Activation a) { return std::string(kActivationNames[int(a)]); }
-std::string to_string(Normalization n) { return std::string(kNormalizationNames[int(n)]); }
-std::string to_string(PositionEmbedding p) { return std::string(kPositionNames[int(p)]); }
+std::string to_string(Activation a) {
+    return std::string(kActivationNames[int(a)]);
+}
+std::string to_string(Normalization n) {
+    return std::string(kNormalizationNames[int(n)]);
+}
+std::string to_string(PositionEmbedding p) {
+    return std::string(kPositionNames[int(p)]);
+}
 
 bool ModelSpec::is_moe_layer(std::int64_t layer) const {
     if (!moe || layer < moe->first_dense_layers) return false;
@@ -109,7 +116,8 @@ ModelSpec model_from_json(const Json& j, const std::string& path) {
         m.moe = moe_from_json(*moe, r.field("moe"));
     if (const Json* mla = r.get("mla"); mla && !mla->is_null())
         m.mla = mla_from_json(*mla, r.field("mla"));
-    if (const Json* p = r.get("precision")) m.precision = precision_from_json(*p, r.field("precision"));
+    if (const Json* p = r.get("precision"))
+        m.precision = precision_from_json(*p, r.field("precision"));
     r.finish();
     if (m.head_dim == 0) {
         if (m.hidden_size % m.num_attention_heads != 0)
@@ -125,9 +133,9 @@ ModelSpec model_from_json(const Json& j, const std::string& path) {
 void validate(const ModelSpec& m, const std::string& path) {
     const auto f = [&](std::string_view key) { return path + "." + std::string(key); };
     if (m.num_query_groups > m.num_attention_heads || m.num_attention_heads % m.num_query_groups)
-        throw SpecError(f("num_query_groups"),
-                        std::to_string(m.num_query_groups) + " must divide num_attention_heads " +
-                            std::to_string(m.num_attention_heads));
+        throw SpecError(f("num_query_groups"), std::to_string(m.num_query_groups) +
+                                                   " must divide num_attention_heads " +
+                                                   std::to_string(m.num_attention_heads));
     if (m.mla && m.num_query_groups != m.num_attention_heads)
         throw SpecError(f("num_query_groups"),
                         "must equal num_attention_heads with multi-head latent attention");
@@ -147,11 +155,13 @@ void validate(const ModelSpec& m, const std::string& path) {
     const double h = double(m.hidden_size);
     double per_layer = 4.0 * h * double(m.num_attention_heads) * double(m.head_dim) +
                        3.0 * h * double(m.ffn_hidden_size);
-    if (m.mla) per_layer += 4.0 * h * double(m.num_attention_heads) *
-                            double(m.mla->qk_head_dim + m.mla->qk_pos_emb_head_dim +
-                                   m.mla->v_head_dim + m.mla->kv_lora_rank + m.mla->q_lora_rank);
-    if (m.moe) per_layer += 3.0 * h * double(m.moe->num_experts + 1) *
-                            double(m.moe->expert_ffn_hidden_size + m.moe->shared_expert_ffn_hidden_size);
+    if (m.mla)
+        per_layer += 4.0 * h * double(m.num_attention_heads) *
+                     double(m.mla->qk_head_dim + m.mla->qk_pos_emb_head_dim + m.mla->v_head_dim +
+                            m.mla->kv_lora_rank + m.mla->q_lora_rank);
+    if (m.moe)
+        per_layer += 3.0 * h * double(m.moe->num_experts + 1) *
+                     double(m.moe->expert_ffn_hidden_size + m.moe->shared_expert_ffn_hidden_size);
     const double estimate = double(m.num_layers) * per_layer +
                             2.0 * h * double(m.vocab_size + m.max_position_embeddings);
     if (estimate > limits::kMaxParameters)

@@ -5,11 +5,15 @@
 
 namespace trident::core {
 
-std::string to_string(ScheduleKind s) { return std::string(kScheduleNames[int(s)]); }
+std::string to_string(ScheduleKind s) {
+    return std::string(kScheduleNames[int(s)]);
+}
 std::string to_string(RecomputeGranularity g) {
     return std::string(kRecomputeGranularityNames[int(g)]);
 }
-std::string to_string(RecomputeMethod m) { return std::string(kRecomputeMethodNames[int(m)]); }
+std::string to_string(RecomputeMethod m) {
+    return std::string(kRecomputeMethodNames[int(m)]);
+}
 
 namespace {
 
@@ -58,7 +62,8 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
     p.micro_batch_size = r.integer("micro_batch_size", 1, kMaxBatch);
     p.schedule = static_cast<ScheduleKind>(
         enum_index(r.string_or("schedule", "1f1b"), kScheduleNames, r.field("schedule")));
-    if (const Json* rc = r.get("recompute")) p.recompute = recompute_from_json(*rc, r.field("recompute"));
+    if (const Json* rc = r.get("recompute"))
+        p.recompute = recompute_from_json(*rc, r.field("recompute"));
     p.distributed_optimizer = r.boolean_or("distributed_optimizer", false);
     p.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", false);
     p.overlap_param_gather = r.boolean_or("overlap_param_gather", false);
@@ -77,20 +82,19 @@ void validate(const ParallelPlan& p, const std::string& path) {
                                              "\" (Megatron's default) is supported, got \"" +
                                              p.rank_order + "\"");
     if (double(p.tp) * double(p.cp) * double(p.dp) * double(p.pp) > double(limits::kMaxDegree))
-        throw SpecError(path, "tp·cp·dp·pp exceeds " + std::to_string(limits::kMaxDegree) +
-                                  " devices");
+        throw SpecError(path,
+                        "tp·cp·dp·pp exceeds " + std::to_string(limits::kMaxDegree) + " devices");
     if (p.sequence_parallel && p.tp == 1)
         throw SpecError(f("sequence_parallel"), "needs tp > 1 (it splits the sequence over the "
                                                 "tensor-parallel group)");
     if (p.vpp > 1 && p.schedule != ScheduleKind::interleaved_1f1b)
-        throw SpecError(f("vpp"), std::to_string(p.vpp) + " virtual stages need schedule "
-                                                          "\"interleaved-1f1b\", got \"" +
+        throw SpecError(f("vpp"), std::to_string(p.vpp) +
+                                      " virtual stages need schedule "
+                                      "\"interleaved-1f1b\", got \"" +
                                       to_string(p.schedule) + "\"");
     if (p.schedule == ScheduleKind::interleaved_1f1b) {
-        if (p.vpp < 2)
-            throw SpecError(f("vpp"), "schedule \"interleaved-1f1b\" needs vpp >= 2");
-        if (p.pp < 2)
-            throw SpecError(f("pp"), "schedule \"interleaved-1f1b\" needs pp >= 2");
+        if (p.vpp < 2) throw SpecError(f("vpp"), "schedule \"interleaved-1f1b\" needs vpp >= 2");
+        if (p.pp < 2) throw SpecError(f("pp"), "schedule \"interleaved-1f1b\" needs pp >= 2");
     }
     if (p.overlap_param_gather && !p.distributed_optimizer)
         throw SpecError(f("overlap_param_gather"), "needs distributed_optimizer (only it gathers "
@@ -102,8 +106,8 @@ void validate(const ParallelPlan& p, const std::string& path) {
         throw SpecError(f("recompute.num_layers"),
                         "applies only to granularity \"full\" (selective covers every layer)");
     if (p.expert_dp() * p.ep != p.dp * p.cp || p.ep > p.dp * p.cp)
-        throw SpecError(f("ep"), std::to_string(p.ep) + " must divide dp·cp = " +
-                                     std::to_string(p.dp * p.cp) +
+        throw SpecError(f("ep"), std::to_string(p.ep) +
+                                     " must divide dp·cp = " + std::to_string(p.dp * p.cp) +
                                      " (experts are spread over the data-parallel ranks)");
 }
 

@@ -8,20 +8,28 @@ namespace trident::core {
 
 std::string_view preset_folder(PresetKind kind) {
     switch (kind) {
-    case PresetKind::model: return "models";
-    case PresetKind::cluster: return "clusters";
-    case PresetKind::plan: return "plans";
-    case PresetKind::profile: return "devices";
+    case PresetKind::model:
+        return "models";
+    case PresetKind::cluster:
+        return "clusters";
+    case PresetKind::plan:
+        return "plans";
+    case PresetKind::profile:
+        return "devices";
     }
     return "";
 }
 
 std::string_view format_tag(PresetKind kind) {
     switch (kind) {
-    case PresetKind::model: return "trident.model/1";
-    case PresetKind::cluster: return "trident.cluster/1";
-    case PresetKind::plan: return "trident.plan/1";
-    case PresetKind::profile: return "trident.profile/1";
+    case PresetKind::model:
+        return "trident.model/1";
+    case PresetKind::cluster:
+        return "trident.cluster/1";
+    case PresetKind::plan:
+        return "trident.plan/1";
+    case PresetKind::profile:
+        return "trident.profile/1";
     }
     return "";
 }
@@ -49,8 +57,8 @@ void check_format(const Json& j, PresetKind kind, const std::string& field) {
         throw SpecError(field + ".format",
                         "missing (expected \"" + std::string(format_tag(kind)) + "\")");
     if (!it->is_string() || it->get<std::string>() != format_tag(kind))
-        throw SpecError(field + ".format", "expected \"" + std::string(format_tag(kind)) +
-                                               "\", got " + it->dump());
+        throw SpecError(field + ".format",
+                        "expected \"" + std::string(format_tag(kind)) + "\", got " + it->dump());
 }
 
 } // namespace

@@ -3,8 +3,8 @@
 #include "trident/core/spec_error.h"
 
 #include <algorithm>
-#include <iterator>
 #include <cmath>
+#include <iterator>
 #include <set>
 
 namespace trident::core {
@@ -31,7 +31,8 @@ std::vector<double> sorted_log_axis(const std::set<double>& values) {
 }
 
 std::size_t position(const std::vector<double>& axis, double log_value) {
-    return std::size_t(std::lower_bound(axis.begin(), axis.end(), log_value - 1e-12) - axis.begin());
+    return std::size_t(std::lower_bound(axis.begin(), axis.end(), log_value - 1e-12) -
+                       axis.begin());
 }
 
 const Json& array_field(ObjectReader& r, std::string_view key) {
@@ -59,12 +60,15 @@ std::vector<double> row(const Json& v, std::size_t n, const std::string& field) 
 double bus_bandwidth_factor(Collective c, std::int64_t n) {
     const double g = double(n);
     switch (c) {
-    case Collective::all_reduce: return 2.0 * (g - 1.0) / g;
+    case Collective::all_reduce:
+        return 2.0 * (g - 1.0) / g;
     case Collective::all_gather:
     case Collective::reduce_scatter:
-    case Collective::all_to_all: return (g - 1.0) / g;
+    case Collective::all_to_all:
+        return (g - 1.0) / g;
     case Collective::broadcast:
-    case Collective::send_recv: return 1.0;
+    case Collective::send_recv:
+        return 1.0;
     }
     return 1.0;
 }
@@ -98,7 +102,8 @@ Profile Profile::from_json(const Json& j, const std::string& path) {
         if (const Json* s = r.get("sources")) {
             if (!s->is_array()) throw SpecError(r.field("sources"), "must be an array of strings");
             for (const Json& x : *s) {
-                if (!x.is_string()) throw SpecError(r.field("sources"), "must be an array of strings");
+                if (!x.is_string())
+                    throw SpecError(r.field("sources"), "must be an array of strings");
                 p.provenance_.sources.push_back(x.get<std::string>());
             }
         }
@@ -150,7 +155,9 @@ Profile Profile::from_json(const Json& j, const std::string& path) {
                                                    std::to_string(parsed.size()));
             grid.log_t.assign(total, NAN);
             const double peak = p.peak_.contains(d) ? p.peak_[d] : 0.0;
-            if (peak <= 0.0) throw SpecError(top.field("device.peak_flops_per_s"), "has no " + std::string(name) + " peak for the gemm table");
+            if (peak <= 0.0)
+                throw SpecError(top.field("device.peak_flops_per_s"),
+                                "has no " + std::string(name) + " peak for the gemm table");
             for (const auto& rw : parsed) {
                 const std::size_t a = position(grid.log_m, std::log(rw[0])),
                                   b = position(grid.log_n, std::log(rw[1])),
@@ -159,7 +166,8 @@ Profile Profile::from_json(const Json& j, const std::string& path) {
                 grid.best_efficiency =
                     std::max(grid.best_efficiency, 2.0 * rw[0] * rw[1] * rw[2] / rw[3] / peak);
             }
-            if (std::any_of(grid.log_t.begin(), grid.log_t.end(), [](double v) { return std::isnan(v); }))
+            if (std::any_of(grid.log_t.begin(), grid.log_t.end(),
+                            [](double v) { return std::isnan(v); }))
                 throw SpecError(g.field(name), "has duplicate rows, so the grid has holes");
             p.gemm_[d] = std::move(grid);
         }
@@ -189,8 +197,9 @@ Profile Profile::from_json(const Json& j, const std::string& path) {
                 grid.log_bh = sorted_log_axis(bhs);
                 grid.log_seq = sorted_log_axis(seqs);
                 if (list.size() != bhs.size() * seqs.size())
-                    throw SpecError(a.field(name), "must be a full batch_heads×seq grid for head_dim " +
-                                                       std::to_string(key.first));
+                    throw SpecError(a.field(name),
+                                    "must be a full batch_heads×seq grid for head_dim " +
+                                        std::to_string(key.first));
                 grid.log_forward.assign(list.size(), NAN);
                 grid.log_backward.assign(list.size(), NAN);
                 for (auto& rw : list) {
@@ -214,7 +223,8 @@ Profile Profile::from_json(const Json& j, const std::string& path) {
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 auto rw = row(rows[i], 2, mb.field(name) + "[" + std::to_string(i) + "]");
                 if (rw[0] <= 0 || rw[1] <= 0)
-                    throw SpecError(mb.field(name) + "[" + std::to_string(i) + "]", "needs positive bytes and time");
+                    throw SpecError(mb.field(name) + "[" + std::to_string(i) + "]",
+                                    "needs positive bytes and time");
                 points.emplace_back(rw[0], rw[1]);
             }
             std::sort(points.begin(), points.end());
@@ -233,7 +243,8 @@ Profile Profile::from_json(const Json& j, const std::string& path) {
     {
         const Json& fabrics = top.require("fabrics");
         ObjectReader all(fabrics, top.field("fabrics"));
-        if (!fabrics.is_object() || fabrics.empty()) throw SpecError(top.field("fabrics"), "must name at least one fabric");
+        if (!fabrics.is_object() || fabrics.empty())
+            throw SpecError(top.field("fabrics"), "must name at least one fabric");
         for (auto it = fabrics.begin(); it != fabrics.end(); ++it) {
             all.get(it.key());
             ObjectReader r(it.value(), all.field(it.key()));
@@ -259,7 +270,9 @@ Profile Profile::from_json(const Json& j, const std::string& path) {
                     Curve curve;
                     for (auto [x, y] : points) {
                         if (!curve.log_x.empty() && std::log(x) <= curve.log_x.back())
-                            throw SpecError(cs.field(name), "has two rows for group " + std::to_string(group) + " and one size");
+                            throw SpecError(cs.field(name), "has two rows for group " +
+                                                                std::to_string(group) +
+                                                                " and one size");
                         curve.log_x.push_back(std::log(x));
                         curve.log_y.push_back(std::log(y));
                     }
@@ -278,7 +291,8 @@ Profile Profile::from_json(const Json& j, const std::string& path) {
 double Profile::peak_flops_per_s(Dtype d) const {
     auto it = peak_.find(d);
     if (it == peak_.end())
-        throw SpecError("profile." + name_ + ".device.peak_flops_per_s", "has no " + to_string(d) + " peak");
+        throw SpecError("profile." + name_ + ".device.peak_flops_per_s",
+                        "has no " + to_string(d) + " peak");
     return it->second;
 }
 
@@ -290,7 +304,8 @@ Timing Profile::gemm(Dtype d, std::int64_t m, std::int64_t n, std::int64_t k) co
     const GemmGrid& g = it->second;
     std::size_t i, j, l;
     double fi, fj, fl;
-    if (bracket(g.log_m, std::log(double(m)), i, fi) && bracket(g.log_n, std::log(double(n)), j, fj) &&
+    if (bracket(g.log_m, std::log(double(m)), i, fi) &&
+        bracket(g.log_n, std::log(double(n)), j, fj) &&
         bracket(g.log_k, std::log(double(k)), l, fl)) {
         const std::size_t N = g.log_n.size(), K = g.log_k.size();
         const auto at = [&](std::size_t a, std::size_t b, std::size_t c) {
@@ -314,17 +329,20 @@ Timing Profile::gemm(Dtype d, std::int64_t m, std::int64_t n, std::int64_t k) co
         const auto clamp_up = [](std::int64_t v, const std::vector<double>& axis) {
             return std::max<std::int64_t>(v, std::int64_t(std::llround(std::exp(axis.front()))));
         };
-        const std::int64_t cm = clamp_up(m, g.log_m), cn = clamp_up(n, g.log_n), ck = clamp_up(k, g.log_k);
+        const std::int64_t cm = clamp_up(m, g.log_m), cn = clamp_up(n, g.log_n),
+                           ck = clamp_up(k, g.log_k);
         const Timing edge = gemm(d, cm, cn, ck);
-        const double scale = double(m) * double(n) * double(k) / (double(cm) * double(cn) * double(ck));
+        const double scale =
+            double(m) * double(n) * double(k) / (double(cm) * double(cn) * double(ck));
         return {edge.seconds * scale, "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                                           std::to_string(k) + " below the table: FLOP-scaled"};
     }
-    // Larger than the table: roofline at its best achieved efficiency, never below its fastest entry.
+    // Larger than the table: roofline at its best achieved efficiency, never below its fastest
+    // entry.
     const double flops = 2.0 * double(m) * double(n) * double(k);
     const double bytes = double(dtype_bytes(d)) * (double(m) * k + double(k) * n + double(m) * n);
-    const double roof = std::max(flops / (peak_flops_per_s(d) * g.best_efficiency),
-                                 bytes / memory_bandwidth_);
+    const double roof =
+        std::max(flops / (peak_flops_per_s(d) * g.best_efficiency), bytes / memory_bandwidth_);
     const double floor = std::exp(*std::min_element(g.log_t.begin(), g.log_t.end()));
     return {std::max(roof, floor), "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                                        std::to_string(k) + " outside the table: roofline"};
@@ -334,7 +352,8 @@ Timing Profile::attention(Dtype d, std::int64_t bh, std::int64_t seq, std::int64
                           bool causal, bool backward) const {
     auto it = attention_.find(d);
     if (it == attention_.end())
-        throw SpecError("profile." + name_ + ".kernels.attention", "has no " + to_string(d) + " table");
+        throw SpecError("profile." + name_ + ".kernels.attention",
+                        "has no " + to_string(d) + " table");
     if (bh <= 0 || seq <= 0) return {};
     // Nearest tabulated head dim with this mask; time scales with FLOPs (∝ head_dim).
     const AttentionGrid* grid = nullptr;
@@ -350,7 +369,8 @@ Timing Profile::attention(Dtype d, std::int64_t bh, std::int64_t seq, std::int64
                         std::string("has no ") + (causal ? "causal" : "non-causal") + " rows");
     std::string fallback;
     if (tab_dim != head_dim)
-        fallback = "attention head_dim " + std::to_string(head_dim) + " scaled from " + std::to_string(tab_dim);
+        fallback = "attention head_dim " + std::to_string(head_dim) + " scaled from " +
+                   std::to_string(tab_dim);
     // Clamp into the table and scale by FLOPs (∝ bh · seq²) outside it.
     const double lbh = std::log(double(bh)), lseq = std::log(double(seq));
     const double cbh = std::clamp(lbh, grid->log_bh.front(), grid->log_bh.back());
@@ -373,8 +393,8 @@ Timing Profile::attention(Dtype d, std::int64_t bh, std::int64_t seq, std::int64
     for (int da = 0; da < 2; ++da)
         for (int db = 0; db < 2; ++db)
             v += (da ? fi : 1 - fi) * (db ? fj : 1 - fj) * at(i + da, j + db);
-    const double scale = std::exp(lbh - cbh) * std::exp(2.0 * (lseq - cseq)) *
-                         double(head_dim) / double(tab_dim);
+    const double scale =
+        std::exp(lbh - cbh) * std::exp(2.0 * (lseq - cseq)) * double(head_dim) / double(tab_dim);
     return {std::exp(v) * scale, fallback};
 }
 
@@ -386,7 +406,8 @@ Timing Profile::memory_bound(MemoryKernel kernel, double bytes) const {
     if (bytes <= 0) return {};
     bool outside = false;
     const double t = it->second.at(bytes, &outside);
-    return {t, outside ? std::string(kMemoryKernelNames[int(kernel)]) + " size outside the table" : ""};
+    return {t, outside ? std::string(kMemoryKernelNames[int(kernel)]) + " size outside the table"
+                       : ""};
 }
 
 Timing Profile::collective(const std::string& fabric, Collective c, std::int64_t group,
@@ -400,7 +421,9 @@ Timing Profile::collective(const std::string& fabric, Collective c, std::int64_t
     if (t != fab.tables.end()) {
         bool outside = false;
         const double s = t->second.at(bytes, &outside);
-        return {s, outside ? fabric + " " + std::string(kCollectiveNames[int(c)]) + " size outside the table" : ""};
+        return {s, outside ? fabric + " " + std::string(kCollectiveNames[int(c)]) +
+                                 " size outside the table"
+                           : ""};
     }
     // Between two tabulated group sizes: interpolate in log(group) at this size.
     auto above = fab.tables.lower_bound({int(c), group});
@@ -410,10 +433,13 @@ Timing Profile::collective(const std::string& fabric, Collective c, std::int64_t
             bool out_low = false, out_high = false;
             const double lo = std::log(below->second.at(bytes, &out_low));
             const double hi = std::log(above->second.at(bytes, &out_high));
-            const double f = (std::log(double(group)) - std::log(double(below->first.second))) /
-                             (std::log(double(above->first.second)) - std::log(double(below->first.second)));
+            const double f =
+                (std::log(double(group)) - std::log(double(below->first.second))) /
+                (std::log(double(above->first.second)) - std::log(double(below->first.second)));
             return {std::exp(lo + f * (hi - lo)),
-                    out_low || out_high ? fabric + " " + std::string(kCollectiveNames[int(c)]) + " size outside the table" : ""};
+                    out_low || out_high ? fabric + " " + std::string(kCollectiveNames[int(c)]) +
+                                              " size outside the table"
+                                        : ""};
         }
     }
     // α–β model (nccl-tests conventions): ring steps of latency α, then bytes at bus bandwidth.

@@ -60,7 +60,8 @@ std::vector<std::int64_t> RankGrid::group_of(GroupKind kind, std::int64_t r) con
         for (std::int64_t e = 0; e < ep_; ++e) members.push_back(at_j(e + ep_ * c.edp));
         break;
     case GroupKind::expert_data:
-        for (std::int64_t d = 0; d < (cp_ * dp_) / ep_; ++d) members.push_back(at_j(c.ep + ep_ * d));
+        for (std::int64_t d = 0; d < (cp_ * dp_) / ep_; ++d)
+            members.push_back(at_j(c.ep + ep_ * d));
         break;
     case GroupKind::model:
         for (std::int64_t s = 0; s < pp_; ++s)
@@ -75,7 +76,8 @@ std::vector<std::int64_t> RankGrid::group_of(GroupKind kind, std::int64_t r) con
     return members;
 }
 
-std::int64_t RankGrid::nodes_spanned(GroupKind kind, std::int64_t r, std::int64_t devices_per_node) const {
+std::int64_t RankGrid::nodes_spanned(GroupKind kind, std::int64_t r,
+                                     std::int64_t devices_per_node) const {
     std::set<std::int64_t> nodes;
     for (auto member : group_of(kind, r)) nodes.insert(member / devices_per_node);
     return std::int64_t(nodes.size());

@@ -10,7 +10,9 @@ namespace {
 
 using Order = std::vector<Action>; // compute actions only
 
-Action F(std::int32_t mb, std::int32_t chunk = 0) { return {ActionKind::forward, mb, chunk, -1}; }
+Action F(std::int32_t mb, std::int32_t chunk = 0) {
+    return {ActionKind::forward, mb, chunk, -1};
+}
 Action B(std::int32_t mb, std::int32_t chunk = 0) {
     return {ActionKind::backward_input, mb, chunk, -1};
 }
@@ -112,12 +114,15 @@ std::vector<Action> with_communication(const Schedule& s, std::int32_t rank, con
     for (const Action& a : order) {
         const std::int32_t vs = s.virtual_stage(rank, a.chunk);
         if (a.kind == ActionKind::forward && vs > 0 && s.rank_of(vs - 1) != rank)
-            actions.push_back({ActionKind::recv_activation, a.microbatch, a.chunk, s.rank_of(vs - 1)});
+            actions.push_back(
+                {ActionKind::recv_activation, a.microbatch, a.chunk, s.rank_of(vs - 1)});
         if (a.kind == ActionKind::backward_input && vs < last && s.rank_of(vs + 1) != rank)
-            actions.push_back({ActionKind::recv_gradient, a.microbatch, a.chunk, s.rank_of(vs + 1)});
+            actions.push_back(
+                {ActionKind::recv_gradient, a.microbatch, a.chunk, s.rank_of(vs + 1)});
         actions.push_back(a);
         if (a.kind == ActionKind::forward && vs < last && s.rank_of(vs + 1) != rank)
-            actions.push_back({ActionKind::send_activation, a.microbatch, a.chunk, s.rank_of(vs + 1)});
+            actions.push_back(
+                {ActionKind::send_activation, a.microbatch, a.chunk, s.rank_of(vs + 1)});
         // The input gradient leaves after B under zero-bubble schedules. The others run one
         // fused backward (autograd interleaves dgrad and wgrad layer by layer, so a stage's
         // input gradient is ready only at the end): it leaves after the W that follows B.
@@ -125,7 +130,8 @@ std::vector<Action> with_communication(const Schedule& s, std::int32_t rank, con
                                               ? ActionKind::backward_input
                                               : ActionKind::backward_weight;
         if (a.kind == sends_gradient && vs > 0 && s.rank_of(vs - 1) != rank)
-            actions.push_back({ActionKind::send_gradient, a.microbatch, a.chunk, s.rank_of(vs - 1)});
+            actions.push_back(
+                {ActionKind::send_gradient, a.microbatch, a.chunk, s.rank_of(vs - 1)});
     }
     return actions;
 }
@@ -134,13 +140,20 @@ std::vector<Action> with_communication(const Schedule& s, std::int32_t rank, con
 
 EventKind to_event_kind(ActionKind k) {
     switch (k) {
-    case ActionKind::forward: return EventKind::forward;
-    case ActionKind::backward_input: return EventKind::backward_input;
-    case ActionKind::backward_weight: return EventKind::backward_weight;
-    case ActionKind::send_activation: return EventKind::send_activation;
-    case ActionKind::recv_activation: return EventKind::recv_activation;
-    case ActionKind::send_gradient: return EventKind::send_gradient;
-    case ActionKind::recv_gradient: return EventKind::recv_gradient;
+    case ActionKind::forward:
+        return EventKind::forward;
+    case ActionKind::backward_input:
+        return EventKind::backward_input;
+    case ActionKind::backward_weight:
+        return EventKind::backward_weight;
+    case ActionKind::send_activation:
+        return EventKind::send_activation;
+    case ActionKind::recv_activation:
+        return EventKind::recv_activation;
+    case ActionKind::send_gradient:
+        return EventKind::send_gradient;
+    case ActionKind::recv_gradient:
+        return EventKind::recv_gradient;
     }
     return EventKind::forward;
 }
@@ -169,10 +182,18 @@ Schedule make_schedule(ScheduleKind kind, std::int32_t p, std::int32_t v, std::i
     for (std::int32_t r = 0; r < p; ++r) {
         Order order;
         switch (kind) {
-        case ScheduleKind::gpipe: order = gpipe(p, r, m); break;
-        case ScheduleKind::one_f_one_b: order = one_f_one_b(p, r, m); break;
-        case ScheduleKind::interleaved_1f1b: order = interleaved(p, r, v, m); break;
-        case ScheduleKind::zero_bubble_h1: order = zero_bubble_h1(p, r, m); break;
+        case ScheduleKind::gpipe:
+            order = gpipe(p, r, m);
+            break;
+        case ScheduleKind::one_f_one_b:
+            order = one_f_one_b(p, r, m);
+            break;
+        case ScheduleKind::interleaved_1f1b:
+            order = interleaved(p, r, v, m);
+            break;
+        case ScheduleKind::zero_bubble_h1:
+            order = zero_bubble_h1(p, r, m);
+            break;
         }
         s.ranks[std::size_t(r)] = with_communication(s, r, order);
     }

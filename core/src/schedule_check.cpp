@@ -9,8 +9,8 @@ namespace {
 
 [[noreturn]] void fail(std::int32_t rank, std::size_t index, const Action& a,
                        const std::string& what) {
-    throw ScheduleError("rank " + std::to_string(rank) + ", action " + std::to_string(index) +
-                        " " + to_string(a) + ": " + what);
+    throw ScheduleError("rank " + std::to_string(rank) + ", action " + std::to_string(index) + " " +
+                        to_string(a) + ": " + what);
 }
 
 // Per (micro-batch, virtual stage) flags, in a flat vector.
@@ -18,11 +18,20 @@ struct Grid {
     std::int32_t vstages;
     std::vector<std::uint8_t> cells;
     Grid(std::int32_t m, std::int32_t vs) : vstages(vs), cells(std::size_t(m) * vs, 0) {}
-    std::uint8_t& at(std::int32_t mb, std::int32_t vs) { return cells[std::size_t(mb) * vstages + vs]; }
+    std::uint8_t& at(std::int32_t mb, std::int32_t vs) {
+        return cells[std::size_t(mb) * vstages + vs];
+    }
 };
 
-enum : std::uint8_t { kF = 1, kB = 2, kW = 4, kSentAct = 8, kSentGrad = 16, kRecvAct = 32,
-                      kRecvGrad = 64 };
+enum : std::uint8_t {
+    kF = 1,
+    kB = 2,
+    kW = 4,
+    kSentAct = 8,
+    kSentGrad = 16,
+    kRecvAct = 32,
+    kRecvGrad = 64
+};
 
 } // namespace
 
@@ -46,8 +55,8 @@ void check_schedule(const Schedule& s) {
             const bool prev_local = !first && s.rank_of(vs - 1) == r;
             const bool next_local = !last && s.rank_of(vs + 1) == r;
             if (!is_compute(a.kind)) {
-                const bool to_next = a.kind == ActionKind::send_activation ||
-                                     a.kind == ActionKind::recv_gradient;
+                const bool to_next =
+                    a.kind == ActionKind::send_activation || a.kind == ActionKind::recv_gradient;
                 const std::int32_t other = to_next ? vs + 1 : vs - 1;
                 if (other < 0 || other >= nvs || a.peer != s.rank_of(other) || a.peer == r)
                     fail(r, i, a, "peer is not the neighbouring stage on another rank");
@@ -76,11 +85,13 @@ void check_schedule(const Schedule& s) {
                 cell |= kW;
                 break;
             case ActionKind::send_activation:
-                if (!(cell & kF) || (cell & kSentAct)) fail(r, i, a, "send before forward or twice");
+                if (!(cell & kF) || (cell & kSentAct))
+                    fail(r, i, a, "send before forward or twice");
                 cell |= kSentAct;
                 break;
             case ActionKind::send_gradient:
-                if (!(cell & kB) || (cell & kSentGrad)) fail(r, i, a, "send before backward or twice");
+                if (!(cell & kB) || (cell & kSentGrad))
+                    fail(r, i, a, "send before backward or twice");
                 cell |= kSentGrad;
                 break;
             case ActionKind::recv_activation:
@@ -104,9 +115,11 @@ void check_schedule(const Schedule& s) {
             const bool remote_next = vs + 1 < nvs && s.rank_of(vs + 1) != s.rank_of(vs);
             const bool remote_prev = vs > 0 && s.rank_of(vs - 1) != s.rank_of(vs);
             if (bool(cell & kSentAct) != remote_next || bool(cell & kRecvGrad) != remote_next)
-                fail(s.rank_of(vs), 0, probe, "activation send / gradient receive missing or extra");
+                fail(s.rank_of(vs), 0, probe,
+                     "activation send / gradient receive missing or extra");
             if (bool(cell & kRecvAct) != remote_prev || bool(cell & kSentGrad) != remote_prev)
-                fail(s.rank_of(vs), 0, probe, "activation receive / gradient send missing or extra");
+                fail(s.rank_of(vs), 0, probe,
+                     "activation receive / gradient send missing or extra");
         }
 
     // Pass 2: run all ranks together. Sends are posted at once; a receive waits for its send.
@@ -122,9 +135,11 @@ void check_schedule(const Schedule& s) {
             while (i < actions.size()) {
                 const Action& a = actions[i];
                 const std::int32_t vs = s.virtual_stage(r, a.chunk);
-                if (a.kind == ActionKind::recv_activation && !(posted.at(a.microbatch, vs - 1) & kSentAct))
+                if (a.kind == ActionKind::recv_activation &&
+                    !(posted.at(a.microbatch, vs - 1) & kSentAct))
                     break;
-                if (a.kind == ActionKind::recv_gradient && !(posted.at(a.microbatch, vs + 1) & kSentGrad))
+                if (a.kind == ActionKind::recv_gradient &&
+                    !(posted.at(a.microbatch, vs + 1) & kSentGrad))
                     break;
                 if (a.kind == ActionKind::send_activation) posted.at(a.microbatch, vs) |= kSentAct;
                 if (a.kind == ActionKind::send_gradient) posted.at(a.microbatch, vs) |= kSentGrad;

@@ -30,8 +30,8 @@ void write_chrome_trace(const Trace& trace, std::ostream& out) {
     };
     for (std::int32_t r : ranks) {
         comma();
-        out << R"({"ph":"M","name":"process_name","pid":)" << r << R"(,"args":{"name":"rank )"
-            << r << "\"}}";
+        out << R"({"ph":"M","name":"process_name","pid":)" << r << R"(,"args":{"name":"rank )" << r
+            << "\"}}";
         for (std::size_t s = 0; s < std::size(kStreamNames); ++s) {
             comma();
             out << R"({"ph":"M","name":"thread_name","pid":)" << r << ",\"tid\":" << s
@@ -77,7 +77,8 @@ Trace read_chrome_trace(const Json& document, const std::string& path) {
         ObjectReader r(item, field);
         const std::string ph = r.string("ph");
         if (ph == "M") continue; // process/thread names
-        if (ph != "X") throw SpecError(field + ".ph", "expected \"X\" or \"M\", got \"" + ph + "\"");
+        if (ph != "X")
+            throw SpecError(field + ".ph", "expected \"X\" or \"M\", got \"" + ph + "\"");
         TraceEvent e;
         e.kind = EventKind(index_of(r.string("name"), kEventKindNames, r.field("name")));
         e.rank = std::int32_t(r.integer("pid", 0, INT32_MAX));

@@ -10,7 +10,9 @@ namespace {
 constexpr std::array<std::string_view, 3> kDecayNames = {"constant", "linear", "cosine"};
 }
 
-std::string to_string(LrDecayStyle s) { return std::string(kDecayNames[int(s)]); }
+std::string to_string(LrDecayStyle s) {
+    return std::string(kDecayNames[int(s)]);
+}
 
 TrainingSpec training_from_json(const Json& j, std::int64_t default_seq_length,
                                 const std::string& path) {
@@ -25,8 +27,8 @@ TrainingSpec training_from_json(const Json& j, std::int64_t default_seq_length,
     t.lr.min_lr = r.number_or("min_lr", t.lr.min_lr, 0.0, 1.0e3);
     t.lr.warmup_iters = r.integer_or("lr_warmup_iters", 0, 0, kMaxIters);
     t.lr.decay_iters = r.integer_or("lr_decay_iters", t.train_iters, 1, kMaxIters);
-    t.lr.decay_style = static_cast<LrDecayStyle>(
-        enum_index(r.string_or("lr_decay_style", "cosine"), kDecayNames, r.field("lr_decay_style")));
+    t.lr.decay_style = static_cast<LrDecayStyle>(enum_index(
+        r.string_or("lr_decay_style", "cosine"), kDecayNames, r.field("lr_decay_style")));
     t.weight_decay = r.number_or("weight_decay", t.weight_decay, 0.0, 1.0e3);
     t.clip_grad = r.number_or("clip_grad", t.clip_grad, 0.0, 1.0e9);
     t.adam_beta1 = r.number_or("adam_beta1", t.adam_beta1, 0.0, 0.999999);
@@ -38,12 +40,11 @@ TrainingSpec training_from_json(const Json& j, std::int64_t default_seq_length,
 }
 
 void validate(const TrainingSpec& t, const std::string& path) {
-    if (t.lr.min_lr > t.lr.lr)
-        throw SpecError(path + ".min_lr", "must not exceed lr");
+    if (t.lr.min_lr > t.lr.lr) throw SpecError(path + ".min_lr", "must not exceed lr");
     if (t.lr.warmup_iters > t.lr.decay_iters)
-        throw SpecError(path + ".lr_warmup_iters",
-                        std::to_string(t.lr.warmup_iters) + " exceeds lr_decay_iters " +
-                            std::to_string(t.lr.decay_iters));
+        throw SpecError(path + ".lr_warmup_iters", std::to_string(t.lr.warmup_iters) +
+                                                       " exceeds lr_decay_iters " +
+                                                       std::to_string(t.lr.decay_iters));
 }
 
 Json to_json(const TrainingSpec& t) {

@@ -23,7 +23,8 @@ using Vec = std::vector<float>;
 // Median seconds of `run` over repetitions, after one warm-up; repeats until ~50 ms are spent.
 // `prepare` runs untimed before each repetition.
 template <typename F, typename P = void (*)()>
-double time_median(F&& run, int min_reps = 3, P prepare = [] {}) {
+double time_median(
+    F&& run, int min_reps = 3, P prepare = [] {}) {
     run();
     std::vector<double> times;
     const auto budget_start = Clock::now();
@@ -66,12 +67,14 @@ double memory_total_bytes() {
     return 0.0;
 }
 
-core::Json measure_gemm(const std::vector<std::int64_t>& sizes, const std::function<void(double)>& progress) {
+core::Json measure_gemm(const std::vector<std::int64_t>& sizes,
+                        const std::function<void(double)>& progress) {
     core::Json rows = core::Json::array();
     const std::size_t total = sizes.size() * sizes.size() * sizes.size();
     std::size_t done = 0;
     const std::int64_t largest = sizes.back();
-    const Vec a = filled(std::size_t(largest * largest)), b = filled(std::size_t(largest * largest));
+    const Vec a = filled(std::size_t(largest * largest)),
+              b = filled(std::size_t(largest * largest));
     Vec c(std::size_t(largest * largest));
     // In training a GEMM's operands arrive from other kernels, not warm from its last call:
     // each repetition starts with the caches flushed by a 64 MiB sweep.
@@ -85,9 +88,17 @@ core::Json measure_gemm(const std::vector<std::int64_t>& sizes, const std::funct
                 // C[m×n] = A[m×k]·B[k×n] in the three layouts a linear layer uses — forward
                 // (A·Bᵀ), input gradient (A·B) and weight gradient (Aᵀ·B) — averaged, since the
                 // cost model times all three passes from this one table.
-                const double forward = time_median([&] { k::matmul_forward(c.data(), a.data(), b.data(), nullptr, m, kk, n); }, 3, flush);
-                const double input = time_median([&] { k::matmul_backward_input(c.data(), a.data(), b.data(), m, n, kk); }, 3, flush);
-                const double weight = time_median([&] { k::matmul_backward_weight(c.data(), nullptr, a.data(), b.data(), kk, n, m); }, 3, flush);
+                const double forward = time_median(
+                    [&] { k::matmul_forward(c.data(), a.data(), b.data(), nullptr, m, kk, n); }, 3,
+                    flush);
+                const double input = time_median(
+                    [&] { k::matmul_backward_input(c.data(), a.data(), b.data(), m, n, kk); }, 3,
+                    flush);
+                const double weight = time_median(
+                    [&] {
+                        k::matmul_backward_weight(c.data(), nullptr, a.data(), b.data(), kk, n, m);
+                    },
+                    3, flush);
                 const double s = (forward + input + weight) / 3.0;
                 rows.push_back({m, n, kk, s});
                 progress(double(++done) / double(total));
@@ -95,7 +106,8 @@ core::Json measure_gemm(const std::vector<std::int64_t>& sizes, const std::funct
     return rows;
 }
 
-core::Json measure_attention(const std::vector<std::int64_t>& batch_heads, const std::vector<std::int64_t>& seqs,
+core::Json measure_attention(const std::vector<std::int64_t>& batch_heads,
+                             const std::vector<std::int64_t>& seqs,
                              const std::vector<std::int64_t>& head_dims) {
     core::Json rows = core::Json::array();
     for (std::int64_t D : head_dims)
@@ -105,8 +117,13 @@ core::Json measure_attention(const std::vector<std::int64_t>& batch_heads, const
                 Vec out(std::size_t(bh * T * D)), probs(std::size_t(bh * T * T)), dqkv(qkv.size());
                 const Vec dout = filled(out.size());
                 // batch_heads sequences of one head each: B = batch_heads, H = KV = 1.
-                const double f = time_median([&] { k::attention_forward(out.data(), probs.data(), qkv.data(), bh, T, 1, 1, D); });
-                const double b = time_median([&] { k::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), bh, T, 1, 1, D); });
+                const double f = time_median([&] {
+                    k::attention_forward(out.data(), probs.data(), qkv.data(), bh, T, 1, 1, D);
+                });
+                const double b = time_median([&] {
+                    k::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), bh, T,
+                                          1, 1, D);
+                });
                 rows.push_back({bh, T, D, 1, f, b});
             }
     return rows;
@@ -114,7 +131,8 @@ core::Json measure_attention(const std::vector<std::int64_t>& batch_heads, const
 
 core::Json measure_memory_bound(const std::vector<double>& sizes) {
     core::Json tables = core::Json::object();
-    const auto table = [&](const char* name, double bytes_per_element, const std::function<void(std::int64_t)>& run) {
+    const auto table = [&](const char* name, double bytes_per_element,
+                           const std::function<void(std::int64_t)>& run) {
         core::Json rows = core::Json::array();
         for (double bytes : sizes) {
             const auto n = std::int64_t(bytes / bytes_per_element);
@@ -124,23 +142,34 @@ core::Json measure_memory_bound(const std::vector<double>& sizes) {
         tables[name] = rows;
     };
     const std::int64_t largest = std::int64_t(sizes.back());
-    Vec x = filled(std::size_t(largest / 4 + 64)), y(x.size()), z(x.size()), w = filled(x.size()), m(x.size()), v(x.size());
+    Vec x = filled(std::size_t(largest / 4 + 64)), y(x.size()), z(x.size()), w = filled(x.size()),
+        m(x.size()), v(x.size());
     const std::int64_t C = 64;
     Vec mean(x.size() / C + 1), rstd(mean.size());
     std::vector<std::int32_t> targets(x.size() / 256 + 1, 3);
     // Bytes moved per element (reads + writes), as the simulator's layer operations count them.
-    table("layernorm", 8.0, [&](std::int64_t n) { k::layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), w.data(), n / C, C); });
-    table("rmsnorm", 8.0, [&](std::int64_t n) { k::rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), n / C, C); });
+    table("layernorm", 8.0, [&](std::int64_t n) {
+        k::layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), w.data(),
+                             n / C, C);
+    });
+    table("rmsnorm", 8.0, [&](std::int64_t n) {
+        k::rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), n / C, C);
+    });
     table("gelu", 8.0, [&](std::int64_t n) { k::gelu_forward(y.data(), x.data(), n); });
-    table("swiglu", 12.0, [&](std::int64_t n) { k::swiglu_forward(y.data(), x.data(), n / 128, 64); });
+    table("swiglu", 12.0,
+          [&](std::int64_t n) { k::swiglu_forward(y.data(), x.data(), n / 128, 64); });
     table("softmax_cross_entropy", 12.0, [&](std::int64_t n) {
         k::cross_entropy_row_max(mean.data(), x.data(), n / 256, 256);
         std::copy_n(x.data(), (n / 256) * 256, z.data());
         k::cross_entropy_exp(z.data(), rstd.data(), mean.data(), n / 256, 256);
     });
-    table("adamw", 28.0, [&](std::int64_t n) { k::adamw_update(z.data(), x.data(), m.data(), v.data(), n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 3); });
+    table("adamw", 28.0, [&](std::int64_t n) {
+        k::adamw_update(z.data(), x.data(), m.data(), v.data(), n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                        3);
+    });
     table("elementwise", 12.0, [&](std::int64_t n) {
-        for (std::int64_t i = 0; i < n; ++i) y[std::size_t(i)] = x[std::size_t(i)] + w[std::size_t(i)];
+        for (std::int64_t i = 0; i < n; ++i)
+            y[std::size_t(i)] = x[std::size_t(i)] + w[std::size_t(i)];
     });
     return tables;
 }
@@ -151,7 +180,8 @@ core::Json measure_collectives(const std::vector<double>& sizes, int world, int 
     core::Json tables = core::Json::object();
     std::vector<int> groups;
     for (int g = 2; g <= world; g *= 2) groups.push_back(g);
-    const char* names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"};
+    const char* names[] = {"all_reduce", "all_gather", "reduce_scatter",
+                           "all_to_all", "broadcast",  "send_recv"};
     for (const char* name : names) tables[name] = core::Json::array();
     const double largest = sizes.back();
     Vec send = filled(std::size_t(largest / 4) + 16), recv(send.size() + 16);
@@ -159,7 +189,8 @@ core::Json measure_collectives(const std::vector<double>& sizes, int world, int 
     const std::size_t total = groups.size() * sizes.size();
     for (int g : groups) {
         MPI_Comm comm;
-        MPI_Comm_split(MPI_COMM_WORLD, rank < (world / g) * g ? rank / g : MPI_UNDEFINED, rank, &comm);
+        MPI_Comm_split(MPI_COMM_WORLD, rank < (world / g) * g ? rank / g : MPI_UNDEFINED, rank,
+                       &comm);
         for (double bytes : sizes) {
             const int n = std::max(1, int(bytes / 4));
             const int block = std::max(1, n / g); // all-gather / reduce-scatter / all-to-all blocks
@@ -168,24 +199,41 @@ core::Json measure_collectives(const std::vector<double>& sizes, int world, int 
                 int r = 0;
                 MPI_Comm_rank(comm, &r);
                 const auto timed = [&](const std::function<void()>& op) {
-                    return time_median([&] { MPI_Barrier(comm); op(); });
+                    return time_median([&] {
+                        MPI_Barrier(comm);
+                        op();
+                    });
                 };
-                times[0] = timed([&] { MPI_Allreduce(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, comm); });
-                times[1] = timed([&] { MPI_Allgather(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT, comm); });
-                times[2] = timed([&] { MPI_Reduce_scatter_block(send.data(), recv.data(), block, MPI_FLOAT, MPI_SUM, comm); });
-                times[3] = timed([&] { MPI_Alltoall(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT, comm); });
+                times[0] = timed(
+                    [&] { MPI_Allreduce(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, comm); });
+                times[1] = timed([&] {
+                    MPI_Allgather(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT,
+                                  comm);
+                });
+                times[2] = timed([&] {
+                    MPI_Reduce_scatter_block(send.data(), recv.data(), block, MPI_FLOAT, MPI_SUM,
+                                             comm);
+                });
+                times[3] = timed([&] {
+                    MPI_Alltoall(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT,
+                                 comm);
+                });
                 times[4] = timed([&] { MPI_Bcast(send.data(), n, MPI_FLOAT, 0, comm); });
                 if (g == 2)
                     times[5] = timed([&] {
-                        if (r == 0) MPI_Send(send.data(), n, MPI_FLOAT, 1, 0, comm);
-                        else MPI_Recv(recv.data(), n, MPI_FLOAT, 0, 0, comm, MPI_STATUS_IGNORE);
+                        if (r == 0)
+                            MPI_Send(send.data(), n, MPI_FLOAT, 1, 0, comm);
+                        else
+                            MPI_Recv(recv.data(), n, MPI_FLOAT, 0, 0, comm, MPI_STATUS_IGNORE);
                     });
             }
             MPI_Allreduce(MPI_IN_PLACE, times, 6, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            const double measured_bytes[6] = {double(n) * 4, double(block) * g * 4, double(block) * g * 4,
-                                              double(block) * g * 4, double(n) * 4, double(n) * 4};
+            const double measured_bytes[6] = {double(n) * 4,         double(block) * g * 4,
+                                              double(block) * g * 4, double(block) * g * 4,
+                                              double(n) * 4,         double(n) * 4};
             for (int c = 0; c < 6; ++c)
-                if (times[c] > 0 && (c != 5 || g == 2)) tables[names[c]].push_back({g, measured_bytes[c], times[c]});
+                if (times[c] > 0 && (c != 5 || g == 2))
+                    tables[names[c]].push_back({g, measured_bytes[c], times[c]});
             progress(double(++done) / double(total));
         }
         if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
@@ -203,8 +251,9 @@ core::Json measure_cpu_profile(const CpuProfileOptions& o) {
     const auto report = [&](double f, const std::string& what) {
         if (rank == 0 && o.on_progress) o.on_progress(f, what);
     };
-    const std::vector<std::int64_t> gemm_sizes = o.quick ? std::vector<std::int64_t>{64, 256, 1024, 2048}
-                                                         : std::vector<std::int64_t>{32, 128, 512, 2048, 4096};
+    const std::vector<std::int64_t> gemm_sizes =
+        o.quick ? std::vector<std::int64_t>{64, 256, 1024, 2048}
+                : std::vector<std::int64_t>{32, 128, 512, 2048, 4096};
     std::vector<double> memory_sizes, message_sizes;
     for (int e = 12; e <= (o.quick ? 24 : 28); e += 2) memory_sizes.push_back(std::ldexp(1.0, e));
     for (int e = 10; e <= (o.quick ? 22 : 28); e += 2) message_sizes.push_back(std::ldexp(1.0, e));
@@ -214,24 +263,30 @@ core::Json measure_cpu_profile(const CpuProfileOptions& o) {
     core::Json gemm, attention, memory;
     {
         gemm = measure_gemm(gemm_sizes, [&](double f) { report(0.4 * f, "gemm"); });
-        attention = measure_attention(o.quick ? std::vector<std::int64_t>{1, 8} : std::vector<std::int64_t>{1, 4, 16},
-                                      o.quick ? std::vector<std::int64_t>{32, 128, 512} : std::vector<std::int64_t>{32, 128, 512, 1024},
+        attention = measure_attention(o.quick ? std::vector<std::int64_t>{1, 8}
+                                              : std::vector<std::int64_t>{1, 4, 16},
+                                      o.quick ? std::vector<std::int64_t>{32, 128, 512}
+                                              : std::vector<std::int64_t>{32, 128, 512, 1024},
                                       {16, 64});
         report(0.5, "attention");
         memory = measure_memory_bound(memory_sizes);
         report(0.6, "memory-bound kernels");
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    core::Json collectives = measure_collectives(message_sizes, world, rank, [&](double f) { report(0.6 + 0.4 * f, "collectives"); });
+    core::Json collectives = measure_collectives(
+        message_sizes, world, rank, [&](double f) { report(0.6 + 0.4 * f, "collectives"); });
     if (rank != 0) return {};
 
     // Device figures from the measurements: the best sgemm rate stands for the fp32 peak, and
     // the elementwise kernel's best rate for the memory bandwidth.
     double peak = 0.0, bandwidth = 0.0;
-    for (const auto& row : gemm) peak = std::max(peak, 2.0 * row[0].get<double>() * row[1].get<double>() * row[2].get<double>() / row[3].get<double>());
+    for (const auto& row : gemm)
+        peak = std::max(peak, 2.0 * row[0].get<double>() * row[1].get<double>() *
+                                  row[2].get<double>() / row[3].get<double>());
     // The largest elementwise size measures main memory rather than cache.
     const auto& streams = memory["elementwise"];
-    if (!streams.empty()) bandwidth = streams.back()[0].get<double>() / streams.back()[1].get<double>();
+    if (!streams.empty())
+        bandwidth = streams.back()[0].get<double>() / streams.back()[1].get<double>();
     double alpha = 1e-6, busbw = 1e9;
     for (const auto& row : collectives["send_recv"]) {
         if (row[1].get<double>() <= 1024.0) alpha = row[2].get<double>();
@@ -246,22 +301,36 @@ core::Json measure_cpu_profile(const CpuProfileOptions& o) {
     core::Json j;
     j["format"] = "trident.profile/1";
     j["name"] = o.name;
-    j["provenance"] = {{"kind", "measured"},
-                       {"method", "Measured by trident profile --backend cpu with the executor's own CPU kernels "
-                                  "(OpenBLAS sgemm, one thread per rank) and MPI collectives among " + std::to_string(world) +
-                                  " local ranks; medians of repeated runs. fp32 peak = best measured sgemm rate; memory "
-                                  "bandwidth = elementwise rate at the largest size; memory = this machine's RAM, shared by its ranks."},
-                       {"measured_on", std::string(host) + ": " + cpu_model() + ", " + std::to_string(world) + " ranks"},
-                       {"date", date},
-                       {"command", o.command}};
+    j["provenance"] = {
+        {"kind", "measured"},
+        {"method",
+         "Measured by trident profile --backend cpu with the executor's own CPU kernels "
+         "(OpenBLAS sgemm, one thread per rank) and MPI collectives among " +
+             std::to_string(world) +
+             " local ranks; medians of repeated runs. fp32 peak = best measured sgemm rate; memory "
+             "bandwidth = elementwise rate at the largest size; memory = this machine's RAM, "
+             "shared by its ranks."},
+        {"measured_on",
+         std::string(host) + ": " + cpu_model() + ", " + std::to_string(world) + " ranks"},
+        {"date", date},
+        {"command", o.command}};
     j["device"] = {{"peak_flops_per_s", {{"fp32", peak}}},
                    {"memory_bytes", memory_total_bytes()},
                    {"memory_bandwidth_bytes_per_s", bandwidth}};
-    j["kernels"] = {{"gemm", {{"fp32", gemm}}}, {"attention", {{"fp32", attention}}}, {"memory_bound", memory}};
+    j["kernels"] = {
+        {"gemm", {{"fp32", gemm}}}, {"attention", {{"fp32", attention}}}, {"memory_bound", memory}};
     if (world >= 2)
-        j["fabrics"] = {{"shm", {{"scope", "intra_node"}, {"alpha_s", alpha}, {"bus_bandwidth_bytes_per_s", busbw}, {"collectives", collectives}}}};
+        j["fabrics"] = {{"shm",
+                         {{"scope", "intra_node"},
+                          {"alpha_s", alpha},
+                          {"bus_bandwidth_bytes_per_s", busbw},
+                          {"collectives", collectives}}}};
     else
-        j["fabrics"] = {{"shm", {{"scope", "intra_node"}, {"alpha_s", 1e-6}, {"bus_bandwidth_bytes_per_s", bandwidth}, {"collectives", core::Json::object()}}}};
+        j["fabrics"] = {{"shm",
+                         {{"scope", "intra_node"},
+                          {"alpha_s", 1e-6},
+                          {"bus_bandwidth_bytes_per_s", bandwidth},
+                          {"collectives", core::Json::object()}}}};
     return j;
 }
 

@@ -11,10 +11,19 @@ namespace trident::executor {
 namespace k = kernels::cpu;
 
 std::int64_t ParameterStore::add(std::string name, std::int64_t size, bool decay,
-                                 bool tp_replicated, bool duplicate, bool sequence_partial, bool expert) {
+                                 bool tp_replicated, bool duplicate, bool sequence_partial,
+                                 bool expert) {
     const std::int64_t offset = std::int64_t(values.size());
-    tensors.push_back({std::move(name), offset, size, decay, tp_replicated, duplicate, sequence_partial, expert,
-                       size, {{0, size}}});
+    tensors.push_back({std::move(name),
+                       offset,
+                       size,
+                       decay,
+                       tp_replicated,
+                       duplicate,
+                       sequence_partial,
+                       expert,
+                       size,
+                       {{0, size}}});
     values.resize(values.size() + std::size_t(size), 0.0f);
     grads.resize(values.size(), 0.0f);
     return offset;
@@ -25,9 +34,9 @@ double GptChunk::Activations::bytes() const {
                       lnf_mean.size() + lnf_rstd.size() + logits.size() + row_max.size() +
                       sum_exp.size() + dlogits.size() + hidden_out.size() + dinput.size());
     for (const Layer& l : layers)
-        for (const Vec* v : {&l.x_in, &l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.kv, &l.probs, &l.att,
-                             &l.x_mid, &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fc, &l.act, &l.d_qkv,
-                             &l.d_proj_out, &l.d_fc, &l.d_fc2_out})
+        for (const Vec* v : {&l.x_in, &l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.kv, &l.probs,
+                             &l.att, &l.x_mid, &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fc, &l.act,
+                             &l.d_qkv, &l.d_proj_out, &l.d_fc, &l.d_fc2_out})
             n += double(v->size());
     return n * sizeof(float);
 }
@@ -47,15 +56,17 @@ Vec full_normal(std::uint64_t seed, const std::string& name, std::int64_t count,
 }
 
 // Rows [begin, begin + count) of a row-major [rows × cols] tensor.
-void copy_rows(float* out, const Vec& full, std::int64_t cols, std::int64_t begin, std::int64_t count) {
+void copy_rows(float* out, const Vec& full, std::int64_t cols, std::int64_t begin,
+               std::int64_t count) {
     std::copy(full.begin() + begin * cols, full.begin() + (begin + count) * cols, out);
 }
 
 // Columns [begin, begin + count) of every row.
-void copy_cols(float* out, const Vec& full, std::int64_t rows, std::int64_t cols, std::int64_t begin,
-               std::int64_t count) {
+void copy_cols(float* out, const Vec& full, std::int64_t rows, std::int64_t cols,
+               std::int64_t begin, std::int64_t count) {
     for (std::int64_t r = 0; r < rows; ++r)
-        std::copy(full.begin() + r * cols + begin, full.begin() + r * cols + begin + count, out + r * count);
+        std::copy(full.begin() + r * cols + begin, full.begin() + r * cols + begin + count,
+                  out + r * count);
 }
 
 void add_bias(float* x, const float* bias, std::int64_t N, std::int64_t C) {
@@ -87,7 +98,8 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     cp_ = plan.cp;
     cp_rank_ = cp_rank;
     for (std::int64_t r = 0; r < cp_; ++r)
-        positions_.push_back(cp_ > 1 ? context_positions(seq_, cp_, r) : context_positions(seq_, 1, 0));
+        positions_.push_back(cp_ > 1 ? context_positions(seq_, cp_, r)
+                                     : context_positions(seq_, 1, 0));
     T_ = std::int64_t(positions_[std::size_t(cp_rank)].size()); // this rank's tokens per sequence
     for (auto p : positions_[std::size_t(cp_rank)]) visible_.push_back(p + 1);
     N_ = B_ * T_;
@@ -134,16 +146,20 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         t.placement.clear();
         for (auto [begin, count] : blocks) t.placement.push_back({begin * cols, count * cols});
     };
-    const auto place_cols = [&](std::int64_t rows, std::int64_t full_cols, std::int64_t begin, std::int64_t count) {
+    const auto place_cols = [&](std::int64_t rows, std::int64_t full_cols, std::int64_t begin,
+                                std::int64_t count) {
         auto& t = store.tensors.back();
         t.full_size = rows * full_cols;
         t.placement.clear();
-        for (std::int64_t r = 0; r < rows; ++r) t.placement.push_back({r * full_cols + begin, count});
+        for (std::int64_t r = 0; r < rows; ++r)
+            t.placement.push_back({r * full_cols + begin, count});
     };
     const auto vocab_table = [&](const std::string& name, bool duplicate) {
-        const std::int64_t offset = store.add(duplicate ? name + ".tied_copy" : name, Vl_ * h_, true, false, duplicate);
+        const std::int64_t offset =
+            store.add(duplicate ? name + ".tied_copy" : name, Vl_ * h_, true, false, duplicate);
         const Vec full = full_normal(seed, name, m.vocab_size * h_, init_std);
-        const std::int64_t rows = std::max<std::int64_t>(0, std::min(Vl_, m.vocab_size - vocab_start_));
+        const std::int64_t rows =
+            std::max<std::int64_t>(0, std::min(Vl_, m.vocab_size - vocab_start_));
         if (rows > 0) copy_rows(p(offset), full, h_, vocab_start_, rows);
         place_rows(m.vocab_size, h_, {{vocab_start_, rows}}); // padding rows belong nowhere
         return offset;
@@ -153,7 +169,8 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         wte_ = vocab_table("embedding.word", false);
         if (m.position_embedding == core::PositionEmbedding::learned) {
             wpe_ = store.add("embedding.position", m.max_position_embeddings * h_, true, true);
-            const Vec full = full_normal(seed, "embedding.position", m.max_position_embeddings * h_, init_std);
+            const Vec full =
+                full_normal(seed, "embedding.position", m.max_position_embeddings * h_, init_std);
             std::copy(full.begin(), full.end(), p(wpe_));
         }
     }
@@ -168,16 +185,21 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
             const Vec full = full_normal(seed, prefix + "qkv.weight", Wfull * h_, init_std);
             copy_rows(p(lp.qkv_w), full, h_, r * Hl_ * D_, Hl_ * D_);
             copy_rows(p(lp.qkv_w) + Hl_ * D_ * h_, full, h_, (H + r * KVl_) * D_, KVl_ * D_);
-            copy_rows(p(lp.qkv_w) + (Hl_ + KVl_) * D_ * h_, full, h_, (H + KV + r * KVl_) * D_, KVl_ * D_);
+            copy_rows(p(lp.qkv_w) + (Hl_ + KVl_) * D_ * h_, full, h_, (H + KV + r * KVl_) * D_,
+                      KVl_ * D_);
         }
         const std::vector<std::pair<std::int64_t, std::int64_t>> qkv_rows = {
-            {r * Hl_ * D_, Hl_ * D_}, {(H + r * KVl_) * D_, KVl_ * D_}, {(H + KV + r * KVl_) * D_, KVl_ * D_}};
+            {r * Hl_ * D_, Hl_ * D_},
+            {(H + r * KVl_) * D_, KVl_ * D_},
+            {(H + KV + r * KVl_) * D_, KVl_ * D_}};
         place_rows(Wfull, h_, qkv_rows);
         lp.qkv_b = bias_ ? store.add(prefix + "qkv.bias", Wl, false, false) : -1;
         if (bias_) place_rows(Wfull, 1, qkv_rows);
         // Output projection: row-parallel over the same heads; its bias added once after the sum.
         lp.proj_w = store.add(prefix + "proj.weight", h_ * Hl_ * D_, true, false);
-        copy_cols(p(lp.proj_w), full_normal(seed, prefix + "proj.weight", h_ * H * D_, residual_std), h_, H * D_, r * Hl_ * D_, Hl_ * D_);
+        copy_cols(p(lp.proj_w),
+                  full_normal(seed, prefix + "proj.weight", h_ * H * D_, residual_std), h_, H * D_,
+                  r * Hl_ * D_, Hl_ * D_);
         place_cols(h_, H * D_, r * Hl_ * D_, Hl_ * D_);
         lp.proj_b = bias_ ? store.add(prefix + "proj.bias", h_, false, true) : -1;
         add_norm(prefix + "norm2", lp.ln2_w, lp.ln2_b);
@@ -192,14 +214,20 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
             for (std::int64_t e = first_expert_; e < first_expert_ + local_experts_; ++e) {
                 const std::string ex = prefix + "expert." + std::to_string(e) + ".";
                 ExpertParams x{};
-                x.fc_w = store.add(ex + "fc1.weight", gate * expert_ffn_ * h_, true, false, false, false, true);
-                const Vec w1 = full_normal(seed, ex + "fc1.weight", gate * expert_ffn_ * h_, init_std);
+                x.fc_w = store.add(ex + "fc1.weight", gate * expert_ffn_ * h_, true, false, false,
+                                   false, true);
+                const Vec w1 =
+                    full_normal(seed, ex + "fc1.weight", gate * expert_ffn_ * h_, init_std);
                 std::copy(w1.begin(), w1.end(), p(x.fc_w));
-                x.fc_b = bias_ ? store.add(ex + "fc1.bias", gate * expert_ffn_, false, false, false, false, true) : -1;
-                x.fc2_w = store.add(ex + "fc2.weight", h_ * expert_ffn_, true, false, false, false, true);
+                x.fc_b = bias_ ? store.add(ex + "fc1.bias", gate * expert_ffn_, false, false, false,
+                                           false, true)
+                               : -1;
+                x.fc2_w =
+                    store.add(ex + "fc2.weight", h_ * expert_ffn_, true, false, false, false, true);
                 const Vec w2 = full_normal(seed, ex + "fc2.weight", h_ * expert_ffn_, residual_std);
                 std::copy(w2.begin(), w2.end(), p(x.fc2_w));
-                x.fc2_b = bias_ ? store.add(ex + "fc2.bias", h_, false, false, false, false, true) : -1;
+                x.fc2_b =
+                    bias_ ? store.add(ex + "fc2.bias", h_, false, false, false, false, true) : -1;
                 lp.experts.push_back(x);
             }
         } else {
@@ -217,7 +245,8 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
             lp.fc_b = bias_ ? store.add(prefix + "fc1.bias", gate * Fl_, false, false) : -1;
             if (bias_) place_rows(gate * F, 1, fc_rows);
             lp.fc2_w = store.add(prefix + "fc2.weight", h_ * Fl_, true, false);
-            copy_cols(p(lp.fc2_w), full_normal(seed, prefix + "fc2.weight", h_ * F, residual_std), h_, F, r * Fl_, Fl_);
+            copy_cols(p(lp.fc2_w), full_normal(seed, prefix + "fc2.weight", h_ * F, residual_std),
+                      h_, F, r * Fl_, Fl_);
             place_cols(h_, F, r * Fl_, Fl_);
             lp.fc2_b = bias_ ? store.add(prefix + "fc2.bias", h_, false, true) : -1;
         }
@@ -226,22 +255,29 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     }
     if (last_) {
         add_norm("final_norm", lnf_w_, lnf_b_);
-        if (!m.tied_embeddings) head_ = vocab_table("output.weight", false);
-        else if (first_) head_ = wte_; // one chunk holds both ends: literally the same tensor
-        else head_ = vocab_table("embedding.word", true); // kept in sync over the embedding group
+        if (!m.tied_embeddings)
+            head_ = vocab_table("output.weight", false);
+        else if (first_)
+            head_ = wte_; // one chunk holds both ends: literally the same tensor
+        else
+            head_ = vocab_table("embedding.word", true); // kept in sync over the embedding group
     }
 }
 
 void GptChunk::norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w,
                             std::int64_t b) const {
-    if (layernorm_) k::layernorm_forward(out, mean, rstd, in, p(w), p(b), Nl_, h_);
-    else k::rmsnorm_forward(out, rstd, in, p(w), Nl_, h_);
+    if (layernorm_)
+        k::layernorm_forward(out, mean, rstd, in, p(w), p(b), Nl_, h_);
+    else
+        k::rmsnorm_forward(out, rstd, in, p(w), Nl_, h_);
 }
 
 void GptChunk::norm_backward(float* dinp, const float* dout, const float* in, const float* mean,
                              const float* rstd, std::int64_t w, std::int64_t b) const {
-    if (layernorm_) k::layernorm_backward(dinp, g(w), g(b), dout, in, p(w), mean, rstd, Nl_, h_);
-    else k::rmsnorm_backward(dinp, g(w), dout, in, p(w), rstd, Nl_, h_);
+    if (layernorm_)
+        k::layernorm_backward(dinp, g(w), g(b), dout, in, p(w), mean, rstd, Nl_, h_);
+    else
+        k::rmsnorm_backward(dinp, g(w), dout, in, p(w), rstd, Nl_, h_);
 }
 
 Vec GptChunk::gather_rows(Vec local, Communicator& tp) const {
@@ -270,36 +306,44 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     Vec normed(static_cast<std::size_t>(NLH));
     L.ln1_mean.resize(std::size_t(Nl_));
     L.ln1_rstd.resize(std::size_t(Nl_));
-    norm_forward(L.x_in.data(), normed.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
+    norm_forward(L.x_in.data(), normed.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w,
+                 lp.ln1_b);
     L.ln1 = gather_rows(std::move(normed), tp);
     L.qkv.resize(std::size_t(N_ * Wl));
-    k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr, N_, h_, Wl);
+    k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr, N_,
+                      h_, Wl);
     attention_forward(L, comms.context);
     Vec y(static_cast<std::size_t>(N_ * h_));
     k::matmul_forward(y.data(), L.att.data(), p(lp.proj_w), nullptr, N_, Hl_ * D_, h_);
     y = reduce_rows(std::move(y), tp); // row-parallel: sum the partial outputs
     if (bias_) add_bias(y.data(), p(lp.proj_b), Nl_, h_);
     L.x_mid.resize(std::size_t(NLH));
-    for (std::int64_t j = 0; j < NLH; ++j) L.x_mid[std::size_t(j)] = x[std::size_t(j)] + y[std::size_t(j)];
+    for (std::int64_t j = 0; j < NLH; ++j)
+        L.x_mid[std::size_t(j)] = x[std::size_t(j)] + y[std::size_t(j)];
     L.ln2_mean.resize(std::size_t(Nl_));
     L.ln2_rstd.resize(std::size_t(Nl_));
     normed.resize(std::size_t(NLH));
-    norm_forward(L.x_mid.data(), normed.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
+    norm_forward(L.x_mid.data(), normed.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w,
+                 lp.ln2_b);
     L.ln2 = gather_rows(std::move(normed), tp);
     if (lp.moe) {
         moe_forward(lp, L, y, comms.expert); // experts see whole tokens: tp is 1 for MoE here
     } else {
         L.fc.resize(std::size_t(N_ * gate * Fl_));
-        k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr, N_, h_, gate * Fl_);
+        k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr, N_,
+                          h_, gate * Fl_);
         L.act.resize(std::size_t(N_ * Fl_));
-        if (swiglu_) k::swiglu_forward(L.act.data(), L.fc.data(), N_, Fl_);
-        else k::gelu_forward(L.act.data(), L.fc.data(), N_ * Fl_);
+        if (swiglu_)
+            k::swiglu_forward(L.act.data(), L.fc.data(), N_, Fl_);
+        else
+            k::gelu_forward(L.act.data(), L.fc.data(), N_ * Fl_);
         y.resize(std::size_t(N_ * h_)); // fully overwritten by the GEMM
         k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, N_, Fl_, h_);
         y = reduce_rows(std::move(y), tp);
         if (bias_) add_bias(y.data(), p(lp.fc2_b), Nl_, h_);
     }
-    for (std::int64_t j = 0; j < NLH; ++j) x[std::size_t(j)] = L.x_mid[std::size_t(j)] + y[std::size_t(j)];
+    for (std::int64_t j = 0; j < NLH; ++j)
+        x[std::size_t(j)] = L.x_mid[std::size_t(j)] + y[std::size_t(j)];
 }
 
 void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
@@ -316,7 +360,8 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
         if (wpe_ >= 0)
             for (std::int64_t n = 0; n < Nl_; ++n)
                 for (std::int64_t c = 0; c < h_; ++c)
-                    x[std::size_t(n * h_ + c)] += p(wpe_)[position[std::size_t((row0 + n) % T_)] * h_ + c];
+                    x[std::size_t(n * h_ + c)] +=
+                        p(wpe_)[position[std::size_t((row0 + n) % T_)] * h_ + c];
     } else {
         x = a.input;
     }
@@ -340,7 +385,8 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
     Vec normed(static_cast<std::size_t>(Nl_ * h_));
     a.lnf_mean.resize(std::size_t(Nl_));
     a.lnf_rstd.resize(std::size_t(Nl_));
-    norm_forward(a.hidden_out.data(), normed.data(), a.lnf_mean.data(), a.lnf_rstd.data(), lnf_w_, lnf_b_);
+    norm_forward(a.hidden_out.data(), normed.data(), a.lnf_mean.data(), a.lnf_rstd.data(), lnf_w_,
+                 lnf_b_);
     a.lnf = gather_rows(std::move(normed), tp);
     a.logits.resize(std::size_t(N_ * Vl_));
     k::matmul_forward(a.logits.data(), a.lnf.data(), p(head_), nullptr, N_, h_, Vl_);
@@ -354,27 +400,32 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
     tp.all_reduce_max(a.row_max.data(), std::size_t(N_));
     k::cross_entropy_target_logit(target.data(), a.logits.data(), a.targets, N_, Vl_, vocab_start_);
     tp.all_reduce_sum(target.data(), std::size_t(N_));
-    k::cross_entropy_exp(a.logits.data(), a.sum_exp.data(), a.row_max.data(), N_, Vl_); // logits → exps
+    k::cross_entropy_exp(a.logits.data(), a.sum_exp.data(), a.row_max.data(), N_,
+                         Vl_); // logits → exps
     tp.all_reduce_sum(a.sum_exp.data(), std::size_t(N_));
     double loss = 0.0;
     for (std::int64_t n = 0; n < N_; ++n)
-        loss += std::log(double(a.sum_exp[std::size_t(n)])) + a.row_max[std::size_t(n)] - target[std::size_t(n)];
+        loss += std::log(double(a.sum_exp[std::size_t(n)])) + a.row_max[std::size_t(n)] -
+                target[std::size_t(n)];
     a.loss = loss / double(loss_tokens_);
 }
 
-void GptChunk::backward_input(Activations& a, const float* dout, float loss_scale, const ChunkComms& comms) const {
+void GptChunk::backward_input(Activations& a, const float* dout, float loss_scale,
+                              const ChunkComms& comms) const {
     Communicator& tp = comms.tensor;
-    const std::int64_t NH = N_ * h_, NLH = Nl_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
+    const std::int64_t NH = N_ * h_, NLH = Nl_ * h_, Wl = (Hl_ + 2 * KVl_) * D_,
+                       gate = swiglu_ ? 2 : 1;
     Vec dx(static_cast<std::size_t>(NLH), 0.0f); // gradient of this rank's rows
     if (last_) {
         // The forward left the exponentials in `logits`: they become the gradient in place.
-        k::cross_entropy_backward(a.logits.data(), a.sum_exp.data(), a.targets, loss_scale / float(loss_tokens_), N_,
-                                  Vl_, vocab_start_);
+        k::cross_entropy_backward(a.logits.data(), a.sum_exp.data(), a.targets,
+                                  loss_scale / float(loss_tokens_), N_, Vl_, vocab_start_);
         a.dlogits = std::move(a.logits);
         Vec dlnf(static_cast<std::size_t>(NH), 0.0f);
         k::matmul_backward_input(dlnf.data(), a.dlogits.data(), p(head_), N_, h_, Vl_);
         dlnf = reduce_rows(std::move(dlnf), tp); // the LM head is column-parallel
-        norm_backward(dx.data(), dlnf.data(), a.hidden_out.data(), a.lnf_mean.data(), a.lnf_rstd.data(), lnf_w_, lnf_b_);
+        norm_backward(dx.data(), dlnf.data(), a.hidden_out.data(), a.lnf_mean.data(),
+                      a.lnf_rstd.data(), lnf_w_, lnf_b_);
     } else {
         std::copy(dout, dout + NLH, dx.begin());
     }
@@ -396,13 +447,16 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
             Vec d_act(static_cast<std::size_t>(N_ * Fl_), 0.0f);
             k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), N_, Fl_, h_);
             L.d_fc.assign(std::size_t(N_ * gate * Fl_), 0.0f);
-            if (swiglu_) k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_, Fl_);
-            else k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_ * Fl_);
+            if (swiglu_)
+                k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_, Fl_);
+            else
+                k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_ * Fl_);
             k::matmul_backward_input(d_ln2.data(), L.d_fc.data(), p(lp.fc_w), N_, h_, gate * Fl_);
             d_ln2 = reduce_rows(std::move(d_ln2), tp); // column-parallel input gradient
         }
         // dx becomes the gradient of x_mid: the residual's plus the norm's.
-        norm_backward(dx.data(), d_ln2.data(), L.x_mid.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w, lp.ln2_b);
+        norm_backward(dx.data(), d_ln2.data(), L.x_mid.data(), L.ln2_mean.data(), L.ln2_rstd.data(),
+                      lp.ln2_w, lp.ln2_b);
         // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
         L.d_proj_out = gather_rows(dx, tp);
         Vec d_att(static_cast<std::size_t>(N_ * Hl_ * D_), 0.0f);
@@ -411,14 +465,18 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
         Vec d_ln1(static_cast<std::size_t>(NH), 0.0f);
         k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), N_, h_, Wl);
         d_ln1 = reduce_rows(std::move(d_ln1), tp);
-        norm_backward(dx.data(), d_ln1.data(), L.x_in.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w, lp.ln1_b);
+        norm_backward(dx.data(), d_ln1.data(), L.x_in.data(), L.ln1_mean.data(), L.ln1_rstd.data(),
+                      lp.ln1_w, lp.ln1_b);
         // What only B needed can go now; W keeps the linear layers' inputs and output grads.
-        for (Vec* v : {&L.probs, &L.x_in, &L.x_mid, &L.qkv, &L.kv, &L.fc, &L.ln1_mean, &L.ln1_rstd, &L.ln2_mean, &L.ln2_rstd})
+        for (Vec* v : {&L.probs, &L.x_in, &L.x_mid, &L.qkv, &L.kv, &L.fc, &L.ln1_mean, &L.ln1_rstd,
+                       &L.ln2_mean, &L.ln2_rstd})
             Vec().swap(*v);
     }
     // The embedding's weight gradient needs every row (the table is split by vocabulary).
-    if (first_) a.embedding_grad = gather_rows(dx, tp);
-    else a.dinput = std::move(dx);
+    if (first_)
+        a.embedding_grad = gather_rows(dx, tp);
+    else
+        a.dinput = std::move(dx);
 }
 
 void GptChunk::attention_forward(Layer& L, Communicator& cp) const {
@@ -441,35 +499,40 @@ void GptChunk::attention_forward(Layer& L, Communicator& cp) const {
         for (std::int64_t b = 0; b < B_; ++b)
             for (std::int64_t t = 0; t < T_; ++t)
                 std::copy_n(all.data() + ((r * B_ + b) * T_ + t) * KVW, KVW,
-                            L.kv.data() + (b * seq_ + positions_[std::size_t(r)][std::size_t(t)]) * KVW);
+                            L.kv.data() +
+                                (b * seq_ + positions_[std::size_t(r)][std::size_t(t)]) * KVW);
     L.probs.resize(std::size_t(B_ * Hl_ * T_ * seq_));
     k::attention_forward_rows(L.att.data(), Hl_ * D_, L.probs.data(), L.qkv.data(), W, L.kv.data(),
-                              L.kv.data() + KVl_ * D_, KVW, visible_.data(), B_, T_, seq_, Hl_, KVl_, D_);
+                              L.kv.data() + KVl_ * D_, KVW, visible_.data(), B_, T_, seq_, Hl_,
+                              KVl_, D_);
 }
 
 void GptChunk::attention_backward(Layer& L, const Vec& d_att, Communicator& cp) const {
     const std::int64_t W = (Hl_ + 2 * KVl_) * D_;
     L.d_qkv.assign(std::size_t(N_ * W), 0.0f);
     if (cp_ == 1) {
-        k::attention_backward(L.d_qkv.data(), d_att.data(), L.qkv.data(), L.probs.data(), B_, T_, Hl_, KVl_, D_);
+        k::attention_backward(L.d_qkv.data(), d_att.data(), L.qkv.data(), L.probs.data(), B_, T_,
+                              Hl_, KVl_, D_);
         return;
     }
     const std::int64_t KVW = 2 * KVl_ * D_;
     Vec dkv(static_cast<std::size_t>(B_ * seq_ * KVW), 0.0f);
-    k::attention_backward_rows(L.d_qkv.data(), dkv.data(), dkv.data() + KVl_ * D_, d_att.data(), Hl_ * D_,
-                               L.qkv.data(), W, L.kv.data(), L.kv.data() + KVl_ * D_, KVW, L.probs.data(),
-                               visible_.data(), B_, T_, seq_, Hl_, KVl_, D_);
+    k::attention_backward_rows(L.d_qkv.data(), dkv.data(), dkv.data() + KVl_ * D_, d_att.data(),
+                               Hl_ * D_, L.qkv.data(), W, L.kv.data(), L.kv.data() + KVl_ * D_, KVW,
+                               L.probs.data(), visible_.data(), B_, T_, seq_, Hl_, KVl_, D_);
     // Each rank's key and value gradients, summed over the ranks whose queries used them.
     Vec blocks(static_cast<std::size_t>(cp_ * N_ * KVW));
     for (std::int64_t r = 0; r < cp_; ++r)
         for (std::int64_t b = 0; b < B_; ++b)
             for (std::int64_t t = 0; t < T_; ++t)
-                std::copy_n(dkv.data() + (b * seq_ + positions_[std::size_t(r)][std::size_t(t)]) * KVW, KVW,
-                            blocks.data() + ((r * B_ + b) * T_ + t) * KVW);
+                std::copy_n(dkv.data() +
+                                (b * seq_ + positions_[std::size_t(r)][std::size_t(t)]) * KVW,
+                            KVW, blocks.data() + ((r * B_ + b) * T_ + t) * KVW);
     Vec mine(static_cast<std::size_t>(N_ * KVW));
     cp.reduce_scatter_sum(blocks.data(), mine.data(), mine.size());
     for (std::int64_t n = 0; n < N_; ++n)
-        for (std::int64_t j = 0; j < KVW; ++j) L.d_qkv[std::size_t(n * W + Hl_ * D_ + j)] += mine[std::size_t(n * KVW + j)];
+        for (std::int64_t j = 0; j < KVW; ++j)
+            L.d_qkv[std::size_t(n * W + Hl_ * D_ + j)] += mine[std::size_t(n * KVW + j)];
 }
 
 void GptChunk::backward_weight(Activations& a) const {
@@ -477,26 +540,36 @@ void GptChunk::backward_weight(Activations& a) const {
     for (std::size_t i = 0; i < layers_.size(); ++i) {
         const LayerParams& lp = layers_[i];
         Layer& L = a.layers[i];
-        k::matmul_backward_weight(g(lp.qkv_w), bias_ ? g(lp.qkv_b) : nullptr, L.d_qkv.data(), L.ln1.data(), N_, h_, Wl);
-        k::matmul_backward_weight(g(lp.proj_w), bias_ ? g(lp.proj_b) : nullptr, L.d_proj_out.data(), L.att.data(), N_, Hl_ * D_, h_);
+        k::matmul_backward_weight(g(lp.qkv_w), bias_ ? g(lp.qkv_b) : nullptr, L.d_qkv.data(),
+                                  L.ln1.data(), N_, h_, Wl);
+        k::matmul_backward_weight(g(lp.proj_w), bias_ ? g(lp.proj_b) : nullptr, L.d_proj_out.data(),
+                                  L.att.data(), N_, Hl_ * D_, h_);
         if (lp.moe) {
             const MoeState& s = L.moe;
-            k::matmul_backward_weight(g(lp.router_w), nullptr, s.d_logits.data(), L.ln2.data(), N_, h_, experts_);
+            k::matmul_backward_weight(g(lp.router_w), nullptr, s.d_logits.data(), L.ln2.data(), N_,
+                                      h_, experts_);
             for (std::size_t e = 0; e < lp.experts.size(); ++e) {
                 const std::int64_t rows = std::int64_t(s.x[e].size()) / h_;
                 if (rows == 0) continue;
                 const ExpertParams& x = lp.experts[e];
-                k::matmul_backward_weight(g(x.fc_w), bias_ ? g(x.fc_b) : nullptr, s.d_fc[e].data(), s.x[e].data(), rows, h_, gate * expert_ffn_);
-                k::matmul_backward_weight(g(x.fc2_w), bias_ ? g(x.fc2_b) : nullptr, s.d_out[e].data(), s.act[e].data(), rows, expert_ffn_, h_);
+                k::matmul_backward_weight(g(x.fc_w), bias_ ? g(x.fc_b) : nullptr, s.d_fc[e].data(),
+                                          s.x[e].data(), rows, h_, gate * expert_ffn_);
+                k::matmul_backward_weight(g(x.fc2_w), bias_ ? g(x.fc2_b) : nullptr,
+                                          s.d_out[e].data(), s.act[e].data(), rows, expert_ffn_,
+                                          h_);
             }
             continue;
         }
-        k::matmul_backward_weight(g(lp.fc_w), bias_ ? g(lp.fc_b) : nullptr, L.d_fc.data(), L.ln2.data(), N_, h_, gate * Fl_);
-        k::matmul_backward_weight(g(lp.fc2_w), bias_ ? g(lp.fc2_b) : nullptr, L.d_fc2_out.data(), L.act.data(), N_, Fl_, h_);
+        k::matmul_backward_weight(g(lp.fc_w), bias_ ? g(lp.fc_b) : nullptr, L.d_fc.data(),
+                                  L.ln2.data(), N_, h_, gate * Fl_);
+        k::matmul_backward_weight(g(lp.fc2_w), bias_ ? g(lp.fc2_b) : nullptr, L.d_fc2_out.data(),
+                                  L.act.data(), N_, Fl_, h_);
     }
-    if (last_) k::matmul_backward_weight(g(head_), nullptr, a.dlogits.data(), a.lnf.data(), N_, h_, Vl_);
+    if (last_)
+        k::matmul_backward_weight(g(head_), nullptr, a.dlogits.data(), a.lnf.data(), N_, h_, Vl_);
     if (first_) {
-        k::embedding_backward(g(wte_), a.tokens, a.embedding_grad.data(), N_, h_, vocab_start_, Vl_);
+        k::embedding_backward(g(wte_), a.tokens, a.embedding_grad.data(), N_, h_, vocab_start_,
+                              Vl_);
         if (wpe_ >= 0)
             for (std::int64_t n = 0; n < N_; ++n)
                 for (std::int64_t c = 0; c < h_; ++c)

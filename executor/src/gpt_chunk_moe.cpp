@@ -2,7 +2,6 @@
 // token dispatch and combine over the expert group by all-to-all(v), capacity dropping, and
 // this rank's experts (forward and backward).
 #include "trident/executor/gpt_chunk.h"
-
 #include "trident/kernels/cpu.h"
 
 #include <algorithm>
@@ -35,7 +34,8 @@ std::int64_t total_rows(const std::vector<std::int64_t>& rows) {
 } // namespace
 
 void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator& ep) const {
-    const std::int64_t E = experts_, K = top_k_, R = ep.size(), El = local_experts_, gate = swiglu_ ? 2 : 1;
+    const std::int64_t E = experts_, K = top_k_, R = ep.size(), El = local_experts_,
+                       gate = swiglu_ ? 2 : 1;
     MoeState& s = L.moe;
     s = MoeState{};
     // Router: softmax over all experts, the top k per token, gates renormalised over them.
@@ -55,7 +55,9 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
         std::vector<std::int32_t> order(static_cast<std::size_t>(E));
         for (std::int64_t e = 0; e < E; ++e) order[std::size_t(e)] = std::int32_t(e);
         std::partial_sort(order.begin(), order.begin() + K, order.end(),
-                          [&](std::int32_t a, std::int32_t b) { return pr[a] > pr[b] || (pr[a] == pr[b] && a < b); });
+                          [&](std::int32_t a, std::int32_t b) {
+                              return pr[a] > pr[b] || (pr[a] == pr[b] && a < b);
+                          });
         float chosen = 0.0f;
         for (std::int64_t j = 0; j < K; ++j) chosen += pr[order[std::size_t(j)]];
         for (std::int64_t j = 0; j < K; ++j) {
@@ -68,9 +70,10 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
     // With a capacity factor each expert takes at most ⌈cf · N·k / E⌉ of this rank's slots, in
     // token order; the rest are dropped (their output is zero, as in GShard and Switch).
     std::vector<std::int64_t> taken(static_cast<std::size_t>(E), 0);
-    const std::int64_t capacity = capacity_factor_ > 0
-                                      ? std::int64_t(std::ceil(capacity_factor_ * double(N_ * K) / double(E)))
-                                      : N_ * K;
+    const std::int64_t capacity =
+        capacity_factor_ > 0
+            ? std::int64_t(std::ceil(capacity_factor_ * double(N_ * K) / double(E)))
+            : N_ * K;
     // Dispatch: each slot's token to the rank holding its expert; the counts first, then the
     // rows (each with its expert, local to the receiver) by a variable-size all-to-all.
     s.sent.assign(std::size_t(R), 0);
@@ -86,17 +89,22 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
     for (std::int64_t r = 0; r < R; ++r) counts_out[std::size_t(r)] = float(s.sent[std::size_t(r)]);
     ep.all_to_all(counts_out.data(), counts_in.data(), 1);
     s.received.assign(std::size_t(R), 0);
-    for (std::int64_t r = 0; r < R; ++r) s.received[std::size_t(r)] = std::int64_t(counts_in[std::size_t(r)]);
+    for (std::int64_t r = 0; r < R; ++r)
+        s.received[std::size_t(r)] = std::int64_t(counts_in[std::size_t(r)]);
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     const std::int64_t row = h_ + 1; // the token, then its expert
-    Vec out_buf(static_cast<std::size_t>(total_rows(s.sent) * row)), in_buf(static_cast<std::size_t>(total_rows(s.received) * row));
+    Vec out_buf(static_cast<std::size_t>(total_rows(s.sent) * row)),
+        in_buf(static_cast<std::size_t>(total_rows(s.received) * row));
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
-        float* dst = out_buf.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] + s.slot_row[std::size_t(slot)]) * row;
+        float* dst = out_buf.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
+                                       s.slot_row[std::size_t(slot)]) *
+                                          row;
         std::copy_n(L.ln2.data() + (slot / K) * h_, h_, dst);
         dst[h_] = float(s.topk[std::size_t(slot)] % El);
     }
-    ep.all_to_allv(out_buf.data(), element_counts(s.sent, row), in_buf.data(), element_counts(s.received, row));
+    ep.all_to_allv(out_buf.data(), element_counts(s.sent, row), in_buf.data(),
+                   element_counts(s.received, row));
     // The local experts run on the rows they received.
     s.x.assign(std::size_t(El), Vec{});
     const std::int64_t arrived = total_rows(s.received);
@@ -119,39 +127,49 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
         Vec& fc = s.fc[std::size_t(e)];
         Vec& act = s.act[std::size_t(e)];
         fc.resize(std::size_t(rows * gate * expert_ffn_));
-        k::matmul_forward(fc.data(), s.x[std::size_t(e)].data(), p(x.fc_w), bias_ ? p(x.fc_b) : nullptr, rows, h_, gate * expert_ffn_);
+        k::matmul_forward(fc.data(), s.x[std::size_t(e)].data(), p(x.fc_w),
+                          bias_ ? p(x.fc_b) : nullptr, rows, h_, gate * expert_ffn_);
         act.resize(std::size_t(rows * expert_ffn_));
-        if (swiglu_) k::swiglu_forward(act.data(), fc.data(), rows, expert_ffn_);
-        else k::gelu_forward(act.data(), fc.data(), rows * expert_ffn_);
+        if (swiglu_)
+            k::swiglu_forward(act.data(), fc.data(), rows, expert_ffn_);
+        else
+            k::gelu_forward(act.data(), fc.data(), rows * expert_ffn_);
         expert_out[std::size_t(e)].resize(std::size_t(rows * h_));
-        k::matmul_forward(expert_out[std::size_t(e)].data(), act.data(), p(x.fc2_w), bias_ ? p(x.fc2_b) : nullptr, rows, expert_ffn_, h_);
+        k::matmul_forward(expert_out[std::size_t(e)].data(), act.data(), p(x.fc2_w),
+                          bias_ ? p(x.fc2_b) : nullptr, rows, expert_ffn_, h_);
     }
     // Combine: outputs return the way the tokens came; each token sums its k gated outputs.
-    Vec ret(static_cast<std::size_t>(arrived * h_)), back(static_cast<std::size_t>(total_rows(s.sent) * h_));
+    Vec ret(static_cast<std::size_t>(arrived * h_)),
+        back(static_cast<std::size_t>(total_rows(s.sent) * h_));
     for (std::int64_t r = 0; r < arrived; ++r)
-        std::copy_n(expert_out[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_, h_,
-                    ret.data() + r * h_);
-    ep.all_to_allv(ret.data(), element_counts(s.received, h_), back.data(), element_counts(s.sent, h_));
+        std::copy_n(expert_out[std::size_t(s.recv_expert[std::size_t(r)])].data() +
+                        s.recv_pos[std::size_t(r)] * h_,
+                    h_, ret.data() + r * h_);
+    ep.all_to_allv(ret.data(), element_counts(s.received, h_), back.data(),
+                   element_counts(s.sent, h_));
     y.assign(std::size_t(N_ * h_), 0.0f);
     s.slot_out.assign(std::size_t(N_ * K * h_), 0.0f);
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
-        const float* o = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] + s.slot_row[std::size_t(slot)]) * h_;
+        const float* o = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
+                                        s.slot_row[std::size_t(slot)]) *
+                                           h_;
         std::copy_n(o, h_, s.slot_out.data() + slot * h_);
         const float g = s.gates[std::size_t(slot)];
         for (std::int64_t c = 0; c < h_; ++c) y[std::size_t((slot / K) * h_ + c)] += g * o[c];
     }
 }
 
-void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_ln2, float loss_scale,
-                            Communicator& ep) const {
+void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_ln2,
+                            float loss_scale, Communicator& ep) const {
     const std::int64_t E = experts_, K = top_k_, El = local_experts_, gate = swiglu_ ? 2 : 1;
     MoeState& s = L.moe;
     // Gradients of the gates and of each slot's expert output (gate · dy), sent to the experts.
     Vec d_gate(static_cast<std::size_t>(N_ * K));
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     const std::int64_t arrived = total_rows(s.received);
-    Vec to_experts(static_cast<std::size_t>(total_rows(s.sent) * h_)), at_experts(static_cast<std::size_t>(arrived * h_));
+    Vec to_experts(static_cast<std::size_t>(total_rows(s.sent) * h_)),
+        at_experts(static_cast<std::size_t>(arrived * h_));
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) {
             d_gate[std::size_t(slot)] = 0.0f; // a dropped slot contributed nothing
@@ -159,7 +177,9 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         }
         const float* d = dy.data() + (slot / K) * h_;
         const float* o = s.slot_out.data() + slot * h_;
-        float* dst = to_experts.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] + s.slot_row[std::size_t(slot)]) * h_;
+        float* dst = to_experts.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
+                                          s.slot_row[std::size_t(slot)]) *
+                                             h_;
         float dot = 0.0f;
         const float g = s.gates[std::size_t(slot)];
         for (std::int64_t c = 0; c < h_; ++c) {
@@ -168,37 +188,50 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         }
         d_gate[std::size_t(slot)] = dot;
     }
-    ep.all_to_allv(to_experts.data(), element_counts(s.sent, h_), at_experts.data(), element_counts(s.received, h_));
+    ep.all_to_allv(to_experts.data(), element_counts(s.sent, h_), at_experts.data(),
+                   element_counts(s.received, h_));
     s.d_out.assign(std::size_t(El), Vec{});
     s.d_fc.assign(std::size_t(El), Vec{});
-    for (std::int64_t e = 0; e < El; ++e) s.d_out[std::size_t(e)].resize(s.x[std::size_t(e)].size());
+    for (std::int64_t e = 0; e < El; ++e)
+        s.d_out[std::size_t(e)].resize(s.x[std::size_t(e)].size());
     for (std::int64_t r = 0; r < arrived; ++r)
         std::copy_n(at_experts.data() + r * h_, h_,
-                    s.d_out[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_);
+                    s.d_out[std::size_t(s.recv_expert[std::size_t(r)])].data() +
+                        s.recv_pos[std::size_t(r)] * h_);
     std::vector<Vec> d_in(static_cast<std::size_t>(El));
     for (std::int64_t e = 0; e < El; ++e) {
         const std::int64_t rows = std::int64_t(s.x[std::size_t(e)].size()) / h_;
         if (rows == 0) continue;
         const ExpertParams& x = lp.experts[std::size_t(e)];
         Vec d_act(static_cast<std::size_t>(rows * expert_ffn_), 0.0f);
-        k::matmul_backward_input(d_act.data(), s.d_out[std::size_t(e)].data(), p(x.fc2_w), rows, expert_ffn_, h_);
+        k::matmul_backward_input(d_act.data(), s.d_out[std::size_t(e)].data(), p(x.fc2_w), rows,
+                                 expert_ffn_, h_);
         Vec& d_fc = s.d_fc[std::size_t(e)];
         d_fc.assign(std::size_t(rows * gate * expert_ffn_), 0.0f);
-        if (swiglu_) k::swiglu_backward(d_fc.data(), s.fc[std::size_t(e)].data(), d_act.data(), rows, expert_ffn_);
-        else k::gelu_backward(d_fc.data(), s.fc[std::size_t(e)].data(), d_act.data(), rows * expert_ffn_);
+        if (swiglu_)
+            k::swiglu_backward(d_fc.data(), s.fc[std::size_t(e)].data(), d_act.data(), rows,
+                               expert_ffn_);
+        else
+            k::gelu_backward(d_fc.data(), s.fc[std::size_t(e)].data(), d_act.data(),
+                             rows * expert_ffn_);
         d_in[std::size_t(e)].assign(std::size_t(rows * h_), 0.0f);
-        k::matmul_backward_input(d_in[std::size_t(e)].data(), d_fc.data(), p(x.fc_w), rows, h_, gate * expert_ffn_);
+        k::matmul_backward_input(d_in[std::size_t(e)].data(), d_fc.data(), p(x.fc_w), rows, h_,
+                                 gate * expert_ffn_);
         Vec().swap(s.fc[std::size_t(e)]);
     }
     // Input gradients return to the tokens' ranks and add up per token.
     Vec ret(at_experts.size()), back(to_experts.size());
     for (std::int64_t r = 0; r < arrived; ++r)
-        std::copy_n(d_in[std::size_t(s.recv_expert[std::size_t(r)])].data() + s.recv_pos[std::size_t(r)] * h_, h_,
-                    ret.data() + r * h_);
-    ep.all_to_allv(ret.data(), element_counts(s.received, h_), back.data(), element_counts(s.sent, h_));
+        std::copy_n(d_in[std::size_t(s.recv_expert[std::size_t(r)])].data() +
+                        s.recv_pos[std::size_t(r)] * h_,
+                    h_, ret.data() + r * h_);
+    ep.all_to_allv(ret.data(), element_counts(s.received, h_), back.data(),
+                   element_counts(s.sent, h_));
     for (std::int64_t slot = 0; slot < N_ * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
-        const float* d = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] + s.slot_row[std::size_t(slot)]) * h_;
+        const float* d = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
+                                        s.slot_row[std::size_t(slot)]) *
+                                           h_;
         for (std::int64_t c = 0; c < h_; ++c) d_ln2[std::size_t((slot / K) * h_ + c)] += d[c];
     }
     // Router: through the renormalised gates, the load-balancing loss (Fedus et al. 2021:
@@ -213,12 +246,15 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
             weighted += d_gate[std::size_t(n * K + j)] * s.gates[std::size_t(n * K + j)];
         }
         for (std::int64_t e = 0; e < E; ++e)
-            d_prob[std::size_t(e)] = loss_scale * float(aux_coeff_) * float(E) * s.load[std::size_t(e)] / float(N_);
+            d_prob[std::size_t(e)] =
+                loss_scale * float(aux_coeff_) * float(E) * s.load[std::size_t(e)] / float(N_);
         for (std::int64_t j = 0; j < K; ++j)
-            d_prob[std::size_t(s.topk[std::size_t(n * K + j)])] += (d_gate[std::size_t(n * K + j)] - weighted) / chosen;
+            d_prob[std::size_t(s.topk[std::size_t(n * K + j)])] +=
+                (d_gate[std::size_t(n * K + j)] - weighted) / chosen;
         float dot = 0.0f;
         for (std::int64_t e = 0; e < E; ++e) dot += pr[e] * d_prob[std::size_t(e)];
-        for (std::int64_t e = 0; e < E; ++e) s.d_logits[std::size_t(n * E + e)] = pr[e] * (d_prob[std::size_t(e)] - dot);
+        for (std::int64_t e = 0; e < E; ++e)
+            s.d_logits[std::size_t(n * E + e)] = pr[e] * (d_prob[std::size_t(e)] - dot);
     }
     k::matmul_backward_input(d_ln2.data(), s.d_logits.data(), p(lp.router_w), N_, h_, E);
     Vec().swap(s.probs);

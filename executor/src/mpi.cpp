@@ -62,11 +62,15 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 void MpiCommunicator::all_reduce_sum(float* data, std::size_t n) {
-    if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_SUM, comm_), "MPI_Allreduce");
+    if (size_ > 1)
+        check(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_SUM, comm_),
+              "MPI_Allreduce");
 }
 
 void MpiCommunicator::all_reduce_max(float* data, std::size_t n) {
-    if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_MAX, comm_), "MPI_Allreduce");
+    if (size_ > 1)
+        check(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_MAX, comm_),
+              "MPI_Allreduce");
 }
 
 void MpiCommunicator::all_gather(const float* in, float* out, std::size_t n) {
@@ -74,16 +78,18 @@ void MpiCommunicator::all_gather(const float* in, float* out, std::size_t n) {
 }
 
 void MpiCommunicator::reduce_scatter_sum(const float* in, float* out, std::size_t n) {
-    check(MPI_Reduce_scatter_block(in, out, count(n), MPI_FLOAT, MPI_SUM, comm_), "MPI_Reduce_scatter_block");
+    check(MPI_Reduce_scatter_block(in, out, count(n), MPI_FLOAT, MPI_SUM, comm_),
+          "MPI_Reduce_scatter_block");
 }
 
 void MpiCommunicator::all_to_all(const float* in, float* out, std::size_t n) {
     check(MPI_Alltoall(in, count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_), "MPI_Alltoall");
 }
 
-void MpiCommunicator::all_to_allv(const float* in, const std::vector<std::size_t>& send_counts, float* out,
-                                  const std::vector<std::size_t>& recv_counts) {
-    std::vector<int> sc(send_counts.size()), sd(send_counts.size()), rc(recv_counts.size()), rd(recv_counts.size());
+void MpiCommunicator::all_to_allv(const float* in, const std::vector<std::size_t>& send_counts,
+                                  float* out, const std::vector<std::size_t>& recv_counts) {
+    std::vector<int> sc(send_counts.size()), sd(send_counts.size()), rc(recv_counts.size()),
+        rd(recv_counts.size());
     std::size_t s_at = 0, r_at = 0;
     for (std::size_t r = 0; r < send_counts.size(); ++r) {
         sc[r] = count(send_counts[r]);
@@ -93,7 +99,8 @@ void MpiCommunicator::all_to_allv(const float* in, const std::vector<std::size_t
         rd[r] = count(r_at);
         r_at += recv_counts[r];
     }
-    check(MPI_Alltoallv(in, sc.data(), sd.data(), MPI_FLOAT, out, rc.data(), rd.data(), MPI_FLOAT, comm_),
+    check(MPI_Alltoallv(in, sc.data(), sd.data(), MPI_FLOAT, out, rc.data(), rd.data(), MPI_FLOAT,
+                        comm_),
           "MPI_Alltoallv");
 }
 
@@ -104,7 +111,9 @@ void MpiCommunicator::broadcast(float* data, std::size_t n, int root) {
 void MpiCommunicator::send(const float* data, std::size_t n, int peer, int tag) {
     auto pending = std::make_unique<PendingSend>();
     pending->buffer.assign(data, data + n);
-    check(MPI_Isend(pending->buffer.data(), count(n), MPI_FLOAT, peer, tag, comm_, &pending->request), "MPI_Isend");
+    check(
+        MPI_Isend(pending->buffer.data(), count(n), MPI_FLOAT, peer, tag, comm_, &pending->request),
+        "MPI_Isend");
     pending_.push_back(std::move(pending));
 }
 
@@ -117,6 +126,8 @@ void MpiCommunicator::wait_sends() {
     pending_.clear();
 }
 
-void MpiCommunicator::barrier() { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+void MpiCommunicator::barrier() {
+    check(MPI_Barrier(comm_), "MPI_Barrier");
+}
 
 } // namespace trident::executor

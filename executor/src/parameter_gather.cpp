@@ -36,13 +36,15 @@ std::map<std::string, Vec> gather_parameters(const ParameterStore& store) {
             put(mine, length);
         }
         put(mine, t.size);
-        mine.append(reinterpret_cast<const char*>(store.values.data() + t.offset), std::size_t(t.size) * sizeof(float));
+        mine.append(reinterpret_cast<const char*>(store.values.data() + t.offset),
+                    std::size_t(t.size) * sizeof(float));
     }
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int count = int(mine.size());
-    std::vector<int> counts(static_cast<std::size_t>(size)), displacements(static_cast<std::size_t>(size));
+    std::vector<int> counts(static_cast<std::size_t>(size)),
+        displacements(static_cast<std::size_t>(size));
     MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
     std::string all;
     if (rank == 0) {
@@ -53,7 +55,8 @@ std::map<std::string, Vec> gather_parameters(const ParameterStore& store) {
         }
         all.resize(std::size_t(total));
     }
-    MPI_Gatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(), displacements.data(), MPI_BYTE, 0, MPI_COMM_WORLD);
+    MPI_Gatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(), displacements.data(),
+                MPI_BYTE, 0, MPI_COMM_WORLD);
     std::map<std::string, Vec> full;
     if (rank != 0) return full;
     std::map<std::string, std::vector<bool>> filled;

@@ -7,7 +7,8 @@ namespace {
 
 // Every rank calls this for every kind (MPI_Comm_split is collective over the world): the
 // group's first member names it, the rank's place in the group orders it.
-std::unique_ptr<MpiCommunicator> split(const core::RankGrid& grid, core::GroupKind kind, int world_rank) {
+std::unique_ptr<MpiCommunicator> split(const core::RankGrid& grid, core::GroupKind kind,
+                                       int world_rank) {
     const auto members = grid.group_of(kind, world_rank);
     int color = MPI_UNDEFINED, key = 0;
     if (!members.empty()) {

@@ -9,13 +9,15 @@ core::Trace gather_trace(const std::vector<core::TraceEvent>& local) {
     std::vector<double> packed;
     packed.reserve(local.size() * kFields);
     for (const auto& e : local)
-        packed.insert(packed.end(), {double(e.rank), double(int(e.stream)), double(int(e.kind)), double(e.microbatch),
-                                     double(e.chunk), e.start_s, e.end_s, e.bytes, e.flops});
+        packed.insert(packed.end(), {double(e.rank), double(int(e.stream)), double(int(e.kind)),
+                                     double(e.microbatch), double(e.chunk), e.start_s, e.end_s,
+                                     e.bytes, e.flops});
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int count = int(packed.size());
-    std::vector<int> counts(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
+    std::vector<int> counts(static_cast<std::size_t>(size)),
+        offsets(static_cast<std::size_t>(size));
     MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
     std::vector<double> all;
     if (rank == 0) {
@@ -26,12 +28,15 @@ core::Trace gather_trace(const std::vector<core::TraceEvent>& local) {
         }
         all.resize(std::size_t(total));
     }
-    MPI_Gatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
+                MPI_DOUBLE, 0, MPI_COMM_WORLD);
     core::Trace trace;
     trace.source = "measured";
     for (std::size_t i = 0; i + kFields <= all.size(); i += kFields)
-        trace.events.push_back({std::int32_t(all[i]), core::Stream(int(all[i + 1])), core::EventKind(int(all[i + 2])),
-                                std::int32_t(all[i + 3]), std::int32_t(all[i + 4]), all[i + 5], all[i + 6], all[i + 7], all[i + 8]});
+        trace.events.push_back({std::int32_t(all[i]), core::Stream(int(all[i + 1])),
+                                core::EventKind(int(all[i + 2])), std::int32_t(all[i + 3]),
+                                std::int32_t(all[i + 4]), all[i + 5], all[i + 6], all[i + 7],
+                                all[i + 8]});
     return trace;
 }
 

@@ -19,23 +19,29 @@ void require_supported(const core::JobSpec& job) {
     if (job.model.moe) {
         const core::MoeSpec& e = *job.model.moe;
         if (p.tp > 1) no("parallel.tp", "tensor parallelism with mixture of experts");
-        if (p.distributed_optimizer) no("parallel.distributed_optimizer", "the distributed optimizer with mixture of experts");
-        if (e.shared_expert_ffn_hidden_size > 0) no("model.moe.shared_expert_ffn_hidden_size", "shared experts");
+        if (p.distributed_optimizer)
+            no("parallel.distributed_optimizer",
+               "the distributed optimizer with mixture of experts");
+        if (e.shared_expert_ffn_hidden_size > 0)
+            no("model.moe.shared_expert_ffn_hidden_size", "shared experts");
     }
     if (job.model.mla) no("model.mla", "multi-head latent attention");
-    if (job.model.position_embedding == core::PositionEmbedding::rope) no("model.position_embedding", "rope");
+    if (job.model.position_embedding == core::PositionEmbedding::rope)
+        no("model.position_embedding", "rope");
 }
 
 std::vector<std::string> ignored_by_executor(const core::JobSpec& job) {
     std::vector<std::string> ignored;
     if (job.model.dropout)
-        ignored.push_back("model.dropout: dropout is not applied by the CPU executor yet; this run trains without it");
+        ignored.push_back("model.dropout: dropout is not applied by the CPU executor yet; this run "
+                          "trains without it");
     return ignored;
 }
 
 void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t length,
                         std::int64_t vocab, std::int32_t* out) {
-    std::uint64_t state = (seed ^ 0x9E3779B97F4A7C15ull) + std::uint64_t(sample) * 0xBF58476D1CE4E5B9ull;
+    std::uint64_t state =
+        (seed ^ 0x9E3779B97F4A7C15ull) + std::uint64_t(sample) * 0xBF58476D1CE4E5B9ull;
     const auto next = [&] { // splitmix64
         state += 0x9E3779B97F4A7C15ull;
         std::uint64_t z = state;
@@ -53,12 +59,14 @@ void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t le
 
 Trainer::Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed)
     : job_(job), groups_(groups), seed_(seed),
-      schedule_(core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp), std::int32_t(job.plan.vpp),
+      schedule_(core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp),
+                                    std::int32_t(job.plan.vpp),
                                     std::int32_t(job.micro_batches_per_step()))) {
     require_supported(job);
     const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
     for (std::int32_t c = 0; c < job.plan.vpp; ++c)
-        chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep), int(groups.coord.cp), store_, seed);
+        chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),
+                             int(groups.coord.cp), store_, seed);
     // Optimizer state over the whole flat buffer or, with ZeRO-1, this data rank's shard.
     const std::int64_t total = std::int64_t(store_.values.size());
     const std::int64_t dp = groups.data->size();
@@ -70,15 +78,18 @@ Trainer::Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t 
     // Runs of equal treatment within this rank's shard, from the tensors that overlap it.
     for (const auto& t : store_.tensors) {
         const std::int64_t begin = std::max(t.offset, shard_begin_) - shard_begin_;
-        const std::int64_t end = std::min(t.offset + t.size, shard_begin_ + shard_size_) - shard_begin_;
+        const std::int64_t end =
+            std::min(t.offset + t.size, shard_begin_ + shard_size_) - shard_begin_;
         if (begin >= end) continue;
-        if (decay_runs_.empty() || decay_runs_.back().flag != t.decay || decay_runs_.back().end != begin)
+        if (decay_runs_.empty() || decay_runs_.back().flag != t.decay ||
+            decay_runs_.back().end != begin)
             decay_runs_.push_back({begin, end, t.decay});
         else
             decay_runs_.back().end = end;
         // Each parameter counts once in the global norm: replicated tensors on tensor rank 0,
         // and never the last stage's copy of a tied embedding.
-        if (!t.duplicate && (!t.tp_replicated || groups.coord.tp == 0)) norm_runs_.push_back({begin, end, t.expert});
+        if (!t.duplicate && (!t.tp_replicated || groups.coord.tp == 0))
+            norm_runs_.push_back({begin, end, t.expert});
     }
     adam_m_.assign(std::size_t(shard_size_), 0.0f);
     adam_v_.assign(std::size_t(shard_size_), 0.0f);
@@ -87,34 +98,40 @@ Trainer::Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t 
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_limit, &found);
     const std::int64_t tags = 2 * std::int64_t(schedule_.virtual_stages()) * schedule_.microbatches;
     if (found && tag_limit && tags > *tag_limit)
-        throw core::SpecError("training.global_batch_size", "needs more MPI message tags than the MPI library offers");
+        throw core::SpecError("training.global_batch_size",
+                              "needs more MPI message tags than the MPI library offers");
 }
 
 double Trainer::learning_rate(std::int64_t it) const {
     const core::LrSchedule& s = job_.training.lr;
-    if (s.warmup_iters > 0 && it < s.warmup_iters) return s.lr * double(it + 1) / double(s.warmup_iters);
+    if (s.warmup_iters > 0 && it < s.warmup_iters)
+        return s.lr * double(it + 1) / double(s.warmup_iters);
     if (it >= s.decay_iters || s.decay_style == core::LrDecayStyle::constant)
         return s.decay_style == core::LrDecayStyle::constant ? s.lr : s.min_lr;
-    const double ratio = double(it - s.warmup_iters) / double(std::max<std::int64_t>(1, s.decay_iters - s.warmup_iters));
-    const double coeff = s.decay_style == core::LrDecayStyle::linear ? 1.0 - ratio
-                                                                      : 0.5 * (std::cos(M_PI * ratio) + 1.0);
+    const double ratio = double(it - s.warmup_iters) /
+                         double(std::max<std::int64_t>(1, s.decay_iters - s.warmup_iters));
+    const double coeff = s.decay_style == core::LrDecayStyle::linear
+                             ? 1.0 - ratio
+                             : 0.5 * (std::cos(M_PI * ratio) + 1.0);
     return s.min_lr + coeff * (s.lr - s.min_lr);
 }
 
-void Trainer::tokens_for(std::int64_t index, std::int32_t microbatch, std::vector<std::int32_t>& inputs,
+void Trainer::tokens_for(std::int64_t index, std::int32_t microbatch,
+                         std::vector<std::int32_t>& inputs,
                          std::vector<std::int32_t>& targets) const {
     const std::int64_t b = job_.plan.micro_batch_size, T = job_.training.seq_length;
     const std::int64_t m = job_.micro_batches_per_step();
     // This context rank's tokens of each sequence.
-    const std::vector<std::int32_t> positions = context_positions(T, job_.plan.cp, groups_.coord.cp);
+    const std::vector<std::int32_t> positions =
+        context_positions(T, job_.plan.cp, groups_.coord.cp);
     const std::int64_t local = std::int64_t(positions.size());
     inputs.resize(std::size_t(b * local));
     targets.resize(std::size_t(b * local));
     std::vector<std::int32_t> seq(std::size_t(T + 1));
     for (std::int64_t i = 0; i < b; ++i) {
         // Each data-parallel rank takes its contiguous part of the global batch.
-        const std::int64_t sample = index * job_.training.global_batch_size +
-                                    groups_.coord.dp * m * b + microbatch * b + i;
+        const std::int64_t sample =
+            index * job_.training.global_batch_size + groups_.coord.dp * m * b + microbatch * b + i;
         synthetic_sequence(seed_, sample, T + 1, job_.model.vocab_size, seq.data());
         for (std::int64_t t = 0; t < local; ++t) {
             inputs[std::size_t(i * local + t)] = seq[std::size_t(positions[std::size_t(t)])];
@@ -123,7 +140,8 @@ void Trainer::tokens_for(std::int64_t index, std::int32_t microbatch, std::vecto
     }
 }
 
-void Trainer::run_schedule(std::int64_t index, StepStats& stats, std::vector<core::TraceEvent>* trace) {
+void Trainer::run_schedule(std::int64_t index, StepStats& stats,
+                           std::vector<core::TraceEvent>* trace) {
     const std::int32_t pp_rank = std::int32_t(groups_.coord.pp);
     const std::int32_t m = schedule_.microbatches;
     const float loss_scale = 1.0f / float(m * job_.plan.dp); // the cp ranks' shares already add up
@@ -159,7 +177,8 @@ void Trainer::run_schedule(std::int64_t index, StepStats& stats, std::vector<cor
             break;
         case core::ActionKind::backward_input:
             stream = core::Stream::compute;
-            chunk.backward_input(slot.acts, chunk.last() ? nullptr : slot.received_gradient.data(), loss_scale, comms);
+            chunk.backward_input(slot.acts, chunk.last() ? nullptr : slot.received_gradient.data(),
+                                 loss_scale, comms);
             Vec().swap(slot.received_gradient);
             break;
         case core::ActionKind::backward_weight:
@@ -167,25 +186,30 @@ void Trainer::run_schedule(std::int64_t index, StepStats& stats, std::vector<cor
             chunk.backward_weight(slot.acts);
             break;
         case core::ActionKind::send_activation:
-            groups_.pipeline->send(slot.acts.output.data(), hidden, a.peer, tag(vs + 1, a.microbatch, false));
+            groups_.pipeline->send(slot.acts.output.data(), hidden, a.peer,
+                                   tag(vs + 1, a.microbatch, false));
             Vec().swap(slot.acts.output);
             break;
         case core::ActionKind::recv_activation:
             slot.received_activation.resize(hidden);
-            groups_.pipeline->recv(slot.received_activation.data(), hidden, a.peer, tag(vs, a.microbatch, false));
+            groups_.pipeline->recv(slot.received_activation.data(), hidden, a.peer,
+                                   tag(vs, a.microbatch, false));
             break;
         case core::ActionKind::send_gradient:
-            groups_.pipeline->send(slot.acts.dinput.data(), hidden, a.peer, tag(vs - 1, a.microbatch, true));
+            groups_.pipeline->send(slot.acts.dinput.data(), hidden, a.peer,
+                                   tag(vs - 1, a.microbatch, true));
             Vec().swap(slot.acts.dinput);
             break;
         case core::ActionKind::recv_gradient:
             slot.received_gradient.resize(hidden);
-            groups_.pipeline->recv(slot.received_gradient.data(), hidden, a.peer, tag(vs, a.microbatch, true));
+            groups_.pipeline->recv(slot.received_gradient.data(), hidden, a.peer,
+                                   tag(vs, a.microbatch, true));
             break;
         }
         if (trace)
-            trace->push_back({groups_.world_rank, stream, core::to_event_kind(a.kind), a.microbatch, a.chunk, t0, now(),
-                              double(hidden) * sizeof(float) * double(!core::is_compute(a.kind)), 0.0});
+            trace->push_back(
+                {groups_.world_rank, stream, core::to_event_kind(a.kind), a.microbatch, a.chunk, t0,
+                 now(), double(hidden) * sizeof(float) * double(!core::is_compute(a.kind)), 0.0});
         if (a.kind == core::ActionKind::backward_weight) { // W done: only B's output may remain
             Vec dinput = std::move(slot.acts.dinput);
             slot.acts = GptChunk::Activations{};
@@ -199,7 +223,8 @@ void Trainer::run_schedule(std::int64_t index, StepStats& stats, std::vector<cor
     groups_.pipeline->wait_sends();
     // The step's loss: the last stage's tensor rank 0 of every data rank contributes its mean.
     float contribution = 0.0f;
-    if (chunks_.back().last() && groups_.coord.tp == 0) contribution = float(loss_sum / double(m) / double(job_.plan.dp));
+    if (chunks_.back().last() && groups_.coord.tp == 0)
+        contribution = float(loss_sum / double(m) / double(job_.plan.dp));
     groups_.world->all_reduce_sum(&contribution, 1);
     stats.loss = contribution;
 }
@@ -216,7 +241,8 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     // Sequence parallelism leaves each tensor rank the norm gradients of its rows only.
     if (p.sequence_parallel)
         for (const auto& tensor : store_.tensors)
-            if (tensor.sequence_partial) groups_.tensor->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
+            if (tensor.sequence_partial)
+                groups_.tensor->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
     // Data parallelism: gradients summed over the data ranks, in buckets (Megatron's DDP), or
     // reduce-scattered so each rank gets the sum over its shard (distributed optimizer).
     Communicator& data = *groups_.data;
@@ -238,7 +264,8 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
         for (const auto& tensor : store_.tensors)
             if (tensor.expert) {
                 flush(tensor.offset);
-                groups_.expert_data->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
+                groups_.expert_data->all_reduce_sum(grads + tensor.offset,
+                                                    std::size_t(tensor.size));
                 begin = tensor.offset + tensor.size;
             }
         flush(padded_size_);
@@ -263,7 +290,9 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
         ++skipped_;
         return stats.grad_norm;
     }
-    const float clip = t.clip_grad > 0 && stats.grad_norm > t.clip_grad ? float(t.clip_grad / (stats.grad_norm + 1e-6)) : 1.0f;
+    const float clip = t.clip_grad > 0 && stats.grad_norm > t.clip_grad
+                           ? float(t.clip_grad / (stats.grad_norm + 1e-6))
+                           : 1.0f;
     float* params = store_.values.data() + shard_begin_;
     if (clip != 1.0f) // the gradients are rebuilt every step: scale them in place
         for (std::int64_t i = 0; i < shard_size_; ++i) g[i] *= clip;

@@ -7,13 +7,11 @@ namespace trident::planner {
 
 core::Json plan_file(const Candidate& c, double memory_budget_bytes) {
     core::Json j = core::to_json(c.job);
-    j["planner"] = {{"recompute_reason", c.recompute_reason},
-                    {"predicted_step_time_s", c.step_time_s},
-                    {"predicted_tokens_per_s", c.tokens_per_s},
-                    {"predicted_mfu", c.mfu},
-                    {"peak_memory_bytes", c.peak_memory_bytes},
-                    {"peak_memory_stage", c.peak_stage},
-                    {"memory_budget_bytes", memory_budget_bytes}};
+    j["planner"] = {
+        {"recompute_reason", c.recompute_reason},    {"predicted_step_time_s", c.step_time_s},
+        {"predicted_tokens_per_s", c.tokens_per_s},  {"predicted_mfu", c.mfu},
+        {"peak_memory_bytes", c.peak_memory_bytes},  {"peak_memory_stage", c.peak_stage},
+        {"memory_budget_bytes", memory_budget_bytes}};
     return j;
 }
 
@@ -45,7 +43,8 @@ std::string megatron_arguments(const core::JobSpec& job) {
     arg("--max-position-embeddings", n(m.max_position_embeddings));
     if (m.activation == core::Activation::swiglu) arg("--swiglu");
     if (m.normalization == core::Normalization::rmsnorm) arg("--normalization", "RMSNorm");
-    if (m.position_embedding == core::PositionEmbedding::rope) arg("--position-embedding-type", "rope");
+    if (m.position_embedding == core::PositionEmbedding::rope)
+        arg("--position-embedding-type", "rope");
     if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");
     if (!m.linear_bias) arg("--disable-bias-linear");
     if (!m.dropout) {
@@ -85,8 +84,11 @@ std::string megatron_arguments(const core::JobSpec& job) {
     if (p.overlap_param_gather) arg("--overlap-param-gather");
     if (p.flash_attention) arg("--use-flash-attn");
     switch (p.recompute.granularity) {
-    case core::RecomputeGranularity::none: break;
-    case core::RecomputeGranularity::selective: arg("--recompute-granularity", "selective"); break;
+    case core::RecomputeGranularity::none:
+        break;
+    case core::RecomputeGranularity::selective:
+        arg("--recompute-granularity", "selective");
+        break;
     case core::RecomputeGranularity::full:
         arg("--recompute-granularity", "full");
         arg("--recompute-method", core::to_string(p.recompute.method));

@@ -82,13 +82,16 @@ public:
         const auto key = std::make_tuple(int(p.schedule), p.pp, p.vpp, m);
         auto it = cache_.find(key);
         if (it == cache_.end())
-            it = cache_.emplace(key, simulator::in_flight_per_rank(core::make_schedule(
-                                         p.schedule, std::int32_t(p.pp), std::int32_t(p.vpp), m))).first;
+            it = cache_
+                     .emplace(key, simulator::in_flight_per_rank(core::make_schedule(
+                                       p.schedule, std::int32_t(p.pp), std::int32_t(p.vpp), m)))
+                     .first;
         return it->second;
     }
 
 private:
-    std::map<std::tuple<int, std::int64_t, std::int64_t, std::int32_t>, std::vector<core::InFlight>> cache_;
+    std::map<std::tuple<int, std::int64_t, std::int64_t, std::int32_t>, std::vector<core::InFlight>>
+        cache_;
 };
 
 struct Feasible {
@@ -112,8 +115,10 @@ std::int32_t cross_node_groups(const JobSpec& job) {
 // across the slow fabric.
 bool better(const Candidate& a, const Candidate& b) {
     const double scale = std::max(a.step_time_s, b.step_time_s);
-    if (std::fabs(a.step_time_s - b.step_time_s) > 1e-9 * scale) return a.step_time_s < b.step_time_s;
-    if (a.peak_memory_bytes != b.peak_memory_bytes) return a.peak_memory_bytes < b.peak_memory_bytes;
+    if (std::fabs(a.step_time_s - b.step_time_s) > 1e-9 * scale)
+        return a.step_time_s < b.step_time_s;
+    if (a.peak_memory_bytes != b.peak_memory_bytes)
+        return a.peak_memory_bytes < b.peak_memory_bytes;
     return a.cross_node_groups < b.cross_node_groups;
 }
 
@@ -126,23 +131,26 @@ struct Dimensions {
 Dimensions dimensions(const JobSpec& specs, const SearchSpace& space) {
     const std::int64_t devices = specs.cluster.devices();
     Dimensions d;
-    d.tp = !space.tp.empty() ? space.tp
-                             : divisors_up_to(devices, space.allow_cross_node_tp ? devices
-                                                                                : specs.cluster.devices_per_node);
+    d.tp = !space.tp.empty()
+               ? space.tp
+               : divisors_up_to(
+                     devices, space.allow_cross_node_tp ? devices : specs.cluster.devices_per_node);
     d.pp = !space.pp.empty() ? space.pp : divisors_up_to(specs.model.num_layers, devices);
     // Context parallelism pays off only for long sequences.
-    d.cp = !space.cp.empty() ? space.cp
+    d.cp = !space.cp.empty()                   ? space.cp
            : specs.training.seq_length >= 8192 ? std::vector<std::int64_t>{1, 2, 4, 8}
                                                : std::vector<std::int64_t>{1};
     d.ep = !space.ep.empty() ? space.ep
            : specs.model.moe ? divisors_up_to(specs.model.moe->num_experts, devices)
                              : std::vector<std::int64_t>{1};
     d.vpp = !space.vpp.empty() ? space.vpp : std::vector<std::int64_t>{1, 2, 3, 4, 6, 8};
-    d.mbs = !space.micro_batch.empty() ? space.micro_batch : std::vector<std::int64_t>{1, 2, 4, 8, 16};
-    d.schedules = !space.schedules.empty()
-                      ? space.schedules
-                      : std::vector<ScheduleKind>{ScheduleKind::one_f_one_b, ScheduleKind::interleaved_1f1b,
-                                                  ScheduleKind::zero_bubble_h1, ScheduleKind::gpipe};
+    d.mbs =
+        !space.micro_batch.empty() ? space.micro_batch : std::vector<std::int64_t>{1, 2, 4, 8, 16};
+    d.schedules =
+        !space.schedules.empty()
+            ? space.schedules
+            : std::vector<ScheduleKind>{ScheduleKind::one_f_one_b, ScheduleKind::interleaved_1f1b,
+                                        ScheduleKind::zero_bubble_h1, ScheduleKind::gpipe};
     return d;
 }
 
@@ -164,7 +172,8 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                 const std::int64_t dp = devices / (tp * cp * pp);
                 // Sequence parallelism needs tp > 1 and ZeRO-1 needs more than one data-parallel
                 // rank; unless pinned, the pointless combinations are not generated.
-                std::vector<bool> sps = space.sequence_parallel, zero1s = space.distributed_optimizer;
+                std::vector<bool> sps = space.sequence_parallel,
+                                  zero1s = space.distributed_optimizer;
                 if (sps.empty()) sps = tp > 1 ? both : std::vector<bool>{false};
                 if (zero1s.empty()) zero1s = dp * cp > 1 ? both : std::vector<bool>{false};
                 for (std::int64_t ep : dim.ep)
@@ -174,7 +183,9 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                             // without pipelining every schedule is the same: 1F1B stands for
                             // them (unless the user pinned the schedule).
                             if ((vpp > 1) != (schedule == ScheduleKind::interleaved_1f1b)) continue;
-                            if (pp == 1 && space.schedules.empty() && schedule != ScheduleKind::one_f_one_b) continue;
+                            if (pp == 1 && space.schedules.empty() &&
+                                schedule != ScheduleKind::one_f_one_b)
+                                continue;
                             for (std::int64_t mbs : dim.mbs)
                                 for (bool sp : sps)
                                     for (bool zero1 : zero1s) {
@@ -219,10 +230,11 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
             result.smallest_layout = describe(p) + ", " + describe(r, per_chunk);
         }
         ++result.rejection_counts[kind];
-        result.closest_rejected.push_back(
-            {p, "stage " + std::to_string(pk.stage) + " needs " + gib(pk.bytes) + " with " +
-                    describe(r, per_chunk) + ", over the budget by " + gib(pk.bytes - budget),
-             pk.bytes - budget});
+        result.closest_rejected.push_back({p,
+                                           "stage " + std::to_string(pk.stage) + " needs " +
+                                               gib(pk.bytes) + " with " + describe(r, per_chunk) +
+                                               ", over the budget by " + gib(pk.bytes - budget),
+                                           pk.bytes - budget});
         return false;
     };
     const auto accept = [&](const Recompute& r, const Peak& pk, std::string why) {
@@ -234,31 +246,42 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
     if (space.recompute) {
         const Peak pk = peak_with(*space.recompute);
         if (pk.bytes > budget)
-            return over_budget(*space.recompute, pk, "memory: over budget with the pinned recomputation");
-        return accept(*space.recompute, pk, "pinned: " + describe(*space.recompute, per_chunk) + " needs " + gib(pk.bytes));
+            return over_budget(*space.recompute, pk,
+                               "memory: over budget with the pinned recomputation");
+        return accept(*space.recompute, pk,
+                      "pinned: " + describe(*space.recompute, per_chunk) + " needs " +
+                          gib(pk.bytes));
     }
     const Peak none = peak_with({});
     if (none.bytes <= budget)
-        return accept({}, none, "no recomputation needed: " + gib(none.bytes) + " on stage " + std::to_string(none.stage));
+        return accept({}, none,
+                      "no recomputation needed: " + gib(none.bytes) + " on stage " +
+                          std::to_string(none.stage));
     std::string why = "none needs " + gib(none.bytes) + " on stage " + std::to_string(none.stage);
     const Recompute selective{RecomputeGranularity::selective, core::RecomputeMethod::block, 0};
     const Peak sel = peak_with(selective);
-    if (sel.bytes <= budget) return accept(selective, sel, why + "; selective fits at " + gib(sel.bytes));
+    if (sel.bytes <= budget)
+        return accept(selective, sel, why + "; selective fits at " + gib(sel.bytes));
     why += ", selective " + gib(sel.bytes);
     // Memory falls as more layers are recomputed: the fewest that fit, by bisection.
     const auto full = [](std::int64_t k) {
         return Recompute{RecomputeGranularity::full, core::RecomputeMethod::block, k};
     };
     const Peak all = peak_with(full(per_chunk));
-    if (all.bytes > budget) return over_budget(full(per_chunk), all, "memory: over budget even with full recomputation");
+    if (all.bytes > budget)
+        return over_budget(full(per_chunk), all,
+                           "memory: over budget even with full recomputation");
     std::int64_t lo = 1, hi = per_chunk;
     while (lo < hi) {
         const std::int64_t mid = (lo + hi) / 2;
-        if (peak_with(full(mid)).bytes <= budget) hi = mid;
-        else lo = mid + 1;
+        if (peak_with(full(mid)).bytes <= budget)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
     const Peak fit = peak_with(full(lo));
-    return accept(full(lo), fit, why + "; " + describe(full(lo), per_chunk) + " fits at " + gib(fit.bytes));
+    return accept(full(lo), fit,
+                  why + "; " + describe(full(lo), per_chunk) + " fits at " + gib(fit.bytes));
 }
 
 // No stage finishes before its own work and its step tail are done: a lower bound on the
@@ -271,7 +294,8 @@ double lower_bound_s(const JobSpec& job, const core::Profile& profile) {
         double busy = 0.0;
         for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
             const simulator::ChunkCost& cc = cost.chunk(r, c);
-            busy += cc.forward.total_s() + cc.backward_input.total_s() + cc.backward_weight.total_s();
+            busy +=
+                cc.forward.total_s() + cc.backward_input.total_s() + cc.backward_weight.total_s();
         }
         bound = std::max(bound, m * busy + simulator::step_tail(job, cost, r).total_s());
     }
@@ -286,7 +310,8 @@ Candidate candidate(const Feasible& f, const simulator::Report& r) {
     c.tokens_per_s = r.tokens_per_s;
     c.tflops_per_device = r.tflops_per_device;
     c.mfu = r.mfu;
-    for (const auto& s : r.stages) c.bubble_fraction = std::max(c.bubble_fraction, s.bubble_fraction(r.step_time_s));
+    for (const auto& s : r.stages)
+        c.bubble_fraction = std::max(c.bubble_fraction, s.bubble_fraction(r.step_time_s));
     c.peak_memory_bytes = f.peak.bytes;
     c.peak_stage = f.peak.stage;
     c.cross_node_groups = cross_node_groups(f.job);
@@ -317,20 +342,24 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
             ++result.rejection_counts[reason_kind(e)];
             continue;
         }
-        const auto& flights = in_flight.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
-        if (!choose_recompute(f.job, space, options.memory_budget_bytes, flights, f, result)) continue;
+        const auto& flights =
+            in_flight.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
+        if (!choose_recompute(f.job, space, options.memory_budget_bytes, flights, f, result))
+            continue;
         f.lower_bound_s = lower_bound_s(f.job, profile);
         feasible.push_back(std::move(f));
     }
     result.feasible = std::int64_t(feasible.size());
-    std::sort(result.closest_rejected.begin(), result.closest_rejected.end(),
-              [](const Rejection& a, const Rejection& b) { return a.overrun_bytes < b.overrun_bytes; });
+    std::sort(
+        result.closest_rejected.begin(), result.closest_rejected.end(),
+        [](const Rejection& a, const Rejection& b) { return a.overrun_bytes < b.overrun_bytes; });
     if (result.closest_rejected.size() > options.rejected_examples)
         result.closest_rejected.resize(options.rejected_examples);
 
     // Full simulations in order of the bound, until the bound passes the k-th best.
-    std::sort(feasible.begin(), feasible.end(),
-              [](const Feasible& a, const Feasible& b) { return a.lower_bound_s < b.lower_bound_s; });
+    std::sort(feasible.begin(), feasible.end(), [](const Feasible& a, const Feasible& b) {
+        return a.lower_bound_s < b.lower_bound_s;
+    });
     for (std::size_t i = 0; i < feasible.size() && !cancelled(); ++i) {
         const Feasible& f = feasible[i];
         if (!options.exhaustive && result.best.size() >= options.top_k &&
@@ -340,12 +369,14 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
             options.on_progress({"simulate", std::int64_t(i), std::int64_t(feasible.size())});
         Candidate c = candidate(f, simulator::simulate(f.job, profile));
         ++result.simulated;
-        result.best.insert(std::upper_bound(result.best.begin(), result.best.end(), c, better), std::move(c));
+        result.best.insert(std::upper_bound(result.best.begin(), result.best.end(), c, better),
+                           std::move(c));
         if (result.best.size() > options.top_k) result.best.pop_back();
     }
     result.cancelled = cancelled();
     if (!std::isfinite(result.smallest_peak_bytes)) result.smallest_peak_bytes = 0.0;
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result;
 }
 

@@ -18,8 +18,8 @@ std::int64_t CostModel::representative(std::int32_t pipeline_rank) const {
     return grid_.rank(0, 0, 0, pipeline_rank);
 }
 
-double CostModel::collective_s(core::GroupKind kind, std::int32_t pipeline_rank,
-                               core::Collective c, double bytes) const {
+double CostModel::collective_s(core::GroupKind kind, std::int32_t pipeline_rank, core::Collective c,
+                               double bytes) const {
     const std::int64_t rank = representative(pipeline_rank);
     const auto members = grid_.group_of(kind, rank);
     if (members.size() < 2 || bytes <= 0) return 0.0;
@@ -41,15 +41,20 @@ double CostModel::op_s(const Op& op, std::int32_t pipeline_rank) const {
     const core::Dtype dtype = job_.model.precision.params;
     core::Timing t;
     switch (op.kind) {
-    case OpKind::gemm: t = profile_.gemm(dtype, op.m, op.n, op.k); break;
+    case OpKind::gemm:
+        t = profile_.gemm(dtype, op.m, op.n, op.k);
+        break;
     case OpKind::attention: {
         const bool backward = op.phase != Phase::forward && !op.recompute;
         t = profile_.attention(dtype, op.batch_heads, op.seq, op.head_dim, op.causal, backward);
         t.seconds *= op.work_fraction;
         break;
     }
-    case OpKind::memory_bound: t = profile_.memory_bound(op.kernel, op.bytes); break;
-    case OpKind::collective: return double(op.count) * collective_s(op.group, pipeline_rank, op.collective, op.bytes);
+    case OpKind::memory_bound:
+        t = profile_.memory_bound(op.kernel, op.bytes);
+        break;
+    case OpKind::collective:
+        return double(op.count) * collective_s(op.group, pipeline_rank, op.collective, op.bytes);
     }
     if (!t.fallback.empty()) ++fallbacks_[t.fallback];
     return double(op.count) * t.seconds;
@@ -61,9 +66,12 @@ std::array<PassCost, 3> CostModel::by_phase(const std::vector<Op>& ops,
     for (const Op& op : ops) {
         PassCost& c = passes[std::size_t(op.phase)];
         const double s = op_s(op, pipeline_rank);
-        if (op.kind == OpKind::collective) c.collective_s += s;
-        else if (op.recompute) c.recompute_s += s;
-        else c.compute_s += s;
+        if (op.kind == OpKind::collective)
+            c.collective_s += s;
+        else if (op.recompute)
+            c.recompute_s += s;
+        else
+            c.compute_s += s;
         c.flops += op.flops * double(op.count);
     }
     return passes;
@@ -102,15 +110,18 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile)
     std::map<std::tuple<bool, int, int>, std::array<PassCost, 3>> cache;
     for (std::int32_t r = 0; r < p.pp; ++r) {
         int placement = 0;
-        for (auto kind : {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert})
-            placement = placement * 2 + (grid_.nodes_spanned(kind, representative(r), job.cluster.devices_per_node) > 1);
+        for (auto kind :
+             {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert})
+            placement = placement * 2 + (grid_.nodes_spanned(kind, representative(r),
+                                                             job.cluster.devices_per_node) > 1);
         for (std::int32_t c = 0; c < p.vpp; ++c) {
             const std::int32_t vs = std::int32_t(c * p.pp + r);
             ChunkCost& cost = chunks_[std::size_t(r * p.vpp + c)];
             for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
                 LayerView v = base;
                 v.recompute = job.layer_recompute(layer);
-                const auto key = std::make_tuple(job.model.is_moe_layer(layer), int(v.recompute), placement);
+                const auto key =
+                    std::make_tuple(job.model.is_moe_layer(layer), int(v.recompute), placement);
                 auto it = cache.find(key);
                 if (it == cache.end())
                     it = cache.emplace(key, by_phase(layer_ops(job.model, v, layer), r)).first;

@@ -39,7 +39,9 @@ LayerView LayerView::global(std::int64_t sequences, std::int64_t seq_length) {
 namespace {
 
 // Bytes of one activation element: the parameters' dtype (bf16 on GPUs, fp32 on the CPU backend).
-double element_bytes(const core::ModelSpec& m) { return double(core::dtype_bytes(m.precision.params)); }
+double element_bytes(const core::ModelSpec& m) {
+    return double(core::dtype_bytes(m.precision.params));
+}
 
 struct Builder {
     std::vector<Op>& ops;
@@ -60,13 +62,28 @@ struct Builder {
     void linear(std::string_view name, std::int64_t m, std::int64_t n, std::int64_t k) {
         if (m <= 0 || n <= 0 || k <= 0) return;
         const double flops = 2.0 * double(m) * double(n) * double(k);
-        Op f{.name = name, .kind = OpKind::gemm, .phase = Phase::forward, .m = m, .n = n, .k = k,
+        Op f{.name = name,
+             .kind = OpKind::gemm,
+             .phase = Phase::forward,
+             .m = m,
+             .n = n,
+             .k = k,
              .flops = flops};
         push(f);
-        ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input, .m = m,
-                       .n = k, .k = n, .flops = flops});
-        ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_weight, .m = k,
-                       .n = n, .k = m, .flops = flops});
+        ops.push_back({.name = name,
+                       .kind = OpKind::gemm,
+                       .phase = Phase::backward_input,
+                       .m = m,
+                       .n = k,
+                       .k = n,
+                       .flops = flops});
+        ops.push_back({.name = name,
+                       .kind = OpKind::gemm,
+                       .phase = Phase::backward_weight,
+                       .m = k,
+                       .n = n,
+                       .k = m,
+                       .flops = flops});
         // A bias is broadcast over the output in the forward and summed over the tokens for
         // its gradient (memory traffic the GEMM tables do not hold).
         if (bias_bytes > 0)
@@ -77,18 +94,28 @@ struct Builder {
     void memory(std::string_view name, MemoryKernel kernel, double forward_bytes,
                 double backward_bytes, Phase backward_phase = Phase::backward_input) {
         if (forward_bytes > 0)
-            push({.name = name, .kind = OpKind::memory_bound, .phase = Phase::forward,
-                  .kernel = kernel, .bytes = forward_bytes});
+            push({.name = name,
+                  .kind = OpKind::memory_bound,
+                  .phase = Phase::forward,
+                  .kernel = kernel,
+                  .bytes = forward_bytes});
         if (backward_bytes > 0)
-            ops.push_back({.name = name, .kind = OpKind::memory_bound, .phase = backward_phase,
-                           .kernel = kernel, .bytes = backward_bytes});
+            ops.push_back({.name = name,
+                           .kind = OpKind::memory_bound,
+                           .phase = backward_phase,
+                           .kernel = kernel,
+                           .bytes = backward_bytes});
     }
 
     void collective(std::string_view name, Collective c, GroupKind group, double bytes,
                     Phase phase) {
         if (bytes <= 0) return;
-        Op op{.name = name, .kind = OpKind::collective, .phase = phase, .collective = c,
-              .group = group, .bytes = bytes};
+        Op op{.name = name,
+              .kind = OpKind::collective,
+              .phase = phase,
+              .collective = c,
+              .group = group,
+              .bytes = bytes};
         if (phase == Phase::forward)
             push(op);
         else
@@ -128,13 +155,15 @@ MemoryKernel norm_kernel(const core::ModelSpec& m) {
 
 // Bytes of a norm over `tokens × width`: forward reads x, writes y; backward reads x and dy,
 // writes dx.
-void norm(Builder& b, const core::ModelSpec& m, std::string_view name, double tokens, double width) {
+void norm(Builder& b, const core::ModelSpec& m, std::string_view name, double tokens,
+          double width) {
     const double x = tokens * width * element_bytes(m);
     b.memory(name, norm_kernel(m), 2 * x, 3 * x);
 }
 
 // Residual add (with dropout when the model uses it).
-void residual(Builder& b, const core::ModelSpec& m, std::string_view name, double tokens, double h) {
+void residual(Builder& b, const core::ModelSpec& m, std::string_view name, double tokens,
+              double h) {
     const double x = tokens * h * element_bytes(m);
     const double mask = m.dropout ? tokens * h : 0.0;
     b.memory(name, MemoryKernel::elementwise, 3 * x + mask, 2 * x + mask);
@@ -183,22 +212,31 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
     }
     // Context parallelism: each rank gathers the keys and values of the whole sequence and
     // computes 1/cp of the attention (Megatron-Core's all-gather flavour of ring attention).
-    const std::int64_t kv_width = m.mla ? heads * (score_dim + value_dim) / 2
-                                        : (m.num_query_groups / t) * m.head_dim;
+    const std::int64_t kv_width =
+        m.mla ? heads * (score_dim + value_dim) / 2 : (m.num_query_groups / t) * m.head_dim;
     if (v.cp > 1) {
-        const double kv_bytes = 2.0 * double(v.micro_batch) * double(v.seq) * double(kv_width) * element_bytes(m);
-        b.collective("cp kv gather", Collective::all_gather, GroupKind::context, kv_bytes, Phase::forward);
+        const double kv_bytes =
+            2.0 * double(v.micro_batch) * double(v.seq) * double(kv_width) * element_bytes(m);
+        b.collective("cp kv gather", Collective::all_gather, GroupKind::context, kv_bytes,
+                     Phase::forward);
         b.collective("cp kv grad", Collective::reduce_scatter, GroupKind::context, kv_bytes,
                      Phase::backward_input);
     }
     // Core: QKᵀ and AV, 2·b·heads·s²·d each (full s², Narayanan's convention).
     const double s = double(v.seq), bh = double(v.micro_batch * heads);
-    const double core_flops = (2.0 * bh * s * s * double(score_dim) + 2.0 * bh * s * s * double(value_dim)) / double(v.cp);
+    const double core_flops =
+        (2.0 * bh * s * s * double(score_dim) + 2.0 * bh * s * s * double(value_dim)) /
+        double(v.cp);
     if (v.flash_attention) {
-        Op core{.name = "attention core", .kind = OpKind::attention, .phase = Phase::forward,
-                .batch_heads = v.micro_batch * heads, .seq = v.seq,
-                .head_dim = (score_dim + value_dim) / 2, .causal = true,
-                .work_fraction = 1.0 / double(v.cp), .flops = core_flops};
+        Op core{.name = "attention core",
+                .kind = OpKind::attention,
+                .phase = Phase::forward,
+                .batch_heads = v.micro_batch * heads,
+                .seq = v.seq,
+                .head_dim = (score_dim + value_dim) / 2,
+                .causal = true,
+                .work_fraction = 1.0 / double(v.cp),
+                .flops = core_flops};
         b.push(core);
         if (v.recompute == RecomputeGranularity::selective) { // Korthikanti et al. 2022, §4.2
             Op again = core;
@@ -228,22 +266,54 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
         const std::int64_t batch = std::int64_t(bh), per = rows / batch; // query rows per head
         const auto bmm = [&](std::string_view name, std::int64_t n, std::int64_t k) {
             const double flops = 2.0 * double(per) * double(n) * double(k); // per repetition
-            core_op({.name = name, .kind = OpKind::gemm, .phase = Phase::forward, .count = batch, .m = per, .n = n, .k = k, .flops = flops});
-            b.ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input, .count = batch, .m = per, .n = k, .k = n, .flops = flops});
-            b.ops.push_back({.name = name, .kind = OpKind::gemm, .phase = Phase::backward_input, .count = batch, .m = k, .n = n, .k = per, .flops = flops});
+            core_op({.name = name,
+                     .kind = OpKind::gemm,
+                     .phase = Phase::forward,
+                     .count = batch,
+                     .m = per,
+                     .n = n,
+                     .k = k,
+                     .flops = flops});
+            b.ops.push_back({.name = name,
+                             .kind = OpKind::gemm,
+                             .phase = Phase::backward_input,
+                             .count = batch,
+                             .m = per,
+                             .n = k,
+                             .k = n,
+                             .flops = flops});
+            b.ops.push_back({.name = name,
+                             .kind = OpKind::gemm,
+                             .phase = Phase::backward_input,
+                             .count = batch,
+                             .m = k,
+                             .n = n,
+                             .k = per,
+                             .flops = flops});
         };
         bmm("attention scores", v.seq, score_dim);
         // The softmax is exponential-bound like the loss's: timed with that kernel's table
         // (read the scores, write the exponentials, normalise).
-        core_op({.name = "softmax", .kind = OpKind::memory_bound, .phase = Phase::forward,
-                 .kernel = MemoryKernel::softmax_cross_entropy, .bytes = 3.0 * element_bytes(m) * scores});
-        b.ops.push_back({.name = "softmax", .kind = OpKind::memory_bound, .phase = Phase::backward_input,
-                         .kernel = MemoryKernel::elementwise, .bytes = 3.0 * element_bytes(m) * scores});
+        core_op({.name = "softmax",
+                 .kind = OpKind::memory_bound,
+                 .phase = Phase::forward,
+                 .kernel = MemoryKernel::softmax_cross_entropy,
+                 .bytes = 3.0 * element_bytes(m) * scores});
+        b.ops.push_back({.name = "softmax",
+                         .kind = OpKind::memory_bound,
+                         .phase = Phase::backward_input,
+                         .kernel = MemoryKernel::elementwise,
+                         .bytes = 3.0 * element_bytes(m) * scores});
         if (m.dropout) {
-            core_op({.name = "attention dropout", .kind = OpKind::memory_bound, .phase = Phase::forward,
-                     .kernel = MemoryKernel::elementwise, .bytes = (2.0 * element_bytes(m) + 1.0) * scores});
-            b.ops.push_back({.name = "attention dropout", .kind = OpKind::memory_bound,
-                             .phase = Phase::backward_input, .kernel = MemoryKernel::elementwise,
+            core_op({.name = "attention dropout",
+                     .kind = OpKind::memory_bound,
+                     .phase = Phase::forward,
+                     .kernel = MemoryKernel::elementwise,
+                     .bytes = (2.0 * element_bytes(m) + 1.0) * scores});
+            b.ops.push_back({.name = "attention dropout",
+                             .kind = OpKind::memory_bound,
+                             .phase = Phase::backward_input,
+                             .kernel = MemoryKernel::elementwise,
                              .bytes = (2.0 * element_bytes(m) + 1.0) * scores});
         }
         bmm("attention values", value_dim, v.seq);
@@ -262,16 +332,19 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
              double(norm_tokens) * double(e.num_experts) * 8.0);
     // Token copies routed to experts, padded to capacity when a capacity factor is set.
     const double capacity = e.capacity_factor.value_or(1.0);
-    const double routed_bytes = double(norm_tokens) * double(e.top_k) * double(h) * element_bytes(m);
+    const double routed_bytes =
+        double(norm_tokens) * double(e.top_k) * double(h) * element_bytes(m);
     b.memory("permute", MemoryKernel::elementwise, 2 * routed_bytes, 2 * routed_bytes);
     if (v.ep > 1) {
-        b.collective("dispatch", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity, Phase::forward);
+        b.collective("dispatch", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity,
+                     Phase::forward);
         b.collective("dispatch", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity,
                      Phase::backward_input);
     }
     if (v.tp > 1) { // experts are tensor-parallel too: every tp rank sees all routed tokens
         b.collective("expert tp gather", Collective::all_gather, GroupKind::tensor,
-                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity, Phase::forward);
+                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity,
+                     Phase::forward);
         b.collective("expert tp gather", Collective::reduce_scatter, GroupKind::tensor,
                      double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity,
                      Phase::backward_input);
@@ -280,19 +353,21 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
     // the num_experts experts, num_experts/ep of them local. The local experts run as one
     // grouped GEMM (Megatron-Core --moe-grouped-gemm): timed as one GEMM over all their tokens.
     const std::int64_t local_experts = e.num_experts / v.ep;
-    const auto per_expert = std::int64_t(
-        std::ceil(double(tokens) * double(e.top_k) * double(v.ep) * capacity / double(e.num_experts)));
+    const auto per_expert = std::int64_t(std::ceil(double(tokens) * double(e.top_k) * double(v.ep) *
+                                                   capacity / double(e.num_experts)));
     mlp(b, m, "expert fc1", "expert fc2", "expert activation", per_expert * local_experts,
         e.expert_ffn_hidden_size, v.tp);
     if (v.tp > 1) {
         b.collective("expert tp scatter", Collective::reduce_scatter, GroupKind::tensor,
-                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity, Phase::forward);
+                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity,
+                     Phase::forward);
         b.collective("expert tp scatter", Collective::all_gather, GroupKind::tensor,
                      double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity,
                      Phase::backward_input);
     }
     if (v.ep > 1) {
-        b.collective("combine", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity, Phase::forward);
+        b.collective("combine", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity,
+                     Phase::forward);
         b.collective("combine", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity,
                      Phase::backward_input);
     }
@@ -310,7 +385,8 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
 
 std::vector<Op> layer_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t layer) {
     std::vector<Op> ops;
-    Builder b{ops, v, v.recompute == RecomputeGranularity::full, m.linear_bias ? element_bytes(m) : 0.0};
+    Builder b{ops, v, v.recompute == RecomputeGranularity::full,
+              m.linear_bias ? element_bytes(m) : 0.0};
     const std::int64_t tokens = v.tokens();
     const std::int64_t norm_tokens = v.sequence_parallel ? tokens / v.tp : tokens;
     const double h = double(m.hidden_size);

@@ -9,7 +9,9 @@ namespace trident::simulator {
 
 namespace {
 
-double mask_bytes(const core::ModelSpec& m, double elements) { return m.dropout ? elements : 0.0; }
+double mask_bytes(const core::ModelSpec& m, double elements) {
+    return m.dropout ? elements : 0.0;
+}
 
 } // namespace
 
@@ -34,19 +36,20 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
         q_width = heads * double(m.head_dim);
         k_width = v_width = double(m.num_query_groups) * double(m.head_dim);
     }
-    double attention = eb * T * h / sd                       // norm input
-                       + eb * T * h / sd                     // QKV input
-                       + latents                              // MLA latents (replicated)
-                       + eb * T * (q_width + k_width) / t    // Q, K
-                       + eb * T * v_width / t                // V
-                       + eb * T * v_width / t                // projection input (context)
-                       + mask_bytes(m, T * h / sd);           // attention-output dropout
-    const bool keep_scores = !flash_attention && v.recompute != core::RecomputeGranularity::selective;
+    double attention = eb * T * h / sd                    // norm input
+                       + eb * T * h / sd                  // QKV input
+                       + latents                          // MLA latents (replicated)
+                       + eb * T * (q_width + k_width) / t // Q, K
+                       + eb * T * v_width / t             // V
+                       + eb * T * v_width / t             // projection input (context)
+                       + mask_bytes(m, T * h / sd);       // attention-output dropout
+    const bool keep_scores =
+        !flash_attention && v.recompute != core::RecomputeGranularity::selective;
     const double score_elements = T * heads * s / t; // b·a·s²/(t·cp)
     if (keep_scores)
-        attention += eb * score_elements                                  // softmax output
-                     + mask_bytes(m, score_elements)                       // its dropout mask
-                     + (m.dropout ? eb * score_elements : 0.0);           // dropout output
+        attention += eb * score_elements                        // softmax output
+                     + mask_bytes(m, score_elements)            // its dropout mask
+                     + (m.dropout ? eb * score_elements : 0.0); // dropout output
     else if (flash_attention)
         attention += 4.0 * T * heads / t; // fp32 log-sum-exp per row
 
@@ -57,11 +60,11 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
         const core::MoeSpec& e = *m.moe;
         const double routed = T * double(e.top_k) * e.capacity_factor.value_or(1.0);
         const double fe = double(e.expert_ffn_hidden_size);
-        mlp += eb * T * h / sd                          // router input
-               + 4.0 * T * double(e.num_experts) / sd    // fp32 router probabilities
-               + eb * routed * h                        // permuted tokens (expert fc1 input)
+        mlp += eb * T * h / sd                        // router input
+               + 4.0 * T * double(e.num_experts) / sd // fp32 router probabilities
+               + eb * routed * h                      // permuted tokens (expert fc1 input)
                + eb * routed * fe * gate / t + eb * routed * fe / t // expert fc1 out, act out
-               + eb * routed * h;                       // expert outputs before unpermute
+               + eb * routed * h; // expert outputs before unpermute
         if (e.shared_expert_ffn_hidden_size > 0) {
             const double fs = double(e.shared_expert_ffn_hidden_size);
             mlp += eb * T * fs * gate / t + eb * T * fs / t;
@@ -124,7 +127,8 @@ StageParameters stage_parameters(const core::JobSpec& job, std::int32_t r) {
 }
 
 double optimizer_state_bytes_per_parameter(const core::Precision& prec) {
-    return (prec.master_weights ? 4.0 : 0.0) + 2.0 * double(core::dtype_bytes(prec.optimizer_state));
+    return (prec.master_weights ? 4.0 : 0.0) +
+           2.0 * double(core::dtype_bytes(prec.optimizer_state));
 }
 
 double optimizer_parameters(const StageParameters& params, const core::ParallelPlan& p) {
@@ -134,11 +138,13 @@ double optimizer_parameters(const StageParameters& params, const core::ParallelP
 
 std::vector<core::InFlight> in_flight_per_rank(const core::Schedule& schedule) {
     std::vector<core::InFlight> out;
-    for (std::int32_t r = 0; r < schedule.stages; ++r) out.push_back(core::max_in_flight(schedule, r));
+    for (std::int32_t r = 0; r < schedule.stages; ++r)
+        out.push_back(core::max_in_flight(schedule, r));
     return out;
 }
 
-std::vector<StageMemory> memory_per_stage(const core::JobSpec& job, const core::Schedule& schedule) {
+std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
+                                          const core::Schedule& schedule) {
     return memory_per_stage(job, in_flight_per_rank(schedule));
 }
 
@@ -175,15 +181,16 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
                 w_bytes += weight_gradient_input_bytes(m, v, layer);
             }
             if (vs == p.pp * p.vpp - 1) // final norm input and fp32 softmax of the loss
-                bytes += weight_b * T * h / sd + 4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
+                bytes += weight_b * T * h / sd +
+                         4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
             chunk_bytes = std::max(chunk_bytes, bytes);
             chunk_w_bytes = std::max(chunk_w_bytes, w_bytes);
         }
         const core::InFlight flight = in_flight.at(std::size_t(r));
         s.in_flight = flight.until_backward_input;
-        s.activations_bytes = double(flight.until_backward_input) * chunk_bytes +
-                              double(flight.until_backward_weight - flight.until_backward_input) *
-                                  chunk_w_bytes;
+        s.activations_bytes =
+            double(flight.until_backward_input) * chunk_bytes +
+            double(flight.until_backward_weight - flight.until_backward_input) * chunk_w_bytes;
         // Point-to-point send and receive buffers for activations and gradients, and the
         // all-gathered activation that sequence parallelism materialises for each GEMM.
         s.buffers_bytes = (p.pp > 1 ? 4.0 * weight_b * T * h / sd : 0.0) +

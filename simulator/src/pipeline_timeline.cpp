@@ -15,7 +15,6 @@ double PipelineTimeline::bubble_fraction(std::int32_t rank) const {
     return (makespan_s - busy_s.at(std::size_t(rank))) / makespan_s;
 }
 
-
 PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compute,
                                const TransferCost& transfer, bool record_events) {
     const std::int32_t p = s.stages, nvs = s.virtual_stages();
@@ -45,23 +44,26 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                 const Action& a = actions[i];
                 const std::int32_t vs = s.virtual_stage(r, a.chunk);
                 if (core::is_compute(a.kind)) {
-                    const double start = std::max(compute_free[std::size_t(r)], data_ready[std::size_t(r)]);
+                    const double start =
+                        std::max(compute_free[std::size_t(r)], data_ready[std::size_t(r)]);
                     const double end = start + compute(r, a);
                     compute_free[std::size_t(r)] = last_compute[std::size_t(r)] = end;
                     t.busy_s[std::size_t(r)] += end - start;
-                    if (record_events) t.events.push_back({r, Stream::compute, core::to_event_kind(a.kind), a.microbatch,
-                                        a.chunk, start, end, 0.0, 0.0});
+                    if (record_events)
+                        t.events.push_back({r, Stream::compute, core::to_event_kind(a.kind),
+                                            a.microbatch, a.chunk, start, end, 0.0, 0.0});
                 } else if (a.kind == ActionKind::send_activation ||
                            a.kind == ActionKind::send_gradient) {
                     const bool act = a.kind == ActionKind::send_activation;
-                    const double start = std::max(last_compute[std::size_t(r)], p2p_free[std::size_t(r)]);
+                    const double start =
+                        std::max(last_compute[std::size_t(r)], p2p_free[std::size_t(r)]);
                     const double end = start + transfer(r, a.peer, a);
                     p2p_free[std::size_t(r)] = end;
                     const std::size_t c = cell(a.microbatch, act ? vs + 1 : vs - 1);
                     (act ? activation_arrival : gradient_arrival)[c] = end;
                     if (record_events)
-                        t.events.push_back({r, Stream::pipeline_p2p, core::to_event_kind(a.kind), a.microbatch,
-                                            a.chunk, start, end, 0.0, 0.0});
+                        t.events.push_back({r, Stream::pipeline_p2p, core::to_event_kind(a.kind),
+                                            a.microbatch, a.chunk, start, end, 0.0, 0.0});
                 } else {
                     const bool act = a.kind == ActionKind::recv_activation;
                     const std::size_t c = cell(a.microbatch, vs);
@@ -74,7 +76,8 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                 progress = true;
             }
         }
-        if (!progress) throw std::logic_error("time_schedule: schedule deadlocks (check_schedule first)");
+        if (!progress)
+            throw std::logic_error("time_schedule: schedule deadlocks (check_schedule first)");
     }
     for (std::int32_t r = 0; r < p; ++r) {
         t.end_s[std::size_t(r)] = compute_free[std::size_t(r)];

@@ -23,10 +23,11 @@ void print_report(const Report& r, std::ostream& out) {
     const core::JobSpec& j = r.job;
     const core::ParallelPlan& p = j.plan;
     out << j.model.name << " on " << j.cluster.devices() << " × " << r.profile_name << " ("
-        << j.cluster.nodes << (j.cluster.nodes == 1 ? " node" : " nodes") << "): tp " << p.tp << " · cp " << p.cp << " · dp " << p.dp
-        << " · pp " << p.pp << (p.ep > 1 ? " · ep " + std::to_string(p.ep) : "") << ", "
-        << core::to_string(p.schedule) << (p.vpp > 1 ? " v=" + std::to_string(p.vpp) : "")
-        << ", micro-batch " << p.micro_batch_size << " × " << r.microbatches << ", recompute "
+        << j.cluster.nodes << (j.cluster.nodes == 1 ? " node" : " nodes") << "): tp " << p.tp
+        << " · cp " << p.cp << " · dp " << p.dp << " · pp " << p.pp
+        << (p.ep > 1 ? " · ep " + std::to_string(p.ep) : "") << ", " << core::to_string(p.schedule)
+        << (p.vpp > 1 ? " v=" + std::to_string(p.vpp) : "") << ", micro-batch "
+        << p.micro_batch_size << " × " << r.microbatches << ", recompute "
         << core::to_string(p.recompute.granularity) << "\n";
     out << "step time " << fmt("%.3f s", r.step_time_s) << "   tokens/s "
         << fmt("%.0f", r.tokens_per_s) << "   TFLOP/s/device " << fmt("%.1f", r.tflops_per_device)
@@ -36,13 +37,15 @@ void print_report(const Report& r, std::ostream& out) {
            "memory GiB (weights grads optim activ buffers)       of capacity\n";
     for (const StageReport& s : r.stages) {
         const StageMemory& m = s.memory;
-        out << fmt("%5.0f", double(s.stage)) << fmt("%9.3f", s.compute_s) << fmt("%11.3f", s.recompute_s)
-            << fmt("%10.3f", s.collective_s) << fmt("%8.3f", s.data_parallel_s)
-            << fmt("%11.3f", s.optimizer_s) << fmt("%9.3f", s.bubble_s)
-            << fmt("%8.1f%%", 100 * s.bubble_fraction(r.step_time_s)) << fmt("%9.1f", m.total_bytes() / kGiB)
-            << " (" << fmt("%.1f", m.weights_bytes / kGiB) << " " << fmt("%.1f", m.gradients_bytes / kGiB)
-            << " " << fmt("%.1f", m.optimizer_bytes / kGiB) << " " << fmt("%.1f", m.activations_bytes / kGiB)
-            << " " << fmt("%.1f", m.buffers_bytes / kGiB) << ")" << fmt("%17.0f%%", 100 * m.total_bytes() / r.memory_capacity_bytes)
+        out << fmt("%5.0f", double(s.stage)) << fmt("%9.3f", s.compute_s)
+            << fmt("%11.3f", s.recompute_s) << fmt("%10.3f", s.collective_s)
+            << fmt("%8.3f", s.data_parallel_s) << fmt("%11.3f", s.optimizer_s)
+            << fmt("%9.3f", s.bubble_s) << fmt("%8.1f%%", 100 * s.bubble_fraction(r.step_time_s))
+            << fmt("%9.1f", m.total_bytes() / kGiB) << " (" << fmt("%.1f", m.weights_bytes / kGiB)
+            << " " << fmt("%.1f", m.gradients_bytes / kGiB) << " "
+            << fmt("%.1f", m.optimizer_bytes / kGiB) << " "
+            << fmt("%.1f", m.activations_bytes / kGiB) << " " << fmt("%.1f", m.buffers_bytes / kGiB)
+            << ")" << fmt("%17.0f%%", 100 * m.total_bytes() / r.memory_capacity_bytes)
             << (m.total_bytes() > r.memory_capacity_bytes ? "  OUT OF MEMORY" : "") << "\n";
     }
     out << "(seconds per step on one rank of each stage; bubble = idle waiting for the pipeline "
@@ -52,7 +55,8 @@ void print_report(const Report& r, std::ostream& out) {
         out << "; every lookup inside the tables\n";
     } else {
         out << "; fallbacks outside the tables:\n";
-        for (const auto& [what, count] : r.fallbacks) out << "  " << what << " (" << count << "×)\n";
+        for (const auto& [what, count] : r.fallbacks)
+            out << "  " << what << " (" << count << "×)\n";
     }
 }
 
@@ -82,13 +86,14 @@ core::Json report_json(const Report& r) {
                           {"optimizer_s", s.optimizer_s},
                           {"bubble_s", s.bubble_s},
                           {"bubble_fraction", s.bubble_fraction(r.step_time_s)},
-                          {"memory", {{"weights_bytes", m.weights_bytes},
-                                      {"gradients_bytes", m.gradients_bytes},
-                                      {"optimizer_bytes", m.optimizer_bytes},
-                                      {"activations_bytes", m.activations_bytes},
-                                      {"buffers_bytes", m.buffers_bytes},
-                                      {"total_bytes", m.total_bytes()},
-                                      {"in_flight_microbatches", m.in_flight}}}});
+                          {"memory",
+                           {{"weights_bytes", m.weights_bytes},
+                            {"gradients_bytes", m.gradients_bytes},
+                            {"optimizer_bytes", m.optimizer_bytes},
+                            {"activations_bytes", m.activations_bytes},
+                            {"buffers_bytes", m.buffers_bytes},
+                            {"total_bytes", m.total_bytes()},
+                            {"in_flight_microbatches", m.in_flight}}}});
     }
     j["stages"] = stages;
     core::Json fallbacks = core::Json::object();

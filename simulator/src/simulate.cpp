@@ -37,35 +37,42 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
     const double bucket_bytes = std::max(bucket_parameters, 1.0e6 * double(p.dp)) * grad_b;
     double last_backward_s = 0.0; // the final micro-batch's backward, over all chunks
     for (std::int32_t c = 0; c < p.vpp; ++c)
-        last_backward_s += cost.chunk(r, c).backward_input.total_s() + cost.chunk(r, c).backward_weight.total_s();
+        last_backward_s +=
+            cost.chunk(r, c).backward_input.total_s() + cost.chunk(r, c).backward_weight.total_s();
     StepTail t;
     // Gradient reduction: dense grads over dp·cp, expert grads over expert-dp; reduce-scatter
     // with the distributed optimizer, all-reduce without.
     const StageParameters params = stage_parameters(job, r);
-    const Collective reduce = p.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
+    const Collective reduce =
+        p.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
     t.gradient_reduce_s =
         bucketed(cost, GroupKind::data_context, r, reduce, params.dense * grad_b, bucket_bytes) +
         bucketed(cost, GroupKind::expert_data, r, reduce, params.expert * grad_b, bucket_bytes);
-    if (p.overlap_grad_reduce) t.gradient_reduce_s = std::max(0.0, t.gradient_reduce_s - last_backward_s);
+    if (p.overlap_grad_reduce)
+        t.gradient_reduce_s = std::max(0.0, t.gradient_reduce_s - last_backward_s);
     // Tied embeddings across stages: first and last stage sum their embedding gradients.
     if (job.model.tied_embeddings && p.pp > 1 && (r == 0 || r == p.pp - 1))
-        t.embedding_sync_s = cost.collective_s(GroupKind::embedding, r, Collective::all_reduce,
-                                               double(job.model.padded_vocab_size(p.tp)) *
-                                                   double(job.model.hidden_size) / double(p.tp) * grad_b);
+        t.embedding_sync_s =
+            cost.collective_s(GroupKind::embedding, r, Collective::all_reduce,
+                              double(job.model.padded_vocab_size(p.tp)) *
+                                  double(job.model.hidden_size) / double(p.tp) * grad_b);
     // AdamW over the local shard: reads fp32 master, grad, m, v; writes master, m, v and the
     // bf16 weights (30 bytes per parameter with fp32 state).
     const double local = optimizer_parameters(params, p);
     const double state_b = optimizer_state_bytes_per_parameter(prec);
-    t.optimizer_s = cost.memory_bound_s(core::MemoryKernel::adamw, local * (grad_b + 2.0 * state_b + param_b));
+    t.optimizer_s =
+        cost.memory_bound_s(core::MemoryKernel::adamw, local * (grad_b + 2.0 * state_b + param_b));
     // Global gradient-norm: one scalar all-reduce across the model.
     t.optimizer_s += cost.collective_s(GroupKind::model, r, Collective::all_reduce, 4.0);
     if (p.distributed_optimizer) {
-        t.parameter_gather_s =
-            bucketed(cost, GroupKind::data_context, r, Collective::all_gather, params.dense * param_b, bucket_bytes) +
-            bucketed(cost, GroupKind::expert_data, r, Collective::all_gather, params.expert * param_b, bucket_bytes);
+        t.parameter_gather_s = bucketed(cost, GroupKind::data_context, r, Collective::all_gather,
+                                        params.dense * param_b, bucket_bytes) +
+                               bucketed(cost, GroupKind::expert_data, r, Collective::all_gather,
+                                        params.expert * param_b, bucket_bytes);
         // Overlapped with the next step's forward: exposed only beyond the first forward.
         if (p.overlap_param_gather)
-            t.parameter_gather_s = std::max(0.0, t.parameter_gather_s - cost.chunk(r, 0).forward.total_s());
+            t.parameter_gather_s =
+                std::max(0.0, t.parameter_gather_s - cost.chunk(r, 0).forward.total_s());
     }
     return t;
 }
@@ -93,8 +100,12 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
                 p2p[std::size_t(a * p.pp + b)] = cost.p2p_s(a, b);
     PipelineTimeline timeline = time_schedule(
         schedule,
-        [&](std::int32_t r, const core::Action& a) { return cost.chunk(r, a.chunk).of(a.kind).total_s(); },
-        [&](std::int32_t from, std::int32_t to, const core::Action&) { return p2p[std::size_t(from * p.pp + to)]; },
+        [&](std::int32_t r, const core::Action& a) {
+            return cost.chunk(r, a.chunk).of(a.kind).total_s();
+        },
+        [&](std::int32_t from, std::int32_t to, const core::Action&) {
+            return p2p[std::size_t(from * p.pp + to)];
+        },
         options.trace);
     const auto memory = memory_per_stage(job, schedule);
 
@@ -123,21 +134,26 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
         report.stages.push_back(s);
         if (options.trace) {
             double t = s.pipeline_end_s;
-            const auto add = [&](core::Stream stream, core::EventKind kind, double seconds, double bytes) {
+            const auto add = [&](core::Stream stream, core::EventKind kind, double seconds,
+                                 double bytes) {
                 if (seconds <= 0) return;
-                report.trace.events.push_back({std::int32_t(s.representative_rank), stream, kind, -1, -1, t, t + seconds, bytes, 0.0});
+                report.trace.events.push_back({std::int32_t(s.representative_rank), stream, kind,
+                                               -1, -1, t, t + seconds, bytes, 0.0});
                 t += seconds;
             };
-            add(core::Stream::data_parallel, core::EventKind::gradient_reduce, reduce_s + embedding_s, params.total() * grad_b);
+            add(core::Stream::data_parallel, core::EventKind::gradient_reduce,
+                reduce_s + embedding_s, params.total() * grad_b);
             add(core::Stream::compute, core::EventKind::optimizer, s.optimizer_s, 0.0);
-            add(core::Stream::data_parallel, core::EventKind::parameter_gather, gather_s, params.total() * param_b);
+            add(core::Stream::data_parallel, core::EventKind::parameter_gather, gather_s,
+                params.total() * param_b);
         }
     }
     for (const StageReport& s : report.stages)
-        report.step_time_s = std::max(report.step_time_s, s.pipeline_end_s + s.data_parallel_s + s.optimizer_s);
+        report.step_time_s =
+            std::max(report.step_time_s, s.pipeline_end_s + s.data_parallel_s + s.optimizer_s);
     for (StageReport& s : report.stages)
-        s.bubble_s = std::max(0.0, report.step_time_s - s.compute_s - s.recompute_s - s.collective_s -
-                                       s.data_parallel_s - s.optimizer_s);
+        s.bubble_s = std::max(0.0, report.step_time_s - s.compute_s - s.recompute_s -
+                                       s.collective_s - s.data_parallel_s - s.optimizer_s);
 
     const StepFlops flops = step_flops(job);
     const double devices = double(job.cluster.devices());
@@ -164,9 +180,10 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
                 e.bytes = cost.p2p_bytes();
                 continue;
             }
-            const core::ActionKind kind = e.kind == core::EventKind::forward ? core::ActionKind::forward
-                                          : e.kind == core::EventKind::backward_input ? core::ActionKind::backward_input
-                                                                                      : core::ActionKind::backward_weight;
+            const core::ActionKind kind =
+                e.kind == core::EventKind::forward          ? core::ActionKind::forward
+                : e.kind == core::EventKind::backward_input ? core::ActionKind::backward_input
+                                                            : core::ActionKind::backward_weight;
             const PassCost& pc = cost.chunk(stage, e.chunk).of(kind);
             e.flops = pc.flops;
             if (pc.recompute_s > 0) {

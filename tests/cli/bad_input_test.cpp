@@ -37,7 +37,9 @@ std::vector<BadCase> load_cases() {
 }
 
 // Shown in test names and failures instead of gtest's byte dump.
-void PrintTo(const BadCase& c, std::ostream* os) { *os << "trident " << c.args; }
+void PrintTo(const BadCase& c, std::ostream* os) {
+    *os << "trident " << c.args;
+}
 
 class BadInput : public testing::TestWithParam<BadCase> {};
 
@@ -55,7 +57,8 @@ TEST_P(BadInput, ExitsTwoNamingTheField) {
     } else {
         EXPECT_EQ(message.rfind(c.field + ": ", 0), 0u) << "field " << c.field << ": " << r.err;
     }
-    EXPECT_NE(message.find(c.reason), std::string::npos) << "reason '" << c.reason << "': " << r.err;
+    EXPECT_NE(message.find(c.reason), std::string::npos)
+        << "reason '" << c.reason << "': " << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
@@ -64,6 +67,8 @@ INSTANTIATE_TEST_SUITE_P(Manifest, BadInput, testing::ValuesIn(load_cases()),
                              return "case_" + std::to_string(info.index);
                          });
 
-TEST(BadInputManifest, HasAtLeastThirtyCases) { EXPECT_GE(load_cases().size(), 30u); }
+TEST(BadInputManifest, HasAtLeastThirtyCases) {
+    EXPECT_GE(load_cases().size(), 30u);
+}
 
 } // namespace

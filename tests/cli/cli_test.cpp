@@ -13,9 +13,8 @@ using trident::test::split_words;
 TEST(Cli, PresetsListsEveryKind) {
     const auto r = run_trident({"presets"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    for (const char* name : {"gpt2-124m", "gpt3-175b", "llama3-405b", "mixtral-8x7b",
-                             "deepseek-v3", "dgx-a100-80gb", "hgx-h200", "localhost",
-                             "megatron-sc21-1t"})
+    for (const char* name : {"gpt2-124m", "gpt3-175b", "llama3-405b", "mixtral-8x7b", "deepseek-v3",
+                             "dgx-a100-80gb", "hgx-h200", "localhost", "megatron-sc21-1t"})
         EXPECT_NE(r.out.find(name), std::string::npos) << name;
     EXPECT_NE(r.out.find("174.6B"), std::string::npos); // GPT-3's computed size
     EXPECT_NE(r.out.find("671.0B"), std::string::npos); // DeepSeek-V3
@@ -50,15 +49,15 @@ TEST(Cli, ValidateEveryModelPresetOnOneNode) {
 
 TEST(Cli, ValidateEveryClusterAndPlanPreset) {
     for (const char* cluster : {"dgx-a100-80gb", "dgx-h100", "hgx-h200"}) {
-        const auto r = run_trident({"validate", "--model", "llama3-70b", "--cluster", cluster,
-                                    "--nodes", "4", "--tp", "8", "--pp", "4", "--dp", "auto",
-                                    "--mbs", "1", "--gbs", "32", "--sequence-parallel",
-                                    "--distributed-optimizer"});
+        const auto r =
+            run_trident({"validate", "--model", "llama3-70b", "--cluster", cluster, "--nodes", "4",
+                         "--tp", "8", "--pp", "4", "--dp", "auto", "--mbs", "1", "--gbs", "32",
+                         "--sequence-parallel", "--distributed-optimizer"});
         EXPECT_EQ(r.exit_code, 0) << cluster << ": " << r.err;
     }
-    const auto local = run_trident({"validate", "--model", "gpt2-124m", "--cluster", "localhost",
-                                    "--tp", "1", "--pp", "1", "--dp", "auto", "--mbs", "1",
-                                    "--gbs", "64"});
+    const auto local =
+        run_trident({"validate", "--model", "gpt2-124m", "--cluster", "localhost", "--tp", "1",
+                     "--pp", "1", "--dp", "auto", "--mbs", "1", "--gbs", "64"});
     EXPECT_EQ(local.exit_code, 0) << local.err;
     for (const char* plan : {"megatron-sc21-1.7b", "megatron-sc21-76b", "megatron-sc21-1t"}) {
         const auto r = run_trident({"validate", "--plan", plan});
@@ -71,8 +70,7 @@ TEST(Cli, ValidateReportsDerivedValues) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("145,6"), std::string::npos) << r.out; // parameters 145,6xx,xxx,xxx
     EXPECT_NE(r.out.find("48 micro-batches per step"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("rank 1535 (node 191): tp 7, cp 0, ep 0, dp 23, pp 7"),
-              std::string::npos)
+    EXPECT_NE(r.out.find("rank 1535 (node 191): tp 7, cp 0, ep 0, dp 23, pp 7"), std::string::npos)
         << r.out;
 }
 
@@ -93,7 +91,8 @@ TEST(Cli, ResolvedPlanFileRoundTrips) {
     const std::string path = testing::TempDir() + "trident-plan.json";
     const auto first = run_trident(split_words(
         "validate --model mixtral-8x7b --cluster dgx-h100 --nodes 2 --tp 2 --pp 2 --dp auto "
-        "--ep 4 --mbs 1 --gbs 32 --seq-length 4096 --out " + path));
+        "--ep 4 --mbs 1 --gbs 32 --seq-length 4096 --out " +
+        path));
     ASSERT_EQ(first.exit_code, 0) << first.err;
     const auto again = run_trident({"validate", "--plan", path, "--json"});
     ASSERT_EQ(again.exit_code, 0) << again.err;
@@ -108,7 +107,8 @@ TEST(Cli, FailedValidateKeepsAnExistingOutputFile) {
     const std::string path = testing::TempDir() + "trident-keep.json";
     { std::ofstream(path) << "precious\n"; }
     const auto r = run_trident(split_words("validate --model gpt2-124m --cluster dgx-h100 --tp 5 "
-                                           "--pp 1 --dp 1 --mbs 1 --gbs 8 --out " + path));
+                                           "--pp 1 --dp 1 --mbs 1 --gbs 8 --out " +
+                                           path));
     EXPECT_EQ(r.exit_code, 2);
     std::ifstream in(path);
     std::string content;
@@ -151,17 +151,20 @@ TEST(Cli, SimulatePrintsTheReportAndWritesFiles) {
 
 TEST(Cli, SimulateAcceptsEveryShippedClusterDevice) {
     for (const char* cluster : {"dgx-a100-80gb", "dgx-h100", "hgx-h200"}) {
-        const auto r = run_trident(split_words(std::string("simulate --model llama3-70b --cluster ") + cluster +
-                                               " --nodes 8 --tp 8 --pp 4 --dp auto --mbs 1 --gbs 64 "
-                                               "--seq-length 4096 --sequence-parallel --recompute selective"));
+        const auto r = run_trident(
+            split_words(std::string("simulate --model llama3-70b --cluster ") + cluster +
+                        " --nodes 8 --tp 8 --pp 4 --dp auto --mbs 1 --gbs 64 "
+                        "--seq-length 4096 --sequence-parallel --recompute selective"));
         EXPECT_EQ(r.exit_code, 0) << cluster << ": " << r.err;
     }
 }
 
 TEST(Cli, PlanWritesAPlanThatSimulatesToItsPrediction) {
     const std::string path = testing::TempDir() + "trident-planned.json";
-    const auto r = run_trident(split_words("plan --model llama3-8b --cluster dgx-h100 --nodes 2 --gbs 64 "
-                                           "--seq-length 4096 --top 5 --explain --megatron-args --out " + path));
+    const auto r =
+        run_trident(split_words("plan --model llama3-8b --cluster dgx-h100 --nodes 2 --gbs 64 "
+                                "--seq-length 4096 --top 5 --explain --megatron-args --out " +
+                                path));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("searched"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("rejected layouts by reason"), std::string::npos);
@@ -187,11 +190,13 @@ TEST(Cli, PlanWritesAPlanThatSimulatesToItsPrediction) {
 }
 
 TEST(Cli, PlanCsvAndJson) {
-    const auto csv = run_trident(split_words("plan --model gpt2-350m --cluster dgx-a100-80gb --gbs 64 --seq-length 1024 --top 3 --csv"));
+    const auto csv = run_trident(split_words(
+        "plan --model gpt2-350m --cluster dgx-a100-80gb --gbs 64 --seq-length 1024 --top 3 --csv"));
     ASSERT_EQ(csv.exit_code, 0) << csv.err;
     EXPECT_EQ(csv.out.rfind("rank,tp,cp,pp,dp,ep,vpp,schedule", 0), 0u) << csv.out;
     EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 4);
-    const auto json = run_trident(split_words("plan --model gpt2-350m --cluster dgx-a100-80gb --gbs 64 --seq-length 1024 --top 3 --json"));
+    const auto json = run_trident(split_words("plan --model gpt2-350m --cluster dgx-a100-80gb "
+                                              "--gbs 64 --seq-length 1024 --top 3 --json"));
     ASSERT_EQ(json.exit_code, 0) << json.err;
     EXPECT_NE(json.out.find("\"format\": \"trident.plan-search/1\""), std::string::npos);
 }

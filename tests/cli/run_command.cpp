@@ -37,7 +37,8 @@ CommandResult run_shell(const std::string& command_line) {
     const int err_fd = mkstemp(err_template);
     close(out_fd);
     close(err_fd);
-    const std::string command = command_line + " >" + quote(out_template) + " 2>" + quote(err_template) + " </dev/null";
+    const std::string command =
+        command_line + " >" + quote(out_template) + " 2>" + quote(err_template) + " </dev/null";
     const int status = std::system(command.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

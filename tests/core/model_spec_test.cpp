@@ -62,7 +62,9 @@ TEST(ModelSpec, RejectsEachImpossibleField) {
     j["moe"] = {{"num_experts", 4}, {"top_k", 5}, {"expert_ffn_hidden_size", 64}};
     EXPECT_EQ(error_field(j), "model.moe.top_k");
     j = small_model();
-    j["moe"] = {{"num_experts", 4}, {"top_k", 2}, {"expert_ffn_hidden_size", 64},
+    j["moe"] = {{"num_experts", 4},
+                {"top_k", 2},
+                {"expert_ffn_hidden_size", 64},
                 {"first_dense_layers", 4}};
     EXPECT_EQ(error_field(j), "model.moe.first_dense_layers");
     j = small_model();
@@ -77,8 +79,11 @@ TEST(ModelSpec, RejectsEachImpossibleField) {
 TEST(ModelSpec, MoeLayerPattern) {
     Json j = small_model();
     j["num_layers"] = 8;
-    j["moe"] = {{"num_experts", 4}, {"top_k", 2}, {"expert_ffn_hidden_size", 64},
-                {"layer_frequency", 2}, {"first_dense_layers", 1}};
+    j["moe"] = {{"num_experts", 4},
+                {"top_k", 2},
+                {"expert_ffn_hidden_size", 64},
+                {"layer_frequency", 2},
+                {"first_dense_layers", 1}};
     const ModelSpec m = model_from_json(j);
     // Layers 1, 3, 5, 7 are MoE.
     std::vector<bool> pattern;

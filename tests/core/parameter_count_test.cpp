@@ -38,8 +38,8 @@ TEST(ParameterCount, Gpt3FormulaOfNarayanan) {
 TEST(ParameterCount, Llama3_8bByHand) {
     // Per layer: q 4096², k and v 4096·(8·128) each, o 4096², SwiGLU 3·4096·14336, two RMSNorms
     // 2·4096; no biases. Untied embedding and output 128256·4096 each; final RMSNorm 4096.
-    const std::int64_t per_layer = 4096LL * 4096 + 2 * 4096LL * 1024 + 4096LL * 4096 +
-                                   3 * 4096LL * 14336 + 2 * 4096;
+    const std::int64_t per_layer =
+        4096LL * 4096 + 2 * 4096LL * 1024 + 4096LL * 4096 + 3 * 4096LL * 14336 + 2 * 4096;
     EXPECT_EQ(per_layer, 218'112'000);
     const std::int64_t expected = 32 * per_layer + 2 * 128256LL * 4096 + 4096;
     EXPECT_EQ(expected, 8'030'261'248);
@@ -47,7 +47,7 @@ TEST(ParameterCount, Llama3_8bByHand) {
 }
 
 TEST(ParameterCount, PublishedTotals) {
-    EXPECT_EQ(count_parameters(preset("gpt2-124m")).total(), 124'439'808); // HF gpt2
+    EXPECT_EQ(count_parameters(preset("gpt2-124m")).total(), 124'439'808);   // HF gpt2
     EXPECT_EQ(count_parameters(preset("gpt2-1.5b")).total(), 1'557'611'200); // HF gpt2-xl
     EXPECT_EQ(count_parameters(preset("llama3-70b")).total(), 70'553'706'496);
     EXPECT_EQ(count_parameters(preset("llama3-405b")).total(), 405'853'388'800);

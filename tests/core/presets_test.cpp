@@ -10,10 +10,9 @@ using namespace trident::core;
 
 TEST(Presets, TheShippedSetIsComplete) {
     const auto models = preset_names(PresetKind::model);
-    for (const char* name :
-         {"gpt2-124m", "gpt2-350m", "gpt2-774m", "gpt2-1.5b", "gpt3-175b", "megatron-gpt-1.7b",
-          "megatron-gpt-1t", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b",
-          "deepseek-v3"})
+    for (const char* name : {"gpt2-124m", "gpt2-350m", "gpt2-774m", "gpt2-1.5b", "gpt3-175b",
+                             "megatron-gpt-1.7b", "megatron-gpt-1t", "llama3-8b", "llama3-70b",
+                             "llama3-405b", "mixtral-8x7b", "deepseek-v3"})
         EXPECT_NE(std::find(models.begin(), models.end(), name), models.end()) << name;
     EXPECT_EQ(preset_names(PresetKind::cluster).size(), 4u);
 }
@@ -36,13 +35,12 @@ TEST(Presets, EveryModelAndClusterParsesAndCitesASource) {
 TEST(Presets, MegatronFamilyMatchesTable1Sizes) {
     // Narayanan et al. 2021 Table 1 parameter counts, in billions (one decimal).
     const std::vector<std::pair<std::string, double>> table = {
-        {"1.7b", 1.7},   {"3.6b", 3.6},   {"7.5b", 7.5},     {"18b", 18.4},  {"39b", 39.1},
-        {"76b", 76.1},   {"145b", 145.6}, {"310b", 310.1},   {"530b", 529.6}, {"1t", 1008.0}};
+        {"1.7b", 1.7}, {"3.6b", 3.6},   {"7.5b", 7.5},   {"18b", 18.4},   {"39b", 39.1},
+        {"76b", 76.1}, {"145b", 145.6}, {"310b", 310.1}, {"530b", 529.6}, {"1t", 1008.0}};
     for (const auto& [suffix, billions] : table) {
         const auto m = model_from_json(
             resolve_reference("megatron-gpt-" + suffix, PresetKind::model, "model"));
-        EXPECT_NEAR(double(count_parameters(m).total()) / 1e9, billions, 0.051)
-            << suffix;
+        EXPECT_NEAR(double(count_parameters(m).total()) / 1e9, billions, 0.051) << suffix;
     }
 }
 

@@ -12,7 +12,8 @@ using namespace trident::core;
 namespace {
 
 const Profile& a100() {
-    static const Profile p = Profile::from_json(resolve_reference("a100-sxm4-80gb", PresetKind::profile, "profile"));
+    static const Profile p =
+        Profile::from_json(resolve_reference("a100-sxm4-80gb", PresetKind::profile, "profile"));
     return p;
 }
 
@@ -47,7 +48,8 @@ TEST(Profile, ExactAtTablePointsAndInterpolatedBetween) {
     EXPECT_TRUE(mid.fallback.empty());
     EXPECT_NEAR(p.attention(Dtype::bf16, 2, 256, 64, true, false).seconds,
                 std::sqrt(std::sqrt(1e-5 * 1.6e-4 * 4e-5 * 6.4e-4)), 1e-12);
-    EXPECT_NEAR(p.memory_bound(MemoryKernel::layernorm, std::sqrt(1e9)).seconds, std::sqrt(1e-11), 1e-15);
+    EXPECT_NEAR(p.memory_bound(MemoryKernel::layernorm, std::sqrt(1e9)).seconds, std::sqrt(1e-11),
+                1e-15);
     // Group 4 lies halfway between 2 and 8 in log(group).
     EXPECT_NEAR(p.collective("nvlink", Collective::all_reduce, 4, 1000).seconds, 2e-5, 1e-15);
 }
@@ -73,7 +75,8 @@ TEST(Profile, MissingEntriesAreErrorsNotZeros) {
     EXPECT_THROW(p.gemm(Dtype::fp32, 256, 256, 256), SpecError);
     EXPECT_THROW(p.memory_bound(MemoryKernel::adamw, 1000), SpecError);
     EXPECT_THROW(p.collective("infiniband", Collective::all_reduce, 2, 1000), SpecError);
-    EXPECT_THROW(p.attention(Dtype::bf16, 1, 128, 64, false, false), SpecError); // no non-causal rows
+    EXPECT_THROW(p.attention(Dtype::bf16, 1, 128, 64, false, false),
+                 SpecError); // no non-causal rows
     EXPECT_THROW(p.peak_flops_per_s(Dtype::fp16), SpecError);
 }
 
@@ -96,7 +99,8 @@ TEST(Profile, GridHolesAndBadRowsAreRejected) {
 
 TEST(Profile, ShippedProfilesAreDerivedAndSane) {
     for (const auto& name : preset_names(PresetKind::profile)) {
-        const Profile p = Profile::from_json(resolve_reference(name, PresetKind::profile, "profile"));
+        const Profile p =
+            Profile::from_json(resolve_reference(name, PresetKind::profile, "profile"));
         EXPECT_EQ(p.provenance().kind, "derived") << name;
         EXPECT_FALSE(p.provenance().sources.empty()) << name;
         // A large GEMM runs at 60-95 % of peak, never above it.
@@ -106,11 +110,13 @@ TEST(Profile, ShippedProfilesAreDerivedAndSane) {
         EXPECT_LT(efficiency, 0.95) << name;
         // nccl-tests busbw of a 1 GiB all-reduce over 8 GPUs on NVLink: 150–500 GB/s.
         const double bytes = 1 << 30;
-        const double busbw = bytes / p.collective("nvlink", Collective::all_reduce, 8, bytes).seconds *
+        const double busbw = bytes /
+                             p.collective("nvlink", Collective::all_reduce, 8, bytes).seconds *
                              bus_bandwidth_factor(Collective::all_reduce, 8);
         EXPECT_GT(busbw, 150e9) << name;
         EXPECT_LT(busbw, 500e9) << name;
     }
     // Bigger GEMMs never take less time.
-    EXPECT_LE(a100().gemm(Dtype::bf16, 4096, 4096, 4096).seconds, a100().gemm(Dtype::bf16, 4096, 4096, 6000).seconds);
+    EXPECT_LE(a100().gemm(Dtype::bf16, 4096, 4096, 4096).seconds,
+              a100().gemm(Dtype::bf16, 4096, 4096, 6000).seconds);
 }

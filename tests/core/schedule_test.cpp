@@ -26,15 +26,16 @@ TEST(Schedule, EveryScheduleIsCompleteAndDeadlockFree) {
     int checked = 0;
     for (int p = 1; p <= 16; ++p)
         for (int m = 1; m <= 64; ++m) {
-            for (auto kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,
-                              ScheduleKind::zero_bubble_h1}) {
+            for (auto kind :
+                 {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zero_bubble_h1}) {
                 ASSERT_NO_THROW(check_schedule(make_schedule(kind, p, 1, m)))
                     << to_string(kind) << " p " << p << " m " << m;
                 ++checked;
             }
             if (m % p != 0) continue;
             for (int v = 1; v <= 4; ++v) {
-                ASSERT_NO_THROW(check_schedule(make_schedule(ScheduleKind::interleaved_1f1b, p, v, m)))
+                ASSERT_NO_THROW(
+                    check_schedule(make_schedule(ScheduleKind::interleaved_1f1b, p, v, m)))
                     << "interleaved p " << p << " v " << v << " m " << m;
                 ++checked;
             }
@@ -83,11 +84,14 @@ TEST(Schedule, InFlightMicroBatches) {
         for (int r = 0; r < p; ++r) {
             const int m = 16;
             EXPECT_EQ(max_in_flight(make_schedule(ScheduleKind::one_f_one_b, p, 1, m), r)
-                          .until_backward_input, p - r);
-            EXPECT_EQ(max_in_flight(make_schedule(ScheduleKind::gpipe, p, 1, m), r)
-                          .until_backward_input, m);
+                          .until_backward_input,
+                      p - r);
+            EXPECT_EQ(
+                max_in_flight(make_schedule(ScheduleKind::gpipe, p, 1, m), r).until_backward_input,
+                m);
             // ZB-H1 keeps 1F1B's activation peak; only W's inputs live longer.
-            const InFlight zb = max_in_flight(make_schedule(ScheduleKind::zero_bubble_h1, p, 1, m), r);
+            const InFlight zb =
+                max_in_flight(make_schedule(ScheduleKind::zero_bubble_h1, p, 1, m), r);
             EXPECT_EQ(zb.until_backward_input, p - r);
             EXPECT_LE(zb.until_backward_weight, p); // never above the first stage's 1F1B peak
         }
@@ -95,7 +99,8 @@ TEST(Schedule, InFlightMicroBatches) {
     // al. 2021): (chunks in flight) · (layers per chunk = L/(p·v)) = L · (1 + (p−1)/(p·v)).
     for (int p : {2, 4, 8})
         for (int v : {2, 3, 4}) {
-            const InFlight f = max_in_flight(make_schedule(ScheduleKind::interleaved_1f1b, p, v, 8 * p), 0);
+            const InFlight f =
+                max_in_flight(make_schedule(ScheduleKind::interleaved_1f1b, p, v, 8 * p), 0);
             EXPECT_EQ(f.until_backward_input, p * v + p - 1) << "p " << p << " v " << v;
         }
 }
@@ -113,9 +118,8 @@ TEST(Schedule, CheckerCatchesBrokenSchedules) {
     // Rank 0 waits for a gradient before sending the activation that produces it.
     Schedule cyclic = s;
     auto& r0 = cyclic.ranks[0];
-    auto recv = std::find_if(r0.begin(), r0.end(), [](const Action& a) {
-        return a.kind == ActionKind::recv_gradient;
-    });
+    auto recv = std::find_if(r0.begin(), r0.end(),
+                             [](const Action& a) { return a.kind == ActionKind::recv_gradient; });
     const Action moved = *recv;
     r0.erase(recv);
     r0.insert(r0.begin(), moved);

@@ -61,13 +61,16 @@ struct Harness {
     }
 };
 
-void check(const std::string& model, const std::vector<std::string>& tensors, double aux_free_tolerance) {
+void check(const std::string& model, const std::vector<std::string>& tensors,
+           double aux_free_tolerance) {
     Harness h(model);
     h.gradients();
     for (const auto& name : tensors) {
-        const auto it = std::find_if(h.store.tensors.begin(), h.store.tensors.end(), [&](const auto& t) { return t.name == name; });
+        const auto it = std::find_if(h.store.tensors.begin(), h.store.tensors.end(),
+                                     [&](const auto& t) { return t.name == name; });
         ASSERT_NE(it, h.store.tensors.end()) << name;
-        for (std::int64_t i = it->offset; i < it->offset + it->size; i += std::max<std::int64_t>(1, it->size / 5)) {
+        for (std::int64_t i = it->offset; i < it->offset + it->size;
+             i += std::max<std::int64_t>(1, it->size / 5)) {
             const float saved = h.store.values[std::size_t(i)];
             const float eps = 1e-2f;
             h.store.values[std::size_t(i)] = saved + eps;
@@ -76,7 +79,8 @@ void check(const std::string& model, const std::vector<std::string>& tensors, do
             const double down = h.loss();
             h.store.values[std::size_t(i)] = saved;
             const double numeric = (up - down) / (2.0 * eps);
-            EXPECT_NEAR(h.store.grads[std::size_t(i)], numeric, aux_free_tolerance * (std::fabs(numeric) + 1e-3))
+            EXPECT_NEAR(h.store.grads[std::size_t(i)], numeric,
+                        aux_free_tolerance * (std::fabs(numeric) + 1e-3))
                 << model << " " << name << " [" << i - it->offset << "]";
         }
     }
@@ -85,16 +89,18 @@ void check(const std::string& model, const std::vector<std::string>& tensors, do
 } // namespace
 
 TEST(GptGradient, DenseModel) {
-    check("gpt-tiny", {"embedding.word", "embedding.position", "layer.0.qkv.weight", "layer.1.proj.bias",
-                       "layer.2.fc1.weight", "layer.3.fc2.weight", "layer.3.norm2.weight", "final_norm.bias"},
+    check("gpt-tiny",
+          {"embedding.word", "embedding.position", "layer.0.qkv.weight", "layer.1.proj.bias",
+           "layer.2.fc1.weight", "layer.3.fc2.weight", "layer.3.norm2.weight", "final_norm.bias"},
           0.05);
 }
 
 TEST(GptGradient, MixtureOfExperts) {
     // The reported loss leaves out the load-balancing term the gradient includes, so the test
     // model sets its coefficient to 0 and both describe the same function.
-    check(std::string(TRIDENT_TEST_DATA) + "/models/moe-tiny-no-aux.json", {"layer.1.router.weight", "layer.1.expert.0.fc1.weight", "layer.2.expert.3.fc2.weight",
-                       "layer.3.norm2.weight", "output.weight"},
+    check(std::string(TRIDENT_TEST_DATA) + "/models/moe-tiny-no-aux.json",
+          {"layer.1.router.weight", "layer.1.expert.0.fc1.weight", "layer.2.expert.3.fc2.weight",
+           "layer.3.norm2.weight", "output.weight"},
           0.1);
 }
 

@@ -28,8 +28,8 @@ double dot(const Vec& a, const Vec& b) {
 }
 
 // Checks analytic gradient `grad` of `loss` w.r.t. `x` at a sample of coordinates.
-void check_gradient(Vec& x, const Vec& grad, const std::function<double()>& loss,
-                    const char* what, float eps = 1e-2f, double tol = 2e-2) {
+void check_gradient(Vec& x, const Vec& grad, const std::function<double()>& loss, const char* what,
+                    float eps = 1e-2f, double tol = 2e-2) {
     ASSERT_EQ(x.size(), grad.size());
     const std::size_t stride = std::max<std::size_t>(1, x.size() / 40);
     for (std::size_t i = 0; i < x.size(); i += stride) {
@@ -48,9 +48,13 @@ void check_gradient(Vec& x, const Vec& grad, const std::function<double()>& loss
 
 TEST(CpuKernels, Matmul) {
     const int N = 6, C = 5, OC = 7;
-    Vec inp = random_vec(N * C, 1), w = random_vec(OC * C, 2), b = random_vec(OC, 3), r = random_vec(N * OC, 4);
+    Vec inp = random_vec(N * C, 1), w = random_vec(OC * C, 2), b = random_vec(OC, 3),
+        r = random_vec(N * OC, 4);
     Vec out(N * OC);
-    const auto loss = [&] { matmul_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC); return dot(out, r); };
+    const auto loss = [&] {
+        matmul_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC);
+        return dot(out, r);
+    };
     loss();
     // Against a plain loop.
     for (int n = 0; n < N; ++n)
@@ -69,17 +73,26 @@ TEST(CpuKernels, Matmul) {
 
 TEST(CpuKernels, LayerNormAndRmsNorm) {
     const int N = 4, C = 8;
-    Vec inp = random_vec(N * C, 5), w = random_vec(C, 6), b = random_vec(C, 7), r = random_vec(N * C, 8);
+    Vec inp = random_vec(N * C, 5), w = random_vec(C, 6), b = random_vec(C, 7),
+        r = random_vec(N * C, 8);
     Vec out(N * C), mean(N), rstd(N);
-    const auto ln = [&] { layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C); return dot(out, r); };
+    const auto ln = [&] {
+        layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N,
+                          C);
+        return dot(out, r);
+    };
     ln();
     Vec dinp(N * C, 0), dw(C, 0), db(C, 0);
-    layernorm_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data(), mean.data(), rstd.data(), N, C);
+    layernorm_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data(),
+                       mean.data(), rstd.data(), N, C);
     check_gradient(inp, dinp, ln, "layernorm dinp");
     check_gradient(w, dw, ln, "layernorm dweight");
     check_gradient(b, db, ln, "layernorm dbias");
 
-    const auto rms = [&] { rmsnorm_forward(out.data(), rstd.data(), inp.data(), w.data(), N, C); return dot(out, r); };
+    const auto rms = [&] {
+        rmsnorm_forward(out.data(), rstd.data(), inp.data(), w.data(), N, C);
+        return dot(out, r);
+    };
     rms();
     Vec rdinp(N * C, 0), rdw(C, 0);
     rmsnorm_backward(rdinp.data(), rdw.data(), r.data(), inp.data(), w.data(), rstd.data(), N, C);
@@ -90,7 +103,10 @@ TEST(CpuKernels, LayerNormAndRmsNorm) {
 TEST(CpuKernels, GeluAndSwiglu) {
     const int N = 3, F = 5;
     Vec x = random_vec(N * F, 9), r = random_vec(N * F, 10), out(N * F);
-    const auto g = [&] { gelu_forward(out.data(), x.data(), N * F); return dot(out, r); };
+    const auto g = [&] {
+        gelu_forward(out.data(), x.data(), N * F);
+        return dot(out, r);
+    };
     g();
     EXPECT_NEAR(out[0], 0.5f * x[0] * (1 + std::erf(x[0] / std::sqrt(2.0f))), 2e-3); // ≈ exact GeLU
     Vec dx(N * F, 0);
@@ -98,7 +114,10 @@ TEST(CpuKernels, GeluAndSwiglu) {
     check_gradient(x, dx, g, "gelu");
 
     Vec in2 = random_vec(N * 2 * F, 11), out2(N * F), d2(N * 2 * F, 0);
-    const auto s = [&] { swiglu_forward(out2.data(), in2.data(), N, F); return dot(out2, r); };
+    const auto s = [&] {
+        swiglu_forward(out2.data(), in2.data(), N, F);
+        return dot(out2, r);
+    };
     s();
     swiglu_backward(d2.data(), in2.data(), r.data(), N, F);
     check_gradient(in2, d2, s, "swiglu");
@@ -109,7 +128,10 @@ TEST(CpuKernels, CausalAttentionWithAndWithoutGqa) {
         const int B = 2, T = 5, D = 3, W = (H + 2 * KV) * D;
         Vec qkv = random_vec(B * T * W, 12), r = random_vec(B * T * H * D, 13);
         Vec out(B * T * H * D), probs(B * H * T * T);
-        const auto loss = [&] { attention_forward(out.data(), probs.data(), qkv.data(), B, T, H, KV, D); return dot(out, r); };
+        const auto loss = [&] {
+            attention_forward(out.data(), probs.data(), qkv.data(), B, T, H, KV, D);
+            return dot(out, r);
+        };
         loss();
         // Causality: the first token attends only to itself.
         EXPECT_FLOAT_EQ(probs[0], 1.0f);
@@ -134,14 +156,16 @@ TEST(CpuKernels, AttentionOverSomeQueriesEqualsThoseRowsOfTheWhole) {
     for (int r : rows) visible.push_back(r + 1);
     for (int b = 0; b < B; ++b)
         for (int i = 0; i < Tq; ++i)
-            for (int j = 0; j < H * D; ++j) q[(b * Tq + i) * H * D + j] = qkv[(b * T + rows[i]) * W + j];
+            for (int j = 0; j < H * D; ++j)
+                q[(b * Tq + i) * H * D + j] = qkv[(b * T + rows[i]) * W + j];
     Vec out(B * Tq * H * D), probs(B * H * Tq * T);
     attention_forward_rows(out.data(), H * D, probs.data(), q.data(), H * D, qkv.data() + H * D,
                            qkv.data() + (H + KV) * D, W, visible.data(), B, Tq, T, H, KV, D);
     for (int b = 0; b < B; ++b)
         for (int i = 0; i < Tq; ++i)
             for (int j = 0; j < H * D; ++j)
-                EXPECT_NEAR(out[(b * Tq + i) * H * D + j], full[(b * T + rows[i]) * H * D + j], 1e-5);
+                EXPECT_NEAR(out[(b * Tq + i) * H * D + j], full[(b * T + rows[i]) * H * D + j],
+                            1e-5);
 }
 
 TEST(CpuKernels, EmbeddingShardsSumToTheWhole) {
@@ -155,7 +179,10 @@ TEST(CpuKernels, EmbeddingShardsSumToTheWhole) {
     for (int i = 0; i < N * C; ++i) EXPECT_FLOAT_EQ(a[i] + b[i], whole[i]);
     Vec dtable(V * C, 0);
     embedding_backward(dtable.data(), tokens.data(), r.data(), N, C, 0, V);
-    const auto loss = [&] { embedding_forward(whole.data(), tokens.data(), table.data(), N, C, 0, V); return dot(whole, r); };
+    const auto loss = [&] {
+        embedding_forward(whole.data(), tokens.data(), table.data(), N, C, 0, V);
+        return dot(whole, r);
+    };
     check_gradient(table, dtable, loss, "embedding", 1e-2f, 1e-3);
 }
 
@@ -196,7 +223,8 @@ TEST(CpuKernels, VocabParallelCrossEntropyEqualsTheWholeVocabulary) {
     cross_entropy_row_max(mxw.data(), logits.data(), N, V);
     cross_entropy_exp(d.data(), sew.data(), mxw.data(), N, V);
     cross_entropy_backward(d.data(), sew.data(), targets.data(), 1.0f / N, N, V, 0);
-    check_gradient(logits, d, [&] { return whole_loss(logits); }, "cross entropy", 1e-2f, 1e-2);
+    check_gradient(
+        logits, d, [&] { return whole_loss(logits); }, "cross entropy", 1e-2f, 1e-2);
 }
 
 TEST(CpuKernels, AdamWMatchesTheFormula) {

@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <map>
 #include <cstdlib>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,16 +43,18 @@ std::vector<double> losses_of(const std::string& output) {
     std::istringstream in(output);
     for (std::string line; std::getline(in, line);) {
         const auto at = line.find("| loss ");
-        if (line.rfind("step ", 0) == 0 && at != std::string::npos) losses.push_back(std::stod(line.substr(at + 7)));
+        if (line.rfind("step ", 0) == 0 && at != std::string::npos)
+            losses.push_back(std::stod(line.substr(at + 7)));
     }
     return losses;
 }
 
 std::vector<double> run(int ranks, const std::string& model, const std::string& layout,
                         const std::string& save_params = "") {
-    std::string command = "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) + " " +
-                          TRIDENT_BINARY + " run --model " + model + kCommon + " --devices-per-node " +
-                          std::to_string(ranks) + " " + layout + (save_params.empty() ? "" : " --save-params " + save_params);
+    std::string command = "mpirun --allow-run-as-root --oversubscribe -np " +
+                          std::to_string(ranks) + " " + TRIDENT_BINARY + " run --model " + model +
+                          kCommon + " --devices-per-node " + std::to_string(ranks) + " " + layout +
+                          (save_params.empty() ? "" : " --save-params " + save_params);
     const auto r = trident::test::run_shell(command);
     EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.err;
     return losses_of(r.out);
@@ -70,15 +72,19 @@ TEST_P(Layouts, LossesAndParametersMatchOneProcess) {
     const Layout& l = GetParam();
     // One single-process reference per model.
     static std::map<std::string, std::vector<double>> references;
-    const std::string reference_params = testing::TempDir() + "trident-reference-" + std::to_string(std::hash<std::string>{}(l.model)) + ".params";
-    if (!references.contains(l.model)) references[l.model] = run(1, l.model, "--tp 1 --pp 1 --dp 1", reference_params);
+    const std::string reference_params = testing::TempDir() + "trident-reference-" +
+                                         std::to_string(std::hash<std::string>{}(l.model)) +
+                                         ".params";
+    if (!references.contains(l.model))
+        references[l.model] = run(1, l.model, "--tp 1 --pp 1 --dp 1", reference_params);
     const auto& reference = references[l.model];
     const std::string params = testing::TempDir() + "trident-layout.params";
     const auto losses = run(l.ranks, l.model, l.layout, params);
     ASSERT_EQ(reference.size(), 10u);
     ASSERT_EQ(losses.size(), reference.size()) << l.layout;
     for (std::size_t i = 0; i < losses.size(); ++i)
-        EXPECT_NEAR(losses[i], reference[i], 1e-5 * std::fabs(reference[i])) << l.layout << " step " << i + 1;
+        EXPECT_NEAR(losses[i], reference[i], 1e-5 * std::fabs(reference[i]))
+            << l.layout << " step " << i + 1;
     EXPECT_LT(reference.back(), reference.front()); // it learns
     // The parameters after the 10 steps, reassembled from every rank, match too.
     const auto expected = read_parameters(reference_params);
@@ -95,16 +101,20 @@ TEST_P(Layouts, LossesAndParametersMatchOneProcess) {
 }
 
 const std::string kEight = std::string(TRIDENT_TEST_DATA) + "/models/gpt-tiny-8-layers.json";
-const std::string kCapacity = std::string(TRIDENT_TEST_DATA) + "/models/moe-tiny-capacity.json"; // drops tokens
+const std::string kCapacity =
+    std::string(TRIDENT_TEST_DATA) + "/models/moe-tiny-capacity.json"; // drops tokens
 // Without the load-balancing loss, MoE under context parallelism is the same sum as one process
 // (with it, each context rank balances its own tokens, as Megatron does, which is not).
 const std::string kNoAux = std::string(TRIDENT_TEST_DATA) + "/models/moe-tiny-no-aux.json";
 
 INSTANTIATE_TEST_SUITE_P(
     Executor, Layouts,
-    testing::Values(Layout{2, "gpt-tiny", "--tp 2 --pp 1 --dp 1"}, Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1"},
-                    Layout{2, "gpt-tiny", "--tp 1 --pp 1 --dp 2"}, Layout{4, "gpt-tiny", "--tp 2 --pp 2 --dp 1"},
-                    Layout{4, "gpt-tiny", "--tp 2 --pp 1 --dp 2"}, Layout{4, "gpt-tiny", "--tp 1 --pp 2 --dp 2"},
+    testing::Values(Layout{2, "gpt-tiny", "--tp 2 --pp 1 --dp 1"},
+                    Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1"},
+                    Layout{2, "gpt-tiny", "--tp 1 --pp 1 --dp 2"},
+                    Layout{4, "gpt-tiny", "--tp 2 --pp 2 --dp 1"},
+                    Layout{4, "gpt-tiny", "--tp 2 --pp 1 --dp 2"},
+                    Layout{4, "gpt-tiny", "--tp 1 --pp 2 --dp 2"},
                     Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --schedule zero-bubble-h1"},
                     Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --schedule gpipe"},
                     Layout{2, "gpt-tiny", "--tp 1 --pp 1 --dp 2 --distributed-optimizer"},
@@ -123,8 +133,11 @@ INSTANTIATE_TEST_SUITE_P(
                     Layout{4, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --cp 2 --recompute selective"},
                     Layout{4, "gpt-tiny", "--tp 1 --pp 1 --dp 2 --cp 2 --distributed-optimizer"},
                     Layout{2, kNoAux.c_str(), "--tp 1 --pp 1 --dp 1 --cp 2 --ep 2"},
-                    Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --recompute full --recompute-num-layers 1"}),
-    [](const testing::TestParamInfo<Layout>& info) { return "layout_" + std::to_string(info.index); });
+                    Layout{2, "gpt-tiny",
+                           "--tp 1 --pp 2 --dp 1 --recompute full --recompute-num-layers 1"}),
+    [](const testing::TestParamInfo<Layout>& info) {
+        return "layout_" + std::to_string(info.index);
+    });
 
 double peak_activation_bytes(const std::string& output) {
     const auto at = output.find("peak activation bytes (largest rank): ");
@@ -135,9 +148,12 @@ TEST(Recomputation, SameLossLessActivationMemory) {
     // Two stages: the first holds two micro-batches' activations under 1F1B.
     std::vector<double> peaks;
     std::vector<std::vector<double>> losses;
-    for (const char* policy : {"--recompute none", "--recompute selective", "--recompute full --recompute-num-layers 2"}) {
-        const std::string command = "mpirun --allow-run-as-root --oversubscribe -np 2 " + std::string(TRIDENT_BINARY) +
-                                    " run --model gpt-tiny" + kCommon + " --devices-per-node 2 --tp 1 --pp 2 --dp 1 " + policy;
+    for (const char* policy : {"--recompute none", "--recompute selective",
+                               "--recompute full --recompute-num-layers 2"}) {
+        const std::string command = "mpirun --allow-run-as-root --oversubscribe -np 2 " +
+                                    std::string(TRIDENT_BINARY) + " run --model gpt-tiny" +
+                                    kCommon + " --devices-per-node 2 --tp 1 --pp 2 --dp 1 " +
+                                    policy;
         const auto r = trident::test::run_shell(command);
         ASSERT_EQ(r.exit_code, 0) << r.err;
         peaks.push_back(peak_activation_bytes(r.out));
@@ -145,8 +161,8 @@ TEST(Recomputation, SameLossLessActivationMemory) {
     }
     EXPECT_EQ(losses[1], losses[0]); // recomputation repeats the same arithmetic
     EXPECT_EQ(losses[2], losses[0]);
-    EXPECT_GT(peaks[0], peaks[1]);   // selective drops the attention probabilities
-    EXPECT_GT(peaks[1], peaks[2]);   // full keeps only each layer's input
+    EXPECT_GT(peaks[0], peaks[1]); // selective drops the attention probabilities
+    EXPECT_GT(peaks[1], peaks[2]); // full keeps only each layer's input
 }
 
 TEST(UnappliedFeatures, DropoutIsAnnouncedNotSilentlyDropped) {
@@ -157,11 +173,15 @@ TEST(UnappliedFeatures, DropoutIsAnnouncedNotSilentlyDropped) {
                                 " --devices-per-node 1 --tp 1 --pp 1 --dp 1";
     const auto r = trident::test::run_shell(command);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find("trident: warning: model.dropout: dropout is not applied"), std::string::npos) << r.err;
-    EXPECT_EQ(r.err.find("warning", r.err.find("warning") + 1), std::string::npos) << "said more than once: " << r.err;
+    EXPECT_NE(r.err.find("trident: warning: model.dropout: dropout is not applied"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("warning", r.err.find("warning") + 1), std::string::npos)
+        << "said more than once: " << r.err;
     EXPECT_EQ(losses_of(r.out).size(), 10u);
-    const auto plain = trident::test::run_shell(std::string(TRIDENT_BINARY) + " run --model gpt-tiny" + kCommon +
-                                                " --devices-per-node 1 --tp 1 --pp 1 --dp 1");
+    const auto plain =
+        trident::test::run_shell(std::string(TRIDENT_BINARY) + " run --model gpt-tiny" + kCommon +
+                                 " --devices-per-node 1 --tp 1 --pp 1 --dp 1");
     EXPECT_EQ(plain.err.find("warning"), std::string::npos) << plain.err;
     EXPECT_EQ(losses_of(r.out), losses_of(plain.out));
 }

@@ -1,8 +1,8 @@
 // The planner: its best layouts equal an exhaustive simulation, recomputation is the cheapest
 // that fits, impossible requests say why, and the library honours cancellation and progress.
+#include "../support/preset_profile.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/presets.h"
-#include "../support/preset_profile.h"
 #include "trident/planner/planner.h"
 
 #include <gtest/gtest.h>
@@ -13,7 +13,9 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-const core::Profile& profile(const std::string& name) { return test::preset_profile(name); }
+const core::Profile& profile(const std::string& name) {
+    return test::preset_profile(name);
+}
 
 core::JobSpec specs(const std::string& model, const std::string& cluster, std::int64_t nodes,
                     std::int64_t gbs, std::int64_t seq) {
@@ -38,7 +40,12 @@ planner::PlanResult run(const core::JobSpec& s, const planner::SearchSpace& spac
 } // namespace
 
 TEST(Planner, BestEqualsExhaustiveSimulation) {
-    struct Case { const char* model; const char* cluster; std::int64_t nodes, gbs, seq; double budget_gib; };
+    struct Case {
+        const char* model;
+        const char* cluster;
+        std::int64_t nodes, gbs, seq;
+        double budget_gib;
+    };
     for (const Case& c : {Case{"gpt2-350m", "dgx-a100-80gb", 1, 64, 1024, 20},
                           Case{"llama3-8b", "dgx-h100", 2, 64, 4096, 40},
                           Case{"mixtral-8x7b", "dgx-h100", 4, 64, 4096, 60},
@@ -51,8 +58,10 @@ TEST(Planner, BestEqualsExhaustiveSimulation) {
         EXPECT_LT(pruned.simulated, all.simulated) << c.model << ": the bound pruned nothing";
         ASSERT_EQ(pruned.best.size(), all.best.size()) << c.model;
         for (std::size_t i = 0; i < all.best.size(); ++i) {
-            EXPECT_DOUBLE_EQ(pruned.best[i].step_time_s, all.best[i].step_time_s) << c.model << " #" << i;
-            EXPECT_EQ(core::to_json(pruned.best[i].job.plan), core::to_json(all.best[i].job.plan)) << c.model << " #" << i;
+            EXPECT_DOUBLE_EQ(pruned.best[i].step_time_s, all.best[i].step_time_s)
+                << c.model << " #" << i;
+            EXPECT_EQ(core::to_json(pruned.best[i].job.plan), core::to_json(all.best[i].job.plan))
+                << c.model << " #" << i;
         }
         for (std::size_t i = 1; i < all.best.size(); ++i)
             EXPECT_LE(all.best[i - 1].step_time_s, all.best[i].step_time_s);
@@ -83,8 +92,9 @@ TEST(Planner, RecomputationIsTheCheapestThatFits) {
         const auto& rc = c.job.plan.recompute;
         EXPECT_LE(c.peak_memory_bytes, budget * kGiB);
         const int rank = rc.granularity == core::RecomputeGranularity::none ? 0
-                         : rc.granularity == core::RecomputeGranularity::selective ? 1
-                                                                                     : 1 + int(rc.num_layers);
+                         : rc.granularity == core::RecomputeGranularity::selective
+                             ? 1
+                             : 1 + int(rc.num_layers);
         EXPECT_GE(rank, last_rank) << "budget " << budget;
         last_rank = rank;
         seen_full += rc.granularity == core::RecomputeGranularity::full;
@@ -93,8 +103,10 @@ TEST(Planner, RecomputationIsTheCheapestThatFits) {
         // One layer fewer would not have fitted: the choice is minimal.
         if (rc.granularity == core::RecomputeGranularity::full && rc.num_layers > 1) {
             planner::SearchSpace pinned = space;
-            pinned.recompute = core::Recompute{core::RecomputeGranularity::full, core::RecomputeMethod::block, rc.num_layers - 1};
-            EXPECT_TRUE(run(s, pinned, budget * kGiB, false, 1).best.empty()) << "budget " << budget;
+            pinned.recompute = core::Recompute{core::RecomputeGranularity::full,
+                                               core::RecomputeMethod::block, rc.num_layers - 1};
+            EXPECT_TRUE(run(s, pinned, budget * kGiB, false, 1).best.empty())
+                << "budget " << budget;
         }
         EXPECT_FALSE(c.recompute_reason.empty());
     }
@@ -154,7 +166,9 @@ TEST(Planner, ExportsAPlanSimulateAccepts) {
     EXPECT_EQ(file["format"], "trident.plan/1");
     EXPECT_TRUE(file["planner"].contains("recompute_reason"));
     const std::string args = planner::megatron_arguments(r.best.front().job);
-    EXPECT_NE(args.find("--tensor-model-parallel-size " + std::to_string(r.best.front().job.plan.tp)), std::string::npos);
+    EXPECT_NE(
+        args.find("--tensor-model-parallel-size " + std::to_string(r.best.front().job.plan.tp)),
+        std::string::npos);
     EXPECT_NE(args.find("--swiglu"), std::string::npos);
     EXPECT_NE(args.find("--group-query-attention"), std::string::npos);
     EXPECT_NE(args.find("--untie-embeddings-and-output-weights"), std::string::npos);

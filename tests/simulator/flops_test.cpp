@@ -45,7 +45,8 @@ TEST(Flops, FullRecomputationMatchesNarayananHardwareFormula) {
     const double hardware = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
     const auto f = simulator::step_flops(j);
     EXPECT_NEAR(f.hardware / hardware, 1.0, 1e-12);
-    EXPECT_NEAR(f.model / (72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))), 1.0, 1e-12);
+    EXPECT_NEAR(f.model / (72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))), 1.0,
+                1e-12);
 }
 
 TEST(Flops, SelectiveRecomputationAddsOneAttentionCoreForward) {

@@ -13,7 +13,8 @@ using core::RecomputeGranularity;
 namespace {
 
 core::ModelSpec gpt3() {
-    return core::model_from_json(core::resolve_reference("gpt3-175b", core::PresetKind::model, "m"));
+    return core::model_from_json(
+        core::resolve_reference("gpt3-175b", core::PresetKind::model, "m"));
 }
 
 simulator::LayerView view(std::int64_t tp, bool sp, RecomputeGranularity rc, bool flash = true) {
@@ -48,7 +49,8 @@ TEST(Memory, ActivationsMatchKorthikantiTable2) {
 TEST(Memory, FlashAttentionDropsTheScoreTensors) {
     const auto m = gpt3();
     const double s = 2048, b = 2, h = 12288, a = 96, t = 8;
-    const double flash = simulator::activation_bytes(m, view(8, true, RecomputeGranularity::none), 0);
+    const double flash =
+        simulator::activation_bytes(m, view(8, true, RecomputeGranularity::none), 0);
     // 34·s·b·h/t plus the fp32 log-sum-exp of every (head, row).
     EXPECT_DOUBLE_EQ(flash, 34 * s * b * h / t + 4 * s * b * a / t);
 }
@@ -83,9 +85,12 @@ TEST(Memory, WeightsAndOptimizerMatchMegatronFormula) {
             const double shard = (transformer / 2 + embedding) / 8;
             const double per_param = distributed ? 6.0 + 12.0 / double(job.plan.dp) : 18.0;
             const auto stages = simulator::memory_per_stage(
-                job, core::make_schedule(job.plan.schedule, 2, 1, std::int32_t(job.micro_batches_per_step())));
-            const double trident = stages[0].weights_bytes + stages[0].gradients_bytes + stages[0].optimizer_bytes;
-            EXPECT_NEAR(trident / (shard * per_param), 1.0, 1e-3) << name << " distributed " << distributed;
+                job, core::make_schedule(job.plan.schedule, 2, 1,
+                                         std::int32_t(job.micro_batches_per_step())));
+            const double trident =
+                stages[0].weights_bytes + stages[0].gradients_bytes + stages[0].optimizer_bytes;
+            EXPECT_NEAR(trident / (shard * per_param), 1.0, 1e-3)
+                << name << " distributed " << distributed;
         }
     }
 }
@@ -104,7 +109,8 @@ TEST(Memory, OneFOneBFirstStageHoldsPMicroBatches) {
     const core::JobSpec job = core::load_job(in);
     const auto schedule = core::make_schedule(core::ScheduleKind::one_f_one_b, 8, 1, 32);
     const auto stages = simulator::memory_per_stage(job, schedule);
-    const double per_layer = simulator::activation_bytes(job.model, simulator::LayerView::of(job.plan, 2048), 0);
+    const double per_layer =
+        simulator::activation_bytes(job.model, simulator::LayerView::of(job.plan, 2048), 0);
     for (int r = 0; r < 7; ++r) {
         EXPECT_EQ(stages[std::size_t(r)].in_flight, 8 - r);
         EXPECT_DOUBLE_EQ(stages[std::size_t(r)].activations_bytes, (8 - r) * 12 * per_layer);
@@ -112,7 +118,8 @@ TEST(Memory, OneFOneBFirstStageHoldsPMicroBatches) {
     // The first stage holds all L layers' worth, whatever p is (Korthikanti et al. §4.2.3).
     EXPECT_DOUBLE_EQ(stages[0].activations_bytes, 96 * per_layer);
     // GPipe holds every micro-batch.
-    const auto gpipe = simulator::memory_per_stage(job, core::make_schedule(core::ScheduleKind::gpipe, 8, 1, 32));
+    const auto gpipe =
+        simulator::memory_per_stage(job, core::make_schedule(core::ScheduleKind::gpipe, 8, 1, 32));
     EXPECT_DOUBLE_EQ(gpipe[0].activations_bytes, 32 * 12 * per_layer);
 }
 
@@ -129,7 +136,8 @@ TEST(Memory, StagesAreNotAveraged) {
     in.micro_batch_size = 1;
     in.global_batch_size = 8;
     const core::JobSpec job = core::load_job(in);
-    const auto stages = simulator::memory_per_stage(job, core::make_schedule(core::ScheduleKind::one_f_one_b, 4, 1, 8));
+    const auto stages = simulator::memory_per_stage(
+        job, core::make_schedule(core::ScheduleKind::one_f_one_b, 4, 1, 8));
     EXPECT_GT(stages[0].weights_bytes, stages[1].weights_bytes);
     EXPECT_DOUBLE_EQ(stages[1].weights_bytes, stages[2].weights_bytes);
     EXPECT_GT(stages[3].weights_bytes, stages[2].weights_bytes);

@@ -18,7 +18,9 @@ namespace {
 simulator::ComputeCost unit_cost(double v) {
     return [v](std::int32_t, const Action&) { return 1.0 / v; };
 }
-double free_transfer(std::int32_t, std::int32_t, const Action&) { return 0.0; }
+double free_transfer(std::int32_t, std::int32_t, const Action&) {
+    return 0.0;
+}
 
 simulator::PipelineTimeline run(ScheduleKind kind, int p, int v, int m,
                                 const simulator::ComputeCost& cost,
@@ -69,13 +71,15 @@ TEST(PipelineTimeline, DependenciesAndStreamsAreRespected) {
     // Uneven costs per rank and kind, and a transfer time, so that waiting actually happens.
     const auto cost = [](std::int32_t rank, const Action& a) {
         const double base = 1.0 + 0.25 * rank;
-        return a.kind == ActionKind::forward ? base : a.kind == ActionKind::backward_input ? 1.5 * base : 0.7 * base;
+        return a.kind == ActionKind::forward          ? base
+               : a.kind == ActionKind::backward_input ? 1.5 * base
+                                                      : 0.7 * base;
     };
     const auto transfer = [](std::int32_t, std::int32_t, const Action&) { return 0.3; };
-    for (auto [kind, p, v, m] : {std::tuple{ScheduleKind::gpipe, 4, 1, 6},
-                                 std::tuple{ScheduleKind::one_f_one_b, 5, 1, 9},
-                                 std::tuple{ScheduleKind::interleaved_1f1b, 4, 3, 8},
-                                 std::tuple{ScheduleKind::zero_bubble_h1, 6, 1, 12}}) {
+    for (auto [kind, p, v, m] :
+         {std::tuple{ScheduleKind::gpipe, 4, 1, 6}, std::tuple{ScheduleKind::one_f_one_b, 5, 1, 9},
+          std::tuple{ScheduleKind::interleaved_1f1b, 4, 3, 8},
+          std::tuple{ScheduleKind::zero_bubble_h1, 6, 1, 12}}) {
         const core::Schedule s = core::make_schedule(kind, p, v, m);
         const auto t = simulator::time_schedule(s, cost, transfer);
         // End of each compute (kind, micro-batch, virtual stage).
@@ -90,7 +94,8 @@ TEST(PipelineTimeline, DependenciesAndStreamsAreRespected) {
             auto& last = stream_end[{e.rank, int(e.stream)}];
             EXPECT_GE(e.start_s, last - 1e-12) << "overlap on rank " << e.rank;
             last = e.end_s;
-            at[{int(e.kind), e.microbatch, s.virtual_stage(e.rank, e.chunk)}] = {e.start_s, e.end_s};
+            at[{int(e.kind), e.microbatch, s.virtual_stage(e.rank, e.chunk)}] = {e.start_s,
+                                                                                 e.end_s};
         }
         const int nvs = p * v;
         for (int mb = 0; mb < m; ++mb)
@@ -102,7 +107,8 @@ TEST(PipelineTimeline, DependenciesAndStreamsAreRespected) {
                 EXPECT_GE(w.first, b.second);
                 if (vs > 0) {
                     const double hop = s.rank_of(vs - 1) != s.rank_of(vs) ? 0.3 : 0.0;
-                    EXPECT_GE(f.first + 1e-12, at.at({int(EventKind::forward), mb, vs - 1}).second + hop);
+                    EXPECT_GE(f.first + 1e-12,
+                              at.at({int(EventKind::forward), mb, vs - 1}).second + hop);
                 }
                 if (vs + 1 < nvs) {
                     const double hop = s.rank_of(vs + 1) != s.rank_of(vs) ? 0.3 : 0.0;

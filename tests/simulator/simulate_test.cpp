@@ -1,9 +1,9 @@
 // End-to-end step simulation: the breakdown adds up, the trace respects streams, schedules
 // and options move the step time the way they must, and the 2021 Megatron runs of Narayanan
 // et al. Table 1 — never an input to the profiles — come out within a stated band.
+#include "../support/preset_profile.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/presets.h"
-#include "../support/preset_profile.h"
 #include "trident/simulator/simulate.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +14,9 @@ using namespace trident;
 
 namespace {
 
-const core::Profile& profile(const std::string& name) { return test::preset_profile(name); }
+const core::Profile& profile(const std::string& name) {
+    return test::preset_profile(name);
+}
 
 core::JobSpec gpt3(const std::string& schedule, std::int64_t pp = 8, std::int64_t vpp = 1) {
     core::JobInputs in;
@@ -48,7 +50,7 @@ TEST(Simulate, BreakdownAddsUpToTheStepTime) {
                            s.optimizer_s + s.bubble_s;
         EXPECT_NEAR(sum, r.step_time_s, 1e-9 * r.step_time_s) << "stage " << s.stage;
         EXPECT_GT(s.compute_s, 0);
-        EXPECT_GT(s.recompute_s, 0); // selective recomputation
+        EXPECT_GT(s.recompute_s, 0);  // selective recomputation
         EXPECT_GT(s.collective_s, 0); // tp 8 with sequence parallelism
         EXPECT_GE(s.bubble_s, 0);
     }
@@ -82,7 +84,8 @@ TEST(Simulate, OverlapAndShardingHelp) {
     job.plan.distributed_optimizer = false;
     job.plan.overlap_param_gather = false;
     const auto replicated = run(job);
-    EXPECT_GT(replicated.stages[0].memory.optimizer_bytes, 4 * base.stages[0].memory.optimizer_bytes);
+    EXPECT_GT(replicated.stages[0].memory.optimizer_bytes,
+              4 * base.stages[0].memory.optimizer_bytes);
 }
 
 TEST(Simulate, TraceRespectsStreamsAndRoundTrips) {
@@ -144,7 +147,9 @@ TEST(Simulate, Narayanan2021Table1WithinBand) {
         in.plan = "megatron-sc21-" + size;
         const auto r = run(core::load_job(in));
         const double predicted = r.hfu * r.peak_flops_per_s / 1e12;
-        EXPECT_NEAR(predicted / tflops, 1.0, 0.25) << size << ": predicted " << predicted << " published " << tflops;
-        for (const auto& s : r.stages) EXPECT_LT(s.memory.total_bytes(), r.memory_capacity_bytes) << size;
+        EXPECT_NEAR(predicted / tflops, 1.0, 0.25)
+            << size << ": predicted " << predicted << " published " << tflops;
+        for (const auto& s : r.stages)
+            EXPECT_LT(s.memory.total_bytes(), r.memory_capacity_bytes) << size;
     }
 }

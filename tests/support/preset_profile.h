@@ -13,7 +13,10 @@ inline const core::Profile& preset_profile(const std::string& name) {
     static std::map<std::string, core::Profile> cache;
     auto it = cache.find(name);
     if (it == cache.end())
-        it = cache.emplace(name, core::Profile::from_json(core::resolve_reference(name, core::PresetKind::profile, "p"))).first;
+        it = cache
+                 .emplace(name, core::Profile::from_json(
+                                    core::resolve_reference(name, core::PresetKind::profile, "p")))
+                 .first;
     return it->second;
 }
 

@@ -10,7 +10,9 @@ constexpr float kGeluScale = 0.7978845608028654f; // sqrt(2/π)
 
 // tanh through one exp: 1 − 2/(e^{2u} + 1). glibc's expf is several times faster than its
 // tanhf, and the result agrees to float precision (saturating cleanly at ±1).
-inline float fast_tanh(float u) { return 1.0f - 2.0f / (std::exp(2.0f * u) + 1.0f); }
+inline float fast_tanh(float u) {
+    return 1.0f - 2.0f / (std::exp(2.0f * u) + 1.0f);
+}
 } // namespace
 
 void gelu_forward(float* out, const float* inp, std::int64_t n) {

@@ -24,8 +24,8 @@ void attention_forward_rows(float* out, std::int64_t out_stride, float* probs, c
             const float* vh = v + b * Tk * kv_stride + (h / group) * D;
             float* p = probs + (b * H + h) * Tq * Tk;
             // S = QKᵀ/√D, then a masked softmax per row, in place.
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(Tq), int(Tk), int(D), scale, qh,
-                        int(q_stride), kh, int(kv_stride), 0.0f, p, int(Tk));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(Tq), int(Tk), int(D), scale,
+                        qh, int(q_stride), kh, int(kv_stride), 0.0f, p, int(Tk));
             for (std::int64_t t = 0; t < Tq; ++t) {
                 float* row = p + t * Tk;
                 const std::int64_t seen = visible[t];
@@ -40,8 +40,9 @@ void attention_forward_rows(float* out, std::int64_t out_stride, float* probs, c
                 for (std::int64_t s = seen; s < Tk; ++s) row[s] = 0.0f;
             }
             // O = P·V
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(Tq), int(D), int(Tk), 1.0f, p, int(Tk),
-                        vh, int(kv_stride), 0.0f, out + b * Tq * out_stride + h * D, int(out_stride));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(Tq), int(D), int(Tk), 1.0f,
+                        p, int(Tk), vh, int(kv_stride), 0.0f, out + b * Tq * out_stride + h * D,
+                        int(out_stride));
         }
 }
 
@@ -63,10 +64,11 @@ void attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
             const float* p = probs + (b * H + h) * Tq * Tk;
             const float* dy = dout + b * Tq * out_stride + h * D;
             // dV += Pᵀ·dO; dP = dO·Vᵀ
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(Tk), int(D), int(Tq), 1.0f, p, int(Tk), dy,
-                        int(out_stride), 1.0f, dv + b * Tk * kv_stride + kv_off, int(kv_stride));
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(Tq), int(Tk), int(D), 1.0f, dy, int(out_stride),
-                        vh, int(kv_stride), 0.0f, ds.data(), int(Tk));
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(Tk), int(D), int(Tq), 1.0f, p,
+                        int(Tk), dy, int(out_stride), 1.0f, dv + b * Tk * kv_stride + kv_off,
+                        int(kv_stride));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(Tq), int(Tk), int(D), 1.0f, dy,
+                        int(out_stride), vh, int(kv_stride), 0.0f, ds.data(), int(Tk));
             // Softmax backward: dS = P ⊙ (dP − Σ P·dP), scaled like S.
             for (std::int64_t t = 0; t < Tq; ++t) {
                 const float* pr = p + t * Tk;
@@ -78,10 +80,12 @@ void attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
                 for (std::int64_t s = seen; s < Tk; ++s) row[s] = 0.0f;
             }
             // dQ += dS·K; dK += dSᵀ·Q
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(Tq), int(D), int(Tk), 1.0f, ds.data(), int(Tk),
-                        kh, int(kv_stride), 1.0f, dq + b * Tq * q_stride + h * D, int(q_stride));
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(Tk), int(D), int(Tq), 1.0f, ds.data(), int(Tk), qh,
-                        int(q_stride), 1.0f, dk + b * Tk * kv_stride + kv_off, int(kv_stride));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(Tq), int(D), int(Tk), 1.0f,
+                        ds.data(), int(Tk), kh, int(kv_stride), 1.0f,
+                        dq + b * Tq * q_stride + h * D, int(q_stride));
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(Tk), int(D), int(Tq), 1.0f,
+                        ds.data(), int(Tk), qh, int(q_stride), 1.0f,
+                        dk + b * Tk * kv_stride + kv_off, int(kv_stride));
         }
 }
 
@@ -96,16 +100,17 @@ std::vector<std::int32_t> causal(std::int64_t T) {
 void attention_forward(float* out, float* probs, const float* qkv, std::int64_t B, std::int64_t T,
                        std::int64_t H, std::int64_t KV, std::int64_t D) {
     const std::int64_t W = (H + 2 * KV) * D;
-    attention_forward_rows(out, H * D, probs, qkv, W, qkv + H * D, qkv + (H + KV) * D, W, causal(T).data(), B, T,
-                           T, H, KV, D);
+    attention_forward_rows(out, H * D, probs, qkv, W, qkv + H * D, qkv + (H + KV) * D, W,
+                           causal(T).data(), B, T, T, H, KV, D);
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
                         std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t KV,
                         std::int64_t D) {
     const std::int64_t W = (H + 2 * KV) * D;
-    attention_backward_rows(dqkv, dqkv + H * D, dqkv + (H + KV) * D, dout, H * D, qkv, W, qkv + H * D,
-                            qkv + (H + KV) * D, W, probs, causal(T).data(), B, T, T, H, KV, D);
+    attention_backward_rows(dqkv, dqkv + H * D, dqkv + (H + KV) * D, dout, H * D, qkv, W,
+                            qkv + H * D, qkv + (H + KV) * D, W, probs, causal(T).data(), B, T, T, H,
+                            KV, D);
 }
 
 } // namespace trident::kernels::cpu

@@ -8,9 +8,8 @@
 
 namespace trident::kernels::cpu {
 
-void embedding_forward(float* out, const std::int32_t* tokens, const float* table,
-                       std::int64_t N, std::int64_t C, std::int64_t vocab_start,
-                       std::int64_t vocab_local) {
+void embedding_forward(float* out, const std::int32_t* tokens, const float* table, std::int64_t N,
+                       std::int64_t C, std::int64_t vocab_start, std::int64_t vocab_local) {
     for (std::int64_t n = 0; n < N; ++n) {
         const std::int64_t row = std::int64_t(tokens[n]) - vocab_start;
         if (row >= 0 && row < vocab_local)
@@ -42,7 +41,8 @@ void cross_entropy_exp(float* logits, float* sum_exp, const float* row_max, std:
                        std::int64_t V) {
     for (std::int64_t n = 0; n < N; ++n) {
         float s = 0.0f;
-        for (std::int64_t v = 0; v < V; ++v) s += (logits[n * V + v] = std::exp(logits[n * V + v] - row_max[n]));
+        for (std::int64_t v = 0; v < V; ++v)
+            s += (logits[n * V + v] = std::exp(logits[n * V + v] - row_max[n]));
         sum_exp[n] = s;
     }
 }
@@ -66,8 +66,8 @@ void cross_entropy_backward(float* exps, const float* sum_exp, const std::int32_
     }
 }
 
-void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n,
-                  float lr, float beta1, float beta2, float eps, float weight_decay, int t) {
+void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n, float lr,
+                  float beta1, float beta2, float eps, float weight_decay, int t) {
     const float c1 = 1.0f - std::pow(beta1, float(t)), c2 = 1.0f - std::pow(beta2, float(t));
     for (std::int64_t i = 0; i < n; ++i) {
         m[i] = beta1 * m[i] + (1.0f - beta1) * grads[i];

@@ -7,7 +7,9 @@
 
 namespace trident::kernels::cpu {
 
-void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
+void set_blas_threads(int threads) {
+    openblas_set_num_threads(threads);
+}
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                     std::int64_t N, std::int64_t C, std::int64_t OC) {
@@ -17,8 +19,8 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
             for (std::int64_t o = 0; o < OC; ++o) out[n * OC + o] = bias[o];
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(OC), int(C), 1.0f, inp,
-                int(C), weight, int(C), beta, out, int(OC));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(OC), int(C), 1.0f, inp, int(C),
+                weight, int(C), beta, out, int(OC));
 }
 
 void matmul_backward_input(float* dinp, const float* dout, const float* weight, std::int64_t N,

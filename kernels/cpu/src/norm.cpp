@@ -7,8 +7,8 @@ namespace trident::kernels::cpu {
 
 constexpr float kEps = 1e-5f;
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                       const float* weight, const float* bias, std::int64_t N, std::int64_t C) {
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, std::int64_t N, std::int64_t C) {
     for (std::int64_t n = 0; n < N; ++n) {
         const float* x = inp + n * C;
         float m = 0.0f;
@@ -24,8 +24,8 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean,
-                        const float* rstd, std::int64_t N, std::int64_t C) {
+                        const float* inp, const float* weight, const float* mean, const float* rstd,
+                        std::int64_t N, std::int64_t C) {
     for (std::int64_t n = 0; n < N; ++n) {
         const float* x = inp + n * C;
         const float* dy = dout + n * C;
@@ -48,8 +48,8 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     }
 }
 
-void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
-                     std::int64_t N, std::int64_t C) {
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, std::int64_t N,
+                     std::int64_t C) {
     for (std::int64_t n = 0; n < N; ++n) {
         const float* x = inp + n * C;
         float ss = 0.0f;

@@ -13,15 +13,20 @@ inline constexpr std::array<std::string_view, 4> kDtypeNames = {"fp32", "bf16", 
 
 constexpr std::int64_t dtype_bytes(Dtype d) {
     switch (d) {
-    case Dtype::fp32: return 4;
+    case Dtype::fp32:
+        return 4;
     case Dtype::bf16:
-    case Dtype::fp16: return 2;
-    case Dtype::fp8: return 1;
+    case Dtype::fp16:
+        return 2;
+    case Dtype::fp8:
+        return 1;
     }
     return 0;
 }
 
-inline std::string to_string(Dtype d) { return std::string(kDtypeNames[static_cast<int>(d)]); }
+inline std::string to_string(Dtype d) {
+    return std::string(kDtypeNames[static_cast<int>(d)]);
+}
 
 // Parses one of kDtypeNames; throws SpecError naming `field` otherwise.
 Dtype parse_dtype(const std::string& word, const std::string& field);

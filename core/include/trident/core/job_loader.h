@@ -25,10 +25,10 @@ struct JobInputs {
 
     // parallel overrides
     std::optional<std::int64_t> tp, pp, cp, ep, vpp, micro_batch_size;
-    std::optional<std::string> dp; // a number or "auto"
+    std::optional<std::string> dp;                            // a number or "auto"
     std::optional<std::int64_t> num_layers_per_virtual_stage; // Megatron's vpp spelling
     std::optional<std::string> schedule;
-    std::optional<std::string> recompute;        // granularity
+    std::optional<std::string> recompute; // granularity
     std::optional<std::string> recompute_method;
     std::optional<std::int64_t> recompute_num_layers;
     std::optional<bool> sequence_parallel;

@@ -35,8 +35,8 @@ public:
 
     std::int64_t integer(std::string_view key, std::int64_t min_value = 1,
                          std::int64_t max_value = INT64_MAX);
-    std::int64_t integer_or(std::string_view key, std::int64_t fallback,
-                            std::int64_t min_value = 1, std::int64_t max_value = INT64_MAX);
+    std::int64_t integer_or(std::string_view key, std::int64_t fallback, std::int64_t min_value = 1,
+                            std::int64_t max_value = INT64_MAX);
     double number(std::string_view key, double min_value, double max_value);
     double number_or(std::string_view key, double fallback, double min_value, double max_value);
     bool boolean(std::string_view key);

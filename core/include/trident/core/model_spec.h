@@ -20,8 +20,8 @@ std::string to_string(PositionEmbedding p);
 
 // Mixture of experts (Shazeer et al. 2017; GShard; Switch; DeepSeekMoE shared experts).
 struct MoeSpec {
-    std::int64_t num_experts = 0;          // routed experts per MoE layer
-    std::int64_t top_k = 0;                // experts each token is routed to
+    std::int64_t num_experts = 0; // routed experts per MoE layer
+    std::int64_t top_k = 0;       // experts each token is routed to
     std::int64_t expert_ffn_hidden_size = 0;
     std::int64_t shared_expert_ffn_hidden_size = 0; // 0: no shared expert (total width)
     std::int64_t layer_frequency = 1;      // every n-th layer (after the dense ones) is MoE

@@ -18,8 +18,8 @@ inline constexpr std::array<std::string_view, 4> kScheduleNames = {
 // Korthikanti et al. 2022: selective recomputes the attention core of every layer; full
 // recomputes whole layers from their input.
 enum class RecomputeGranularity { none, selective, full };
-inline constexpr std::array<std::string_view, 3> kRecomputeGranularityNames = {
-    "none", "selective", "full"};
+inline constexpr std::array<std::string_view, 3> kRecomputeGranularityNames = {"none", "selective",
+                                                                               "full"};
 
 // Megatron --recompute-method: `block` recomputes the first num_layers layers of each model
 // chunk and keeps the rest; `uniform` checkpoints every num_layers-th layer input and

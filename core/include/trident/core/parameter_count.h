@@ -10,14 +10,14 @@ namespace trident::core {
 
 // Parameters of one transformer layer, by part.
 struct LayerParameters {
-    std::int64_t attention = 0;      // QKV (or MLA projections) and output projection, biases
+    std::int64_t attention = 0;       // QKV (or MLA projections) and output projection, biases
     std::int64_t attention_norms = 0; // MLA's internal q/kv norms
-    std::int64_t layer_norms = 0;    // the two pre-norms
-    std::int64_t dense_mlp = 0;      // dense FFN (0 in an MoE layer)
-    std::int64_t router = 0;         // MoE gate
-    std::int64_t shared_experts = 0; // always-active experts (DeepSeekMoE)
-    std::int64_t routed_experts = 0; // all routed experts of the layer
-    std::int64_t one_expert = 0;     // a single routed expert
+    std::int64_t layer_norms = 0;     // the two pre-norms
+    std::int64_t dense_mlp = 0;       // dense FFN (0 in an MoE layer)
+    std::int64_t router = 0;          // MoE gate
+    std::int64_t shared_experts = 0;  // always-active experts (DeepSeekMoE)
+    std::int64_t routed_experts = 0;  // all routed experts of the layer
+    std::int64_t one_expert = 0;      // a single routed expert
 
     std::int64_t total() const;
     // Parameters a token touches: routed experts counted at top_k.

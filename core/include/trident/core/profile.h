@@ -16,7 +16,15 @@
 
 namespace trident::core {
 
-enum class MemoryKernel { layernorm, rmsnorm, gelu, swiglu, softmax_cross_entropy, adamw, elementwise };
+enum class MemoryKernel {
+    layernorm,
+    rmsnorm,
+    gelu,
+    swiglu,
+    softmax_cross_entropy,
+    adamw,
+    elementwise
+};
 inline constexpr std::array<std::string_view, 7> kMemoryKernelNames = {
     "layernorm", "rmsnorm", "gelu", "swiglu", "softmax_cross_entropy", "adamw", "elementwise"};
 

@@ -17,23 +17,23 @@ namespace trident::core {
 
 struct RankCoord {
     std::int64_t tp = 0, cp = 0, dp = 0, pp = 0; // dense view
-    std::int64_t ep = 0, edp = 0;                 // expert view of (cp, dp)
+    std::int64_t ep = 0, edp = 0;                // expert view of (cp, dp)
     bool operator==(const RankCoord&) const = default;
 };
 
 enum class GroupKind {
-    tensor,          // tp ranks sharing a layer's weights
-    context,         // cp ranks sharing a sequence
-    data,            // dp ranks with the same model shard (gradients all-reduced here, cp == 1)
-    data_context,    // dp·cp ranks: where dense gradients are reduced when cp > 1
-    pipeline,        // pp ranks, one per stage
-    expert,          // ep ranks exchanging tokens (all-to-all)
-    expert_data,     // ranks holding the same experts (expert gradients reduced here)
-    model,           // tp·pp ranks holding one full model replica (per cp/dp position)
-    embedding,       // first and last pipeline rank (tied-embedding gradient all-reduce)
+    tensor,       // tp ranks sharing a layer's weights
+    context,      // cp ranks sharing a sequence
+    data,         // dp ranks with the same model shard (gradients all-reduced here, cp == 1)
+    data_context, // dp·cp ranks: where dense gradients are reduced when cp > 1
+    pipeline,     // pp ranks, one per stage
+    expert,       // ep ranks exchanging tokens (all-to-all)
+    expert_data,  // ranks holding the same experts (expert gradients reduced here)
+    model,        // tp·pp ranks holding one full model replica (per cp/dp position)
+    embedding,    // first and last pipeline rank (tied-embedding gradient all-reduce)
 };
 inline constexpr std::array<std::string_view, 9> kGroupKindNames = {
-    "tensor", "context", "data", "data_context", "pipeline",
+    "tensor", "context",     "data",  "data_context", "pipeline",
     "expert", "expert_data", "model", "embedding"};
 
 class RankGrid {
@@ -53,7 +53,8 @@ public:
 
     // Nodes that `rank`'s group of `kind` spans (ranks fill nodes in order): 1 means it talks
     // over the intra-node fabric only.
-    std::int64_t nodes_spanned(GroupKind kind, std::int64_t rank, std::int64_t devices_per_node) const;
+    std::int64_t nodes_spanned(GroupKind kind, std::int64_t rank,
+                               std::int64_t devices_per_node) const;
 
 private:
     std::int64_t tp_, cp_, dp_, pp_, ep_;

@@ -34,7 +34,9 @@ enum class ActionKind : std::uint8_t {
 inline constexpr std::string_view kActionKindNames[] = {
     "F", "B", "W", "send_act", "recv_act", "send_grad", "recv_grad"};
 
-inline bool is_compute(ActionKind k) { return k <= ActionKind::backward_weight; }
+inline bool is_compute(ActionKind k) {
+    return k <= ActionKind::backward_weight;
+}
 
 struct Action {
     ActionKind kind = ActionKind::forward;
@@ -50,9 +52,9 @@ EventKind to_event_kind(ActionKind kind);
 
 struct Schedule {
     ScheduleKind kind = ScheduleKind::one_f_one_b;
-    std::int32_t stages = 1;       // p
-    std::int32_t chunks = 1;       // v, model chunks per pipeline rank
-    std::int32_t microbatches = 1; // m
+    std::int32_t stages = 1;                // p
+    std::int32_t chunks = 1;                // v, model chunks per pipeline rank
+    std::int32_t microbatches = 1;          // m
     std::vector<std::vector<Action>> ranks; // actions of each pipeline rank, in order
 
     std::int32_t virtual_stages() const { return stages * chunks; }

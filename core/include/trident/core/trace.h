@@ -31,8 +31,8 @@ enum class EventKind : std::uint8_t {
     optimizer,
 };
 inline constexpr std::string_view kEventKindNames[] = {
-    "forward",       "backward_input", "backward_weight", "recompute",
-    "send_activation", "recv_activation", "send_gradient", "recv_gradient",
+    "forward",         "backward_input",   "backward_weight", "recompute",
+    "send_activation", "recv_activation",  "send_gradient",   "recv_gradient",
     "gradient_reduce", "parameter_gather", "optimizer"};
 
 struct TraceEvent {

@@ -22,8 +22,8 @@ public:
     // Block r of `in` goes to rank r; block r of `out` comes from rank r.
     virtual void all_to_all(const float* in, float* out, std::size_t n_per_rank) = 0;
     // The same with blocks of different sizes (elements), laid out in rank order.
-    virtual void all_to_allv(const float* in, const std::vector<std::size_t>& send_counts, float* out,
-                             const std::vector<std::size_t>& recv_counts) = 0;
+    virtual void all_to_allv(const float* in, const std::vector<std::size_t>& send_counts,
+                             float* out, const std::vector<std::size_t>& recv_counts) = 0;
     virtual void broadcast(float* data, std::size_t n, int root) = 0;
     // A send never blocks: the data is copied and posted; wait_sends() completes them all.
     virtual void send(const float* data, std::size_t n, int peer, int tag) = 0;

@@ -11,9 +11,9 @@
 namespace trident::executor {
 
 struct CpuProfileOptions {
-    bool quick = false;      // smaller grids and messages: under 30 s (CI)
+    bool quick = false; // smaller grids and messages: under 30 s (CI)
     std::string name = "cpu-host";
-    std::string command;     // the command line, recorded in provenance
+    std::string command; // the command line, recorded in provenance
     std::function<void(double fraction, const std::string& what)> on_progress;
 };
 

@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <memory>
 #include <new>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trident::executor {
@@ -53,9 +53,9 @@ struct ParameterStore {
     struct Tensor {
         std::string name;
         std::int64_t offset = 0, size = 0;
-        bool decay = false;        // weight decay applies (matrices, not norms or biases)
-        bool tp_replicated = false; // every tensor rank holds the same values
-        bool duplicate = false;    // a copy kept in sync (the last stage's tied embedding)
+        bool decay = false;            // weight decay applies (matrices, not norms or biases)
+        bool tp_replicated = false;    // every tensor rank holds the same values
+        bool duplicate = false;        // a copy kept in sync (the last stage's tied embedding)
         bool sequence_partial = false; // under sequence parallelism each tensor rank holds a
                                        // partial gradient (norms): summed over the tensor group
         bool expert = false;           // a routed expert's: reduced over the expert-data group
@@ -86,8 +86,8 @@ public:
     // Adds this chunk's tensors to `store` and initialises them: every tensor is generated at
     // full size from (seed, name) and this tensor rank's shard kept, so any layout starts
     // from the same model.
-    GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
-             int tp_rank, int ep_rank, int cp_rank, ParameterStore& store, std::uint64_t seed);
+    GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk, int tp_rank,
+             int ep_rank, int cp_rank, ParameterStore& store, std::uint64_t seed);
 
     bool first() const { return first_; }
     bool last() const { return last_; }
@@ -102,17 +102,17 @@ public:
     // to the experts' ranks by a variable-size all-to-all over the expert group, and everything
     // the backward and W need.
     struct MoeState {
-        Vec probs;                          // [N×E] router softmax
-        std::vector<std::int32_t> topk;     // [N×k] chosen experts
-        Vec gates;                          // [N×k]
-        Vec load;                           // [E] share of routed slots per expert (f_e)
+        Vec probs;                                     // [N×E] router softmax
+        std::vector<std::int32_t> topk;                // [N×k] chosen experts
+        Vec gates;                                     // [N×k]
+        Vec load;                                      // [E] share of routed slots per expert (f_e)
         std::vector<std::int32_t> slot_rank, slot_row; // where each slot's token went (-1: dropped)
-        std::vector<std::int64_t> sent, received;       // rows to / from each expert rank
+        std::vector<std::int64_t> sent, received;      // rows to / from each expert rank
         std::vector<std::int32_t> recv_expert, recv_pos; // received row → local expert, row
-        Vec slot_out;                       // [N×k×h] expert outputs, for the gates' gradient
-        std::vector<Vec> x, fc, act;        // per local expert: inputs, fc1 out, activation out
-        std::vector<Vec> d_fc, d_out;       // per local expert, for W: fc1 and fc2 output grads
-        Vec d_logits;                       // [N×E] for the router's W
+        Vec slot_out;                 // [N×k×h] expert outputs, for the gates' gradient
+        std::vector<Vec> x, fc, act;  // per local expert: inputs, fc1 out, activation out
+        std::vector<Vec> d_fc, d_out; // per local expert, for W: fc1 and fc2 output grads
+        Vec d_logits;                 // [N×E] for the router's W
     };
     struct Layer {
         Vec x_in, ln1, ln1_mean, ln1_rstd, qkv, probs, att, x_mid, ln2, ln2_mean, ln2_rstd, fc, act;
@@ -126,11 +126,11 @@ public:
         Vec input;  // [N×h] hidden input (not the first chunk)
         Vec output; // [N×h] hidden output (not the last chunk)
         std::vector<Layer> layers;
-        Vec embedding_grad;                              // first chunk: d(embedding output)
+        Vec embedding_grad; // first chunk: d(embedding output)
         Vec lnf, lnf_mean, lnf_rstd, logits, row_max, sum_exp, dlogits; // last chunk
-        Vec hidden_out;                                  // last chunk: final layer output
-        double loss = 0.0;                               // last chunk: mean over tokens
-        Vec dinput;                                      // B's result (not the first chunk)
+        Vec hidden_out;    // last chunk: final layer output
+        double loss = 0.0; // last chunk: mean over tokens
+        Vec dinput;        // B's result (not the first chunk)
         double bytes() const;
     };
 
@@ -139,7 +139,8 @@ public:
     void forward(Activations& a, const ChunkComms& comms) const;
     // `dout` is the gradient of the chunk output (ignored by the last chunk, whose loss is
     // scaled by `loss_scale`, the micro-batch's share of the step's mean loss).
-    void backward_input(Activations& a, const float* dout, float loss_scale, const ChunkComms& comms) const;
+    void backward_input(Activations& a, const float* dout, float loss_scale,
+                        const ChunkComms& comms) const;
     void backward_weight(Activations& a) const;
 
 private:
@@ -147,7 +148,8 @@ private:
         std::int64_t fc_w, fc_b, fc2_w, fc2_b;
     };
     struct LayerParams {
-        std::int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b;
+        std::int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w,
+            fc2_b;
         bool moe = false;
         std::int64_t router_w = -1;
         std::vector<ExpertParams> experts; // this rank's experts
@@ -170,13 +172,15 @@ private:
     void attention_backward(Layer& L, const Vec& d_att, Communicator& cp) const;
     float* p(std::int64_t offset) const { return store_->values.data() + offset; }
     float* g(std::int64_t offset) const { return store_->grads.data() + offset; }
-    void norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w, std::int64_t b) const;
-    void norm_backward(float* dinp, const float* dout, const float* in, const float* mean, const float* rstd, std::int64_t w, std::int64_t b) const;
+    void norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w,
+                      std::int64_t b) const;
+    void norm_backward(float* dinp, const float* dout, const float* in, const float* mean,
+                       const float* rstd, std::int64_t w, std::int64_t b) const;
 
     const core::ModelSpec* model_;
     ParameterStore* store_;
     bool first_, last_, layernorm_, swiglu_, bias_, sp_;
-    std::int64_t cp_ = 1, seq_ = 0, loss_tokens_ = 0; // T_ is this rank's part of seq_
+    std::int64_t cp_ = 1, seq_ = 0, loss_tokens_ = 0;  // T_ is this rank's part of seq_
     std::vector<std::vector<std::int32_t>> positions_; // per context rank
     std::vector<std::int32_t> visible_;                // keys each local query sees
     int cp_rank_ = 0;

@@ -25,11 +25,11 @@ std::vector<std::string> ignored_by_executor(const core::JobSpec& job);
 
 struct StepStats {
     std::int64_t step = 0;
-    double loss = 0.0;       // mean over the global batch's tokens
-    double grad_norm = 0.0;  // before clipping
+    double loss = 0.0;      // mean over the global batch's tokens
+    double grad_norm = 0.0; // before clipping
     double lr = 0.0;
     double seconds = 0.0;
-    bool skipped = false;    // non-finite gradients: no update
+    bool skipped = false;               // non-finite gradients: no update
     double peak_activation_bytes = 0.0; // this rank, during the step
 };
 

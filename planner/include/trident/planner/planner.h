@@ -22,11 +22,11 @@ namespace trident::planner {
 struct SearchSpace {
     std::vector<std::int64_t> tp, pp, cp, ep, vpp, micro_batch;
     std::vector<core::ScheduleKind> schedules;
-    std::vector<bool> sequence_parallel;     // empty: both where legal
-    std::vector<bool> distributed_optimizer; // empty: both where legal
+    std::vector<bool> sequence_parallel;      // empty: both where legal
+    std::vector<bool> distributed_optimizer;  // empty: both where legal
     std::optional<core::Recompute> recompute; // pinned; nullopt: cheapest that fits
     bool allow_cross_node_tp = false;
-    bool overlap = true;          // overlap_grad_reduce (and param gather with ZeRO-1)
+    bool overlap = true; // overlap_grad_reduce (and param gather with ZeRO-1)
     bool flash_attention = true;
 };
 
@@ -68,9 +68,9 @@ struct PlanResult {
     std::vector<Candidate> best; // fastest first (ties: less memory, fewer cross-node groups)
     std::map<std::string, std::int64_t> rejection_counts; // per reason kind
     std::vector<Rejection> closest_rejected; // memory rejections with the smallest overrun
-    std::int64_t layouts = 0;    // enumerated
-    std::int64_t feasible = 0;   // valid and within the budget
-    std::int64_t simulated = 0;  // simulated in full
+    std::int64_t layouts = 0;                // enumerated
+    std::int64_t feasible = 0;               // valid and within the budget
+    std::int64_t simulated = 0;              // simulated in full
     // The least memory any over-budget layout needs at its most frugal recomputation (when
     // nothing fits, the least any valid layout needs) and which layout that is.
     double smallest_peak_bytes = 0.0;
@@ -79,8 +79,8 @@ struct PlanResult {
     bool cancelled = false;
 };
 
-PlanResult plan(const core::JobSpec& specs, const core::Profile& profile,
-                const SearchSpace& space, const PlanOptions& options);
+PlanResult plan(const core::JobSpec& specs, const core::Profile& profile, const SearchSpace& space,
+                const PlanOptions& options);
 
 // The plan chosen, as a self-contained plan file with a "planner" record (predictions and why
 // this recomputation).

@@ -43,7 +43,8 @@ struct StageMemory {
     double buffers_bytes = 0.0;
     std::int32_t in_flight = 0; // (micro-batch, chunk) pairs held until their backward
     double total_bytes() const {
-        return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + buffers_bytes;
+        return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes +
+               buffers_bytes;
     }
 };
 

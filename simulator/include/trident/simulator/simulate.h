@@ -16,12 +16,12 @@ namespace trident::simulator {
 struct StageReport {
     std::int32_t stage = 0;
     std::int64_t representative_rank = 0;
-    double compute_s = 0.0;     // F, B, W kernels
-    double recompute_s = 0.0;   // repeated forward inside B
-    double collective_s = 0.0;  // tp / cp / ep collectives inside the passes (exposed)
+    double compute_s = 0.0;       // F, B, W kernels
+    double recompute_s = 0.0;     // repeated forward inside B
+    double collective_s = 0.0;    // tp / cp / ep collectives inside the passes (exposed)
     double data_parallel_s = 0.0; // exposed gradient reduction, embedding sync, param gather
     double optimizer_s = 0.0;
-    double bubble_s = 0.0;      // idle: pipeline fill/drain and waits for point-to-point data
+    double bubble_s = 0.0; // idle: pipeline fill/drain and waits for point-to-point data
     double pipeline_end_s = 0.0;
     StageMemory memory;
     double bubble_fraction(double step_s) const { return step_s > 0 ? bubble_s / step_s : 0.0; }
@@ -33,8 +33,8 @@ struct Report {
     std::string profile_kind; // measured | derived
     double step_time_s = 0.0;
     double tokens_per_s = 0.0;
-    double model_flops = 0.0;    // per step, all devices
-    double hardware_flops = 0.0; // recomputation included
+    double model_flops = 0.0;       // per step, all devices
+    double hardware_flops = 0.0;    // recomputation included
     double tflops_per_device = 0.0; // model FLOPs
     double mfu = 0.0;
     double hfu = 0.0;
@@ -63,7 +63,9 @@ struct StepTail {
     double embedding_sync_s = 0.0;
     double optimizer_s = 0.0;
     double parameter_gather_s = 0.0;
-    double total_s() const { return gradient_reduce_s + embedding_sync_s + optimizer_s + parameter_gather_s; }
+    double total_s() const {
+        return gradient_reduce_s + embedding_sync_s + optimizer_s + parameter_gather_s;
+    }
 };
 StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t stage,
                    double bucket_parameters = SimulateOptions{}.bucket_parameters);

@@ -22,14 +22,14 @@ void matmul_backward_weight(float* dweight, float* dbias, const float* dout, con
                             std::int64_t N, std::int64_t C, std::int64_t OC);
 
 // LayerNorm (Ba et al. 2016) over C; saves mean and 1/std per row for the backward.
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                       const float* weight, const float* bias, std::int64_t N, std::int64_t C);
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, std::int64_t N, std::int64_t C);
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean,
-                        const float* rstd, std::int64_t N, std::int64_t C);
+                        const float* inp, const float* weight, const float* mean, const float* rstd,
+                        std::int64_t N, std::int64_t C);
 // RMSNorm (Zhang & Sennrich 2019): x / rms(x) · weight.
-void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
-                     std::int64_t N, std::int64_t C);
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, std::int64_t N,
+                     std::int64_t C);
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                       const float* weight, const float* rstd, std::int64_t N, std::int64_t C);
 
@@ -67,9 +67,8 @@ void attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
 
 // Vocabulary-parallel embedding: this shard holds rows [vocab_start, vocab_start + V_local) of
 // the table; tokens outside it contribute zero (the tensor group sums the shards).
-void embedding_forward(float* out, const std::int32_t* tokens, const float* table,
-                       std::int64_t N, std::int64_t C, std::int64_t vocab_start,
-                       std::int64_t vocab_local);
+void embedding_forward(float* out, const std::int32_t* tokens, const float* table, std::int64_t N,
+                       std::int64_t C, std::int64_t vocab_start, std::int64_t vocab_local);
 void embedding_backward(float* dtable, const std::int32_t* tokens, const float* dout,
                         std::int64_t N, std::int64_t C, std::int64_t vocab_start,
                         std::int64_t vocab_local);
@@ -91,7 +90,7 @@ void cross_entropy_backward(float* exps, const float* sum_exp, const std::int32_
                             float scale, std::int64_t N, std::int64_t V, std::int64_t vocab_start);
 
 // AdamW (Loshchilov & Hutter 2019) with bias correction; step t counts from 1.
-void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n,
-                  float lr, float beta1, float beta2, float eps, float weight_decay, int t);
+void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n, float lr,
+                  float beta1, float beta2, float eps, float weight_decay, int t);
 
 } // namespace trident::kernels::cpu
