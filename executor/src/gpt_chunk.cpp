@@ -97,9 +97,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     seq_ = job.training.seq_length;
     cp_ = plan.cp;
     cp_rank_ = cp_rank;
-    for (std::int64_t r = 0; r < cp_; ++r)
-        positions_.push_back(cp_ > 1 ? context_positions(seq_, cp_, r)
-                                     : context_positions(seq_, 1, 0));
+    for (std::int64_t c = 0; c < cp_; ++c) positions_.push_back(context_positions(seq_, cp_, c));
     T_ = std::int64_t(positions_[std::size_t(cp_rank)].size()); // this rank's tokens per sequence
     for (auto p : positions_[std::size_t(cp_rank)]) visible_.push_back(p + 1);
     N_ = B_ * T_;

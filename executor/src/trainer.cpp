@@ -122,8 +122,7 @@ void Trainer::tokens_for(std::int64_t index, std::int32_t microbatch,
     const std::int64_t b = job_.plan.micro_batch_size, T = job_.training.seq_length;
     const std::int64_t m = job_.micro_batches_per_step();
     // This context rank's tokens of each sequence.
-    const std::vector<std::int32_t> positions =
-        context_positions(T, job_.plan.cp, groups_.coord.cp);
+    const std::vector<std::int32_t>& positions = chunks_.front().local_positions();
     const std::int64_t local = std::int64_t(positions.size());
     inputs.resize(std::size_t(b * local));
     targets.resize(std::size_t(b * local));

@@ -91,6 +91,10 @@ public:
 
     bool first() const { return first_; }
     bool last() const { return last_; }
+    // The positions in each sequence of this context rank's tokens (all of them when cp is 1).
+    const std::vector<std::int32_t>& local_positions() const {
+        return positions_[std::size_t(cp_rank_)];
+    }
     // One micro-batch's hidden state on this rank: [N×h], or its 1/tp rows under sequence
     // parallelism (what travels between pipeline stages).
     std::int64_t hidden_elements() const { return Nl_ * h_; }
