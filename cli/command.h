@@ -12,10 +12,14 @@ struct Command {
 };
 
 Command add_plan_command(CLI::App& app);
+Command add_checkpoint_command(CLI::App& app);
+Command add_launch_command(CLI::App& app);
+Command add_preprocess_command(CLI::App& app);
 Command add_presets_command(CLI::App& app);
 Command add_profile_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_simulate_command(CLI::App& app);
+Command add_tokenizer_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);
 Command add_version_command(CLI::App& app);
 

@@ -24,7 +24,37 @@ void flag(CLI::App& app, const std::string& names, std::optional<bool>& target,
         ->group("Plan overrides");
 }
 
+void number(CLI::App& app, const std::string& names, std::optional<double>& target,
+            const std::string& help) {
+    app.add_option_function<double>(
+           names, [&target](const double& v) { target = v; }, help)
+        ->group("Optimizer (overrides the training spec)");
+}
+
 } // namespace
+
+void add_optimizer_options(CLI::App& app, core::JobInputs& in) {
+    const std::string group = "Optimizer (overrides the training spec)";
+    number(app, "--lr", in.lr, "Peak learning rate");
+    number(app, "--min-lr", in.min_lr, "Learning rate at the end of the decay");
+    app.add_option_function<std::int64_t>(
+           "--lr-warmup-iters", [&in](const std::int64_t& v) { in.lr_warmup_iters = v; },
+           "Linear warmup steps")
+        ->group(group);
+    app.add_option_function<std::int64_t>(
+           "--lr-decay-iters", [&in](const std::int64_t& v) { in.lr_decay_iters = v; },
+           "Steps over which the rate decays to --min-lr (default: train iters)")
+        ->group(group);
+    text(app, "--lr-decay-style", in.lr_decay_style, "cosine | linear | constant", group);
+    number(app, "--clip-grad", in.clip_grad, "Global gradient-norm clip (0: off)");
+    number(app, "--weight-decay", in.weight_decay, "AdamW weight decay (matrices only)");
+    number(app, "--adam-beta1", in.adam_beta1, "AdamW beta1");
+    number(app, "--adam-beta2", in.adam_beta2, "AdamW beta2");
+    app.add_option_function<std::int64_t>(
+           "--seed", [&in](const std::int64_t& v) { in.seed = v; },
+           "Seed of the initial weights and the data order (default: the training spec's)")
+        ->group(group);
+}
 
 void add_spec_options(CLI::App& app, core::JobInputs& in) {
     const std::string job = "Job (preset name or JSON path)";

@@ -12,4 +12,8 @@ void add_job_options(CLI::App& app, core::JobInputs& inputs);
 // its own search options.
 void add_spec_options(CLI::App& app, core::JobInputs& inputs);
 
+// Megatron's optimizer and learning-rate flags (--lr, --min-lr, --lr-warmup-iters, …) and
+// --seed: what `run` takes on top of the job options.
+void add_optimizer_options(CLI::App& app, core::JobInputs& inputs);
+
 } // namespace trident::cli

@@ -15,9 +15,11 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_help_all_flag("--help-all", "Show the help of every subcommand");
     std::vector<cli::Command> commands = {
-        cli::add_presets_command(app),  cli::add_validate_command(app),
-        cli::add_simulate_command(app), cli::add_plan_command(app),
-        cli::add_run_command(app),      cli::add_profile_command(app),
+        cli::add_presets_command(app),    cli::add_validate_command(app),
+        cli::add_simulate_command(app),   cli::add_plan_command(app),
+        cli::add_run_command(app),        cli::add_profile_command(app),
+        cli::add_preprocess_command(app), cli::add_checkpoint_command(app),
+        cli::add_launch_command(app),     cli::add_tokenizer_command(app),
         cli::add_version_command(app),
     };
     try {

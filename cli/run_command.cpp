@@ -1,20 +1,30 @@
-// `trident run`: train a plan for real, one process per rank under mpirun (CPU backend).
+// `trident run`: train a plan for real, one process per rank under mpirun (CPU backend):
+// indexed data or synthetic sequences, periodic validation, a log line per step, checkpoints
+// that survive a killed rank (--save/--load).
 #include "command.h"
 #include "job_options.h"
+#include "progress_bar.h"
+#include "training_data.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/job_loader.h"
+#include "trident/core/presets.h"
+#include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
+#include "trident/executor/checkpoint.h"
 #include "trident/executor/parameter_gather.h"
 #include "trident/executor/process_groups.h"
 #include "trident/executor/trace_gather.h"
 #include "trident/executor/trainer.h"
 #include "trident/kernels/cpu.h"
+#include "trident/simulator/flops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <malloc.h>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -24,11 +34,64 @@ namespace {
 struct RunOptions {
     core::JobInputs inputs;
     std::int64_t steps = 0;
-    std::uint64_t seed = 1234;
     std::string trace;
     std::string save_params;
     int threads = 1;
+    std::string data_path;
+    std::string split = "98,2,0";
+    std::int64_t eval_interval = 0;
+    std::int64_t eval_iters = 10;
+    std::string save, load;
+    std::int64_t save_interval = 0;
+    std::int64_t exit_interval = 0;
+    std::string profile;
 };
+
+// The per-device peak the MFU column divides by: --profile, else the cluster device's preset.
+// Nothing when neither exists; the banner says so.
+std::optional<double> peak_flops_per_s(const std::string& reference, const core::JobSpec& job,
+                                       std::string& note) {
+    const std::string name = reference.empty() ? job.cluster.device : reference;
+    try {
+        const core::Profile profile = core::Profile::from_json(
+            core::resolve_reference(name, core::PresetKind::profile, "--profile"), "--profile");
+        note = "MFU against " + profile.name() + "'s fp32 peak";
+        return profile.peak_flops_per_s(core::Dtype::fp32); // the CPU backend computes in fp32
+    } catch (const core::SpecError& e) {
+        if (!reference.empty()) throw; // asked for by name: a bad one is an error
+        note = "no MFU: no profile for device '" + name +
+               "' (measure one with `mpirun -np N trident profile --backend cpu --out F` and "
+               "pass --profile F)";
+        return std::nullopt;
+    }
+}
+
+// Refuses before training what would only fail after it: an unwritable --trace directory.
+void check_writable_parent(const std::string& path, const std::string& field, int rank) {
+    if (path.empty()) return;
+    int writable = 1;
+    if (rank == 0) {
+        const auto parent = std::filesystem::absolute(path).parent_path();
+        std::error_code ec;
+        writable = std::filesystem::is_directory(parent, ec) ? 1 : 0;
+    }
+    MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!writable) throw core::SpecError(field, "cannot write '" + path + "': no such directory");
+}
+
+std::string banner(const core::JobSpec& job, int ranks) {
+    // cp and ep appear only when used, so the common 3D banner stays short.
+    std::string degrees = "tp " + std::to_string(job.plan.tp);
+    if (job.plan.cp > 1) degrees += " · cp " + std::to_string(job.plan.cp);
+    degrees += " · pp " + std::to_string(job.plan.pp) + " · dp " + std::to_string(job.plan.dp);
+    if (job.plan.ep > 1) degrees += " · ep " + std::to_string(job.plan.ep);
+    char text[512];
+    std::snprintf(text, sizeof text, "training %s on %d ranks: %s, %s, %lld micro-batches of %lld",
+                  job.model.name.c_str(), ranks, degrees.c_str(),
+                  core::to_string(job.plan.schedule).c_str(),
+                  (long long)job.micro_batches_per_step(), (long long)job.plan.micro_batch_size);
+    return text;
+}
 
 } // namespace
 
@@ -38,11 +101,11 @@ Command add_run_command(CLI::App& app) {
     c.app = app.add_subcommand(
         "run", "Train a plan for real: mpirun -np N trident run --plan P (CPU backend)");
     add_job_options(*c.app, o->inputs);
+    add_optimizer_options(*c.app, o->inputs);
     c.app
         ->add_option("--steps", o->steps,
                      "Optimizer steps (default: the training spec's train_iters)")
         ->check(CLI::PositiveNumber);
-    c.app->add_option("--seed", o->seed, "Seed of the initial weights and the synthetic data");
     c.app->add_option("--trace", o->trace,
                       "Write the last step's measured timeline (Chrome-trace JSON)");
     c.app->add_option(
@@ -50,6 +113,43 @@ Command add_run_command(CLI::App& app) {
         "After training, write the full parameters (shards reassembled) to this file");
     c.app->add_option("--threads", o->threads, "BLAS threads per rank (default 1)")
         ->check(CLI::Range(1, 256));
+    c.app->add_option("--profile", o->profile,
+                      "Device profile whose peak the MFU column uses (default: the cluster's "
+                      "device)");
+    const std::string data = "Data";
+    c.app
+        ->add_option("--data-path", o->data_path,
+                     "Prefix of an indexed dataset (P.bin + P.idx from `trident preprocess`); "
+                     "without it, synthetic sequences")
+        ->group(data);
+    c.app->add_option("--split", o->split, "Train,validation[,test] weights over documents")
+        ->group(data)
+        ->capture_default_str();
+    c.app
+        ->add_option("--eval-interval", o->eval_interval,
+                     "Validation loss every N steps and after the last (0: never)")
+        ->group(data)
+        ->check(CLI::NonNegativeNumber);
+    c.app->add_option("--eval-iters", o->eval_iters, "Global batches per validation")
+        ->group(data)
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    const std::string ckpt = "Checkpoints";
+    c.app->add_option("--save", o->save, "Checkpoint directory to write")->group(ckpt);
+    c.app
+        ->add_option("--save-interval", o->save_interval,
+                     "Checkpoint every N steps (and after the last); needs --save")
+        ->group(ckpt)
+        ->check(CLI::NonNegativeNumber);
+    c.app
+        ->add_option("--exit-interval", o->exit_interval,
+                     "Stop (after saving, with --save) once the step number is a multiple of N; "
+                     "the learning-rate schedule stays that of --train-iters")
+        ->group(ckpt)
+        ->check(CLI::NonNegativeNumber);
+    c.app
+        ->add_option("--load", o->load, "Resume from the newest whole checkpoint in this directory")
+        ->group(ckpt);
     c.run = [o] {
         int argc = 0;
         char** argv = nullptr;
@@ -65,23 +165,16 @@ Command add_run_command(CLI::App& app) {
                                                      " ranks but the plan needs tp·cp·dp·pp = " +
                                                      std::to_string(job.cluster.devices()));
             executor::require_supported(job);
+            if (o->save_interval > 0 && o->save.empty())
+                throw core::SpecError("--save-interval", "needs --save DIR");
             if (rank == 0)
                 for (const std::string& line : executor::ignored_by_executor(job))
                     std::fprintf(stderr, "trident: warning: %s\n", line.c_str());
-            // Fail before training, not after it, when the trace cannot be written (rank 0
-            // writes it; everyone learns the answer).
-            if (!o->trace.empty()) {
-                int writable = 1;
-                if (rank == 0) {
-                    const auto parent = std::filesystem::absolute(o->trace).parent_path();
-                    std::error_code ec;
-                    writable = std::filesystem::is_directory(parent, ec) ? 1 : 0;
-                }
-                MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
-                if (!writable)
-                    throw core::SpecError("--trace",
-                                          "cannot write '" + o->trace + "': no such directory");
-            }
+            check_writable_parent(o->trace, "--trace", rank);
+            const std::uint64_t seed = std::uint64_t(job.training.seed);
+            const TrainingData data = open_training_data(o->data_path, o->split, job, seed);
+            std::string mfu_note;
+            const std::optional<double> peak = peak_flops_per_s(o->profile, job, mfu_note);
             kernels::cpu::set_blas_threads(o->threads);
             // Activations are freed and reallocated every micro-batch: keep the freed memory in
             // the heap instead of returning it to the kernel, which would hand back zero-filled
@@ -89,36 +182,87 @@ Command add_run_command(CLI::App& app) {
             mallopt(M_MMAP_THRESHOLD, 1 << 30);
             mallopt(M_TRIM_THRESHOLD, 1 << 30);
             executor::ProcessGroups groups(job.plan, rank);
-            executor::Trainer trainer(job, groups, o->seed);
+            executor::Trainer trainer(job, groups, seed, data.train);
             const std::int64_t steps = job.training.train_iters;
+            const std::int64_t gbs = job.training.global_batch_size;
             const double tokens = double(job.training.tokens_per_step());
-            if (rank == 0) {
-                // cp and ep appear only when used, so the common 3D banner stays short.
-                std::string degrees = "tp " + std::to_string(job.plan.tp);
-                if (job.plan.cp > 1) degrees += " · cp " + std::to_string(job.plan.cp);
-                degrees +=
-                    " · pp " + std::to_string(job.plan.pp) + " · dp " + std::to_string(job.plan.dp);
-                if (job.plan.ep > 1) degrees += " · ep " + std::to_string(job.plan.ep);
-                std::printf("training %s on %d ranks: %s, %s, %lld micro-batches of %lld\n",
-                            job.model.name.c_str(), mpi.world_size(), degrees.c_str(),
-                            core::to_string(job.plan.schedule).c_str(),
-                            (long long)job.micro_batches_per_step(),
-                            (long long)job.plan.micro_batch_size);
+            const double model_flops = simulator::step_flops(job).model;
+            std::int64_t first_step = 0;
+            if (!o->load.empty()) {
+                const auto position = executor::load_checkpoint(o->load, trainer, job, groups);
+                if (position && position->seed != seed)
+                    throw core::SpecError("--seed", "the checkpoint in '" + o->load +
+                                                        "' was trained with seed " +
+                                                        std::to_string(position->seed) +
+                                                        "; this run's is " + std::to_string(seed));
+                if (position) first_step = position->iteration;
+                if (rank == 0)
+                    std::printf(
+                        "%s\n",
+                        position
+                            ? ("resuming from " + o->load + "/" +
+                               executor::checkpoint_name(first_step) + " (step " +
+                               std::to_string(first_step) + ", " +
+                               std::to_string(position->consumed_samples) + " samples consumed)")
+                                  .c_str()
+                            : ("no checkpoint in " + o->load + ": starting from step 0").c_str());
             }
+            if (rank == 0) {
+                std::printf("%s\ndata: %s\n%s\n", banner(job, mpi.world_size()).c_str(),
+                            data.description.c_str(), mfu_note.c_str());
+                std::fflush(stdout);
+            }
+            const auto validate = [&](std::int64_t after_step) {
+                double sum = 0.0;
+                for (std::int64_t i = 0; i < o->eval_iters; ++i)
+                    sum += trainer.evaluate(data.validation, i * gbs);
+                const double loss = sum / double(o->eval_iters);
+                if (rank == 0) {
+                    std::printf("validation after step %lld | loss %.9g | perplexity %.4g\n",
+                                (long long)after_step, loss, std::exp(std::min(loss, 700.0)));
+                    std::fflush(stdout);
+                }
+            };
+            const auto save = [&](std::int64_t after_step) {
+                executor::save_checkpoint(o->save, {after_step, after_step * gbs, seed}, trainer,
+                                          job, groups);
+                if (rank == 0) {
+                    std::printf("saved %s/%s\n", o->save.c_str(),
+                                executor::checkpoint_name(after_step).c_str());
+                    std::fflush(stdout);
+                }
+            };
+            const bool validating = o->eval_interval > 0 && data.validation;
+            ProgressBar bar(double(steps), "steps", rank == 0);
             std::vector<core::TraceEvent> events;
             double peak_activation_bytes = 0.0;
-            for (std::int64_t s = 0; s < steps; ++s) {
+            std::int64_t last_saved = first_step, last_validated = -1, last_step = first_step;
+            for (std::int64_t s = first_step; s < steps; ++s) {
+                last_step = s + 1;
                 events.clear();
                 const bool record = !o->trace.empty() && s == steps - 1;
                 const executor::StepStats st = trainer.step(s, record ? &events : nullptr);
                 peak_activation_bytes = std::max(peak_activation_bytes, st.peak_activation_bytes);
                 if (rank == 0) {
+                    // Model FLOPs per device (Narayanan et al. 2021), as Megatron reports them.
+                    const double tflops = model_flops / st.seconds / mpi.world_size() / 1e12;
+                    char mfu[32] = "";
+                    if (peak)
+                        std::snprintf(mfu, sizeof mfu, " | MFU %.1f %%",
+                                      tflops * 1e12 / *peak * 100);
+                    bar.finish();
                     std::printf("step %lld/%lld | loss %.9g | lr %.3e | grad norm %.4f | %.3f s | "
-                                "%.0f tokens/s%s\n",
+                                "%.0f tokens/s | %.3f TFLOP/s%s%s\n",
                                 (long long)(s + 1), (long long)steps, st.loss, st.lr, st.grad_norm,
-                                st.seconds, tokens / st.seconds,
-                                st.skipped ? " | skipped (non-finite gradients)" : "");
+                                st.seconds, tokens / st.seconds, tflops, mfu,
+                                st.skipped ? (" | skipped (non-finite gradients; " +
+                                              std::to_string(trainer.skipped_steps()) + " so far)")
+                                                 .c_str()
+                                           : "");
                     std::fflush(stdout);
+                    char detail[64];
+                    std::snprintf(detail, sizeof detail, "loss %.4f", st.loss);
+                    bar.update(double(s + 1), detail);
                 }
                 if (record) {
                     const core::Trace trace = executor::gather_trace(events);
@@ -128,12 +272,24 @@ Command add_run_command(CLI::App& app) {
                         core::write_file_atomically(o->trace, text.str(), "--trace");
                     }
                 }
+                if (validating && (s + 1) % o->eval_interval == 0) {
+                    validate(s + 1);
+                    last_validated = s + 1;
+                }
+                if (o->save_interval > 0 && (s + 1) % o->save_interval == 0) {
+                    save(s + 1);
+                    last_saved = s + 1;
+                }
+                if (o->exit_interval > 0 && (s + 1) % o->exit_interval == 0) break;
             }
+            bar.finish();
+            if (validating && last_validated != last_step) validate(last_step);
+            if (!o->save.empty() && last_saved != last_step) save(last_step);
             // The memory model's counterpart: activations held at once, on the busiest rank.
-            float peak = float(peak_activation_bytes);
-            groups.world->all_reduce_max(&peak, 1);
+            float peak_bytes = float(peak_activation_bytes);
+            groups.world->all_reduce_max(&peak_bytes, 1);
             if (rank == 0)
-                std::printf("peak activation bytes (largest rank): %.0f\n", double(peak));
+                std::printf("peak activation bytes (largest rank): %.0f\n", double(peak_bytes));
             if (!o->save_params.empty()) {
                 const auto full = executor::gather_parameters(trainer.parameters());
                 if (rank == 0)

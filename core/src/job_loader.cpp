@@ -131,6 +131,16 @@ void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
         if (in.global_batch_size) training["global_batch_size"] = *in.global_batch_size;
         if (in.seq_length) training["seq_length"] = *in.seq_length;
         if (in.train_iters) training["train_iters"] = *in.train_iters;
+        if (in.lr) training["lr"] = *in.lr;
+        if (in.min_lr) training["min_lr"] = *in.min_lr;
+        if (in.lr_warmup_iters) training["lr_warmup_iters"] = *in.lr_warmup_iters;
+        if (in.lr_decay_iters) training["lr_decay_iters"] = *in.lr_decay_iters;
+        if (in.lr_decay_style) training["lr_decay_style"] = *in.lr_decay_style;
+        if (in.clip_grad) training["clip_grad"] = *in.clip_grad;
+        if (in.weight_decay) training["weight_decay"] = *in.weight_decay;
+        if (in.adam_beta1) training["adam_beta1"] = *in.adam_beta1;
+        if (in.adam_beta2) training["adam_beta2"] = *in.adam_beta2;
+        if (in.seed) training["seed"] = *in.seed;
         return training_from_json(training, job.model.max_position_embeddings);
     });
 }

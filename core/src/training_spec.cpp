@@ -55,7 +55,9 @@ Json to_json(const TrainingSpec& t) {
     j["lr"] = t.lr.lr;
     j["min_lr"] = t.lr.min_lr;
     j["lr_warmup_iters"] = t.lr.warmup_iters;
-    j["lr_decay_iters"] = t.lr.decay_iters;
+    // Left out when it is the default (train_iters), so a plan file run with another
+    // --train-iters decays over the new length instead of the one the planner saw.
+    if (t.lr.decay_iters != t.train_iters) j["lr_decay_iters"] = t.lr.decay_iters;
     j["lr_decay_style"] = to_string(t.lr.decay_style);
     j["weight_decay"] = t.weight_decay;
     j["clip_grad"] = t.clip_grad;

@@ -57,12 +57,20 @@ void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t le
     }
 }
 
-Trainer::Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed)
-    : job_(job), groups_(groups), seed_(seed),
+Trainer::Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed,
+                 SampleSource samples)
+    : job_(job), groups_(groups), seed_(seed), samples_(std::move(samples)),
       schedule_(core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp),
                                     std::int32_t(job.plan.vpp),
                                     std::int32_t(job.micro_batches_per_step()))) {
     require_supported(job);
+    if (!samples_) {
+        const std::int64_t vocab = job.model.vocab_size;
+        const std::int64_t length = job.training.seq_length + 1;
+        samples_ = [seed, vocab, length](std::int64_t index, std::int32_t* tokens) {
+            synthetic_sequence(seed, index, length, vocab, tokens);
+        };
+    }
     const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
     for (std::int32_t c = 0; c < job.plan.vpp; ++c)
         chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),
@@ -116,8 +124,8 @@ double Trainer::learning_rate(std::int64_t it) const {
     return s.min_lr + coeff * (s.lr - s.min_lr);
 }
 
-void Trainer::tokens_for(std::int64_t index, std::int32_t microbatch,
-                         std::vector<std::int32_t>& inputs,
+void Trainer::tokens_for(const SampleSource& samples, std::int64_t first_sample,
+                         std::int32_t microbatch, std::vector<std::int32_t>& inputs,
                          std::vector<std::int32_t>& targets) const {
     const std::int64_t b = job_.plan.micro_batch_size, T = job_.training.seq_length;
     const std::int64_t m = job_.micro_batches_per_step();
@@ -129,9 +137,8 @@ void Trainer::tokens_for(std::int64_t index, std::int32_t microbatch,
     std::vector<std::int32_t> seq(std::size_t(T + 1));
     for (std::int64_t i = 0; i < b; ++i) {
         // Each data-parallel rank takes its contiguous part of the global batch.
-        const std::int64_t sample =
-            index * job_.training.global_batch_size + groups_.coord.dp * m * b + microbatch * b + i;
-        synthetic_sequence(seed_, sample, T + 1, job_.model.vocab_size, seq.data());
+        const std::int64_t sample = first_sample + groups_.coord.dp * m * b + microbatch * b + i;
+        samples(sample, seq.data());
         for (std::int64_t t = 0; t < local; ++t) {
             inputs[std::size_t(i * local + t)] = seq[std::size_t(positions[std::size_t(t)])];
             targets[std::size_t(i * local + t)] = seq[std::size_t(positions[std::size_t(t)] + 1)];
@@ -139,7 +146,8 @@ void Trainer::tokens_for(std::int64_t index, std::int32_t microbatch,
     }
 }
 
-void Trainer::run_schedule(std::int64_t index, StepStats& stats,
+void Trainer::run_schedule(const SampleSource& samples, std::int64_t first_sample,
+                           bool forward_only, StepStats& stats,
                            std::vector<core::TraceEvent>* trace) {
     const std::int32_t pp_rank = std::int32_t(groups_.coord.pp);
     const std::int32_t m = schedule_.microbatches;
@@ -158,6 +166,12 @@ void Trainer::run_schedule(std::int64_t index, StepStats& stats,
     const auto now = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
     double live_bytes = 0.0, loss_sum = 0.0;
     for (const core::Action& a : schedule_.ranks[std::size_t(pp_rank)]) {
+        // Evaluation walks the forward half of the same schedule: forwards never wait on a
+        // backward, so the subsequence keeps the schedule's deadlock-free order.
+        if (forward_only && a.kind != core::ActionKind::forward &&
+            a.kind != core::ActionKind::send_activation &&
+            a.kind != core::ActionKind::recv_activation)
+            continue;
         const double t0 = now();
         Slot& slot = slots[{a.microbatch, a.chunk}];
         const GptChunk& chunk = chunks_[std::size_t(a.chunk)];
@@ -167,12 +181,13 @@ void Trainer::run_schedule(std::int64_t index, StepStats& stats,
         switch (a.kind) {
         case core::ActionKind::forward:
             stream = core::Stream::compute;
-            tokens_for(index, a.microbatch, slot.inputs, slot.targets);
+            tokens_for(samples, first_sample, a.microbatch, slot.inputs, slot.targets);
             slot.acts.tokens = slot.inputs.data();
             slot.acts.targets = slot.targets.data();
             if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
             chunk.forward(slot.acts, comms);
             if (chunk.last()) loss_sum += slot.acts.loss;
+            if (forward_only && chunk.last()) slots.erase({a.microbatch, a.chunk});
             break;
         case core::ActionKind::backward_input:
             stream = core::Stream::compute;
@@ -188,6 +203,7 @@ void Trainer::run_schedule(std::int64_t index, StepStats& stats,
             groups_.pipeline->send(slot.acts.output.data(), hidden, a.peer,
                                    tag(vs + 1, a.microbatch, false));
             Vec().swap(slot.acts.output);
+            if (forward_only) slots.erase({a.microbatch, a.chunk}); // sends copy their buffer
             break;
         case core::ActionKind::recv_activation:
             slot.received_activation.resize(hidden);
@@ -315,10 +331,20 @@ StepStats Trainer::step(std::int64_t index, std::vector<core::TraceEvent>* trace
     StepStats stats;
     stats.step = index;
     std::fill(store_.grads.begin(), store_.grads.end(), 0.0f);
-    run_schedule(index, stats, trace);
+    run_schedule(samples_, index * job_.training.global_batch_size, false, stats, trace);
     reduce_and_update(index, stats);
     stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return stats;
+}
+
+double Trainer::evaluate(const SampleSource& samples, std::int64_t first_sample) {
+    StepStats stats;
+    run_schedule(samples, first_sample, true, stats, nullptr);
+    return stats.loss;
+}
+
+TrainerState Trainer::state() {
+    return {store_.values, adam_m_, adam_v_, &skipped_};
 }
 
 } // namespace trident::executor

@@ -22,6 +22,10 @@ struct JobInputs {
     std::optional<std::int64_t> global_batch_size;
     std::optional<std::int64_t> seq_length;
     std::optional<std::int64_t> train_iters;
+    // optimizer overrides (Megatron's --lr, --min-lr, … ; what `run` takes)
+    std::optional<double> lr, min_lr, clip_grad, weight_decay, adam_beta1, adam_beta2;
+    std::optional<std::int64_t> lr_warmup_iters, lr_decay_iters, seed;
+    std::optional<std::string> lr_decay_style;
 
     // parallel overrides
     std::optional<std::int64_t> tp, pp, cp, ep, vpp, micro_batch_size;

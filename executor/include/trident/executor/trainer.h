@@ -10,8 +10,10 @@
 #include "trident/executor/process_groups.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,25 +35,45 @@ struct StepStats {
     double peak_activation_bytes = 0.0; // this rank, during the step
 };
 
+// Writes sample `index` of a token stream — seq_length + 1 ids, inputs and next-token
+// targets — into `tokens`. The global batch of step s is samples s·B … s·B + B − 1; each
+// data-parallel rank reads its contiguous part of it.
+using SampleSource = std::function<void(std::int64_t index, std::int32_t* tokens)>;
+
+// The optimizer state a checkpoint holds for this rank (views into the trainer).
+struct TrainerState {
+    std::span<float> parameters; // this rank's whole flat buffer (padded)
+    std::span<float> adam_m, adam_v;
+    std::int64_t* skipped_steps = nullptr;
+};
+
 class Trainer {
 public:
-    Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed);
+    // An empty `samples` trains on synthetic_sequence(seed, …).
+    Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed,
+            SampleSource samples = {});
 
     // One optimizer step (0-based index); records events into `trace` when given.
     StepStats step(std::int64_t index, std::vector<core::TraceEvent>* trace = nullptr);
+    // Mean loss over the global batch that starts at sample `first_sample` of `samples`,
+    // forward passes only (the schedule's forward actions in its order); no state changes.
+    double evaluate(const SampleSource& samples, std::int64_t first_sample);
     const ParameterStore& parameters() const { return store_; }
     std::int64_t skipped_steps() const { return skipped_; }
+    TrainerState state();
+    double learning_rate(std::int64_t index) const;
 
 private:
-    void run_schedule(std::int64_t index, StepStats& stats, std::vector<core::TraceEvent>* trace);
+    void run_schedule(const SampleSource& samples, std::int64_t first_sample, bool forward_only,
+                      StepStats& stats, std::vector<core::TraceEvent>* trace);
     double reduce_and_update(std::int64_t index, StepStats& stats);
-    double learning_rate(std::int64_t index) const;
-    void tokens_for(std::int64_t index, std::int32_t microbatch, std::vector<std::int32_t>& inputs,
-                    std::vector<std::int32_t>& targets) const;
+    void tokens_for(const SampleSource& samples, std::int64_t first_sample, std::int32_t microbatch,
+                    std::vector<std::int32_t>& inputs, std::vector<std::int32_t>& targets) const;
 
     const core::JobSpec job_;
     ProcessGroups& groups_;
     std::uint64_t seed_;
+    SampleSource samples_;
     core::Schedule schedule_;
     ParameterStore store_;
     std::vector<GptChunk> chunks_;

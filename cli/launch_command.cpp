@@ -1,0 +1,196 @@
+// `trident launch`: runs a plan across hosts. With --hostfile it builds the mpirun command
+// (OpenMPI) that starts one `trident run` per rank, placing ranks so that every
+// tensor-parallel group sits on one node (Megatron's rank order puts tp fastest, so whole
+// blocks of tp consecutive ranks per host suffice); with --slurm it writes an sbatch script
+// that does the same through srun. --dry-run prints the command instead of running it.
+#include "command.h"
+#include "trident/core/atomic_file.h"
+#include "trident/core/job_loader.h"
+#include "trident/core/spec_error.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <unistd.h>
+
+namespace trident::cli {
+namespace {
+
+struct LaunchOptions {
+    std::string plan, hostfile, slurm, mpirun = "mpirun", mpirun_args;
+    bool dry_run = false;
+    std::vector<std::string> run_args;
+};
+
+struct Host {
+    std::string name;
+    std::int64_t slots = 1;
+};
+
+// OpenMPI's hostfile: "name [slots=N] [max_slots=M]" per line, '#' comments.
+std::vector<Host> read_hostfile(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw core::SpecError("--hostfile", "cannot read '" + path + "'");
+    std::vector<Host> hosts;
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        line = line.substr(0, line.find('#'));
+        std::istringstream words(line);
+        Host h;
+        if (!(words >> h.name)) continue;
+        std::string word;
+        while (words >> word) {
+            const auto eq = word.find('=');
+            const std::string key = word.substr(0, eq);
+            if (eq == std::string::npos || (key != "slots" && key != "max_slots"))
+                throw core::SpecError(path + ":" + std::to_string(number),
+                                      "expected 'HOST slots=N', found '" + word + "'");
+            char* end = nullptr;
+            const long long v = std::strtoll(word.c_str() + eq + 1, &end, 10);
+            if (*end != '\0' || v < 1)
+                throw core::SpecError(path + ":" + std::to_string(number),
+                                      key + " must be a positive integer");
+            if (key == "slots") h.slots = v;
+        }
+        hosts.push_back(h);
+    }
+    if (hosts.empty()) throw core::SpecError("--hostfile", "'" + path + "' names no host");
+    return hosts;
+}
+
+// Ranks per host: hosts filled in order with whole tensor-parallel groups.
+std::vector<std::pair<std::string, std::int64_t>> place(const std::vector<Host>& hosts,
+                                                        std::int64_t world, std::int64_t tp) {
+    std::vector<std::pair<std::string, std::int64_t>> placed;
+    std::int64_t left = world;
+    for (const Host& h : hosts) {
+        const std::int64_t n = std::min(left, h.slots / tp * tp);
+        if (n > 0) placed.emplace_back(h.name, n);
+        left -= n;
+        if (left == 0) break;
+    }
+    if (left > 0)
+        throw core::SpecError("--hostfile", "the hosts hold " + std::to_string(world - left) +
+                                                " of the plan's " + std::to_string(world) +
+                                                " ranks in whole tensor-parallel groups of " +
+                                                std::to_string(tp) +
+                                                " (add hosts or slots; a group never spans hosts)");
+    return placed;
+}
+
+std::string quote(const std::string& word) {
+    if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+                                                "VWXYZ0123456789_-./=:,@+%") == std::string::npos)
+        return word;
+    std::string q = "'";
+    for (const char ch : word) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return q + "'";
+}
+
+std::string joined(const std::vector<std::string>& words) {
+    std::string s;
+    for (const auto& w : words) s += (s.empty() ? "" : " ") + quote(w);
+    return s;
+}
+
+std::string self_path() {
+    std::error_code ec;
+    const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? "trident" : p.string();
+}
+
+// A GPU cluster needs NCCL's environment; the CPU backend needs none of it.
+bool uses_cuda(const core::JobSpec& job) {
+    return job.cluster.device != "cpu-host";
+}
+
+std::vector<std::string> environment(const core::JobSpec& job) {
+    std::vector<std::string> env{"OMP_NUM_THREADS=1"};
+    if (uses_cuda(job)) {
+        // One hardware queue per device keeps kernels in issue order, which Megatron's
+        // communication overlap relies on; NCCL warnings reach the logs.
+        env.push_back("CUDA_DEVICE_MAX_CONNECTIONS=1");
+        env.push_back("NCCL_DEBUG=WARN");
+    }
+    return env;
+}
+
+} // namespace
+
+Command add_launch_command(CLI::App& app) {
+    auto o = std::make_shared<LaunchOptions>();
+    Command c;
+    c.app = app.add_subcommand(
+        "launch", "Run a plan across hosts: mpirun from a hostfile, or an sbatch script (--slurm)");
+    c.app->add_option("--plan", o->plan, "Plan file (from `trident plan --out`)")->required();
+    c.app->add_option("--hostfile", o->hostfile, "OpenMPI hostfile: 'HOST slots=N' per line");
+    c.app->add_option("--slurm", o->slurm, "Write an sbatch script (srun) to this file instead");
+    c.app->add_flag("--dry-run", o->dry_run, "Print the command instead of running it");
+    c.app->add_option("--mpirun", o->mpirun, "The mpirun to use")->capture_default_str();
+    c.app->add_option("--mpirun-args", o->mpirun_args,
+                      "Extra mpirun arguments, one string (e.g. \"--oversubscribe\")");
+    c.app->add_option("run_args", o->run_args, "Arguments for `trident run`, after --");
+    c.run = [o] {
+        core::JobInputs inputs;
+        inputs.plan = o->plan;
+        const core::JobSpec job = core::load_job(inputs);
+        const std::int64_t world = job.cluster.devices();
+        // A file travels as an absolute path (ranks may start elsewhere); a preset by name.
+        const std::string plan = std::filesystem::exists(o->plan)
+                                     ? std::filesystem::absolute(o->plan).string()
+                                     : o->plan;
+        std::vector<std::string> run{self_path(), "run", "--plan", plan};
+        run.insert(run.end(), o->run_args.begin(), o->run_args.end());
+        if (!o->slurm.empty()) {
+            if (!o->hostfile.empty())
+                throw core::SpecError("--slurm", "Slurm places the ranks: drop --hostfile");
+            const std::int64_t per_node = job.cluster.devices_per_node;
+            std::ostringstream s;
+            s << "#!/bin/bash\n"
+              << "# Written by trident launch for " << job.model.name << " on " << job.cluster.nodes
+              << " × " << per_node << " " << job.cluster.device << "\n"
+              << "#SBATCH --job-name=trident-" << job.model.name << "\n"
+              << "#SBATCH --nodes=" << job.cluster.nodes << "\n"
+              << "#SBATCH --ntasks-per-node=" << per_node << "\n";
+            if (uses_cuda(job)) s << "#SBATCH --gpus-per-node=" << per_node << "\n";
+            s << "#SBATCH --exclusive\n\n";
+            for (const std::string& e : environment(job)) s << "export " << e << "\n";
+            // Block distribution: consecutive ranks fill a node first, so tensor groups
+            // (consecutive ranks, tp dividing devices_per_node) stay inside one.
+            s << "\nsrun --mpi=pmix --ntasks=" << world << " --ntasks-per-node=" << per_node
+              << " --distribution=block:block " << joined(run) << "\n";
+            core::write_file_atomically(o->slurm, s.str(), "--slurm");
+            std::printf("wrote %s: sbatch %s starts %lld ranks on %lld nodes\n", o->slurm.c_str(),
+                        o->slurm.c_str(), (long long)world, (long long)job.cluster.nodes);
+            return 0;
+        }
+        if (o->hostfile.empty())
+            throw core::SpecError("--hostfile", "required (or --slurm FILE for Slurm)");
+        const auto placed = place(read_hostfile(o->hostfile), world, job.plan.tp);
+        std::vector<std::string> cmd{o->mpirun, "-np", std::to_string(world)};
+        std::string hosts;
+        for (const auto& [name, n] : placed)
+            hosts += (hosts.empty() ? "" : ",") + name + ":" + std::to_string(n);
+        cmd.insert(cmd.end(), {"--host", hosts, "--map-by", "slot", "--bind-to", "none"});
+        if (::geteuid() == 0) cmd.push_back("--allow-run-as-root"); // OpenMPI refuses root else
+        for (const std::string& e : environment(job)) cmd.insert(cmd.end(), {"-x", e});
+        std::istringstream extra(o->mpirun_args);
+        for (std::string w; extra >> w;) cmd.push_back(w);
+        cmd.insert(cmd.end(), run.begin(), run.end());
+        if (o->dry_run) {
+            std::printf("%s\n", joined(cmd).c_str());
+            return 0;
+        }
+        std::fflush(stdout);
+        std::vector<char*> argv;
+        for (auto& w : cmd) argv.push_back(w.data());
+        argv.push_back(nullptr);
+        ::execvp(argv[0], argv.data());
+        throw core::SpecError("--mpirun", "cannot run '" + o->mpirun + "'");
+    };
+    return c;
+}
+
+} // namespace trident::cli

@@ -1,0 +1,73 @@
+// `trident launch`: the mpirun command and sbatch script it builds from a plan and a hostfile,
+// and its refusals. (The single-host launch that really runs is in tests/mpi/training_test.)
+#include "run_command.h"
+
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+
+namespace fs = std::filesystem;
+using trident::test::run_trident;
+
+namespace {
+
+const std::string kTp4Plan = std::string(TRIDENT_TEST_DATA) + "/plans/gpt-tiny-tp4-two-nodes.json";
+
+std::string write_temp(const std::string& name, const std::string& text) {
+    const fs::path p = fs::path(testing::TempDir()) / name;
+    std::ofstream(p) << text;
+    return p.string();
+}
+
+} // namespace
+
+TEST(Launch, KeepsEveryTensorGroupOnOneHost) {
+    // 6 slots per host: only whole groups of 4 go on each, so 4 + 4, never 6 + 2.
+    const auto r = run_trident({"launch", "--plan", kTp4Plan, "--hostfile",
+                                write_temp("hosts6", "# two nodes\nnode1 slots=6\nnode2 slots=6\n"),
+                                "--dry-run", "--", "--steps", "5"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("mpirun -np 8 --host node1:4,node2:4 --map-by slot"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find(" run --plan " + fs::absolute(kTp4Plan).string() + " --steps 5"),
+              std::string::npos)
+        << r.out;
+    // An H100 cluster: NCCL's environment goes to every rank.
+    EXPECT_NE(r.out.find("-x CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos) << r.out;
+}
+
+TEST(Launch, RefusesHostsThatWouldSplitATensorGroup) {
+    const auto r =
+        run_trident({"launch", "--plan", kTp4Plan, "--hostfile",
+                     write_temp("hosts3", "node1 slots=3\nnode2 slots=6\n"), "--dry-run"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("trident: error: --hostfile: the hosts hold 4 of the plan's 8 ranks"),
+              std::string::npos)
+        << r.err;
+}
+
+TEST(Launch, RefusesMalformedHostfiles) {
+    const auto r = run_trident({"launch", "--plan", kTp4Plan, "--hostfile",
+                                write_temp("hosts-bad", "node1 slots=four\n"), "--dry-run"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("hosts-bad:1: slots must be a positive integer"), std::string::npos)
+        << r.err;
+    const auto none = run_trident({"launch", "--plan", kTp4Plan, "--dry-run"});
+    EXPECT_EQ(none.exit_code, 2);
+    EXPECT_NE(none.err.find("--hostfile: required"), std::string::npos) << none.err;
+}
+
+TEST(Launch, WritesAnSbatchScriptThatUsesSrun) {
+    const fs::path script = fs::path(testing::TempDir()) / "trident-launch.sbatch";
+    const auto r = run_trident({"launch", "--plan", kTp4Plan, "--slurm", script.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream in(script);
+    const std::string text{std::istreambuf_iterator<char>(in), {}};
+    EXPECT_EQ(text.rfind("#!/bin/bash\n", 0), 0u);
+    for (const char* line :
+         {"#SBATCH --nodes=2\n", "#SBATCH --ntasks-per-node=4\n", "#SBATCH --gpus-per-node=4\n",
+          "export CUDA_DEVICE_MAX_CONNECTIONS=1\n",
+          "srun --mpi=pmix --ntasks=8 --ntasks-per-node=4 --distribution=block:block "})
+        EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+    EXPECT_NE(text.find(" run --plan " + fs::absolute(kTp4Plan).string()), std::string::npos);
+}

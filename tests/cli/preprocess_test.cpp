@@ -1,0 +1,96 @@
+// `trident preprocess`: text to Megatron-style indexed data, from a vocabulary that
+// `trident tokenizer train` learned; and its refusals.
+#include "run_command.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+
+namespace fs = std::filesystem;
+using trident::test::run_trident;
+
+namespace {
+
+fs::path work_dir() {
+    const fs::path d = fs::path(testing::TempDir()) / "trident-preprocess";
+    fs::create_directories(d);
+    return d;
+}
+
+// A tokenizer learned from a small JSONL corpus written here.
+const fs::path& corpus_and_tokenizer() {
+    static const fs::path corpus = [] {
+        const fs::path p = work_dir() / "corpus.jsonl";
+        std::ofstream out(p);
+        for (int i = 0; i < 200; ++i)
+            out << "{\"text\": \"Document " << i
+                << ": the quick brown fox jumps over the lazy dog \\u00e9\\u4e2d.\", \"id\": " << i
+                << "}\n";
+        out.close();
+        const auto r = run_trident({"tokenizer", "train", "--input", p.string(), "--vocab-size",
+                                    "300", "--output-dir", (work_dir() / "tok").string()});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return p;
+    }();
+    return corpus;
+}
+
+} // namespace
+
+TEST(Preprocess, WritesAnIndexedDataset) {
+    const fs::path prefix = work_dir() / "ok";
+    const auto r = run_trident({"preprocess", "--input", corpus_and_tokenizer().string(),
+                                "--output-prefix", prefix.string(), "--tokenizer",
+                                (work_dir() / "tok").string(), "--workers", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("200 documents"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("uint16 ids"), std::string::npos) << r.out;
+    std::ifstream idx(prefix.string() + ".idx", std::ios::binary);
+    char magic[9];
+    idx.read(magic, 9);
+    EXPECT_EQ(std::memcmp(magic, "MMIDIDX\0\0", 9), 0);
+    // 2 bytes per token: the summary's count matches the .bin.
+    const auto at = r.out.find(" documents, ");
+    const std::string tokens = r.out.substr(at + 12, r.out.find(" tokens") - at - 12);
+    std::string digits;
+    for (const char c : tokens)
+        if (c != ',') digits += c;
+    EXPECT_EQ(fs::file_size(prefix.string() + ".bin"), 2 * std::stoull(digits));
+    EXPECT_FALSE(fs::exists(prefix.string() + ".bin.partial"));
+}
+
+TEST(Preprocess, RefusesBadInputWithoutLeavingFiles) {
+    const std::string tok = (work_dir() / "tok").string();
+    corpus_and_tokenizer();
+    struct Case {
+        std::vector<std::string> args;
+        std::string expected;
+    };
+    const fs::path bad_jsonl = work_dir() / "bad.jsonl";
+    std::ofstream(bad_jsonl) << "{\"text\": \"fine\"}\n{\"text\": 3}\n";
+    const std::string out = (work_dir() / "refused").string();
+    const std::vector<Case> cases = {
+        {{"--input", "/nonexistent.txt", "--output-prefix", out, "--tokenizer", tok},
+         "/nonexistent.txt"},
+        {{"--input", corpus_and_tokenizer().string(), "--output-prefix", out}, "--tokenizer"},
+        {{"--input", corpus_and_tokenizer().string(), "--output-prefix", out, "--tokenizer",
+          "/nonexistent-dir"},
+         "vocab.json"},
+        {{"--input", corpus_and_tokenizer().string(), "--output-prefix", "/nonexistent-dir/x",
+          "--tokenizer", tok},
+         "--output-prefix"},
+        {{"--input", bad_jsonl.string(), "--output-prefix", out, "--tokenizer", tok},
+         "bad.jsonl:2"},
+    };
+    for (const Case& c : cases) {
+        std::vector<std::string> args{"preprocess"};
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        const auto r = run_trident(args);
+        EXPECT_EQ(r.exit_code, 2) << c.expected;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(out + ".bin")) << c.expected;
+        EXPECT_FALSE(fs::exists(out + ".bin.partial")) << c.expected;
+    }
+}

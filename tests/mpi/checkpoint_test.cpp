@@ -1,0 +1,235 @@
+// Checkpoints under mpirun: an exact resume, refusal of damaged or mismatched checkpoints, and
+// the fault test — a rank killed with SIGKILL at random points, the run relaunched with
+// --load each time, and the final losses equal to the uninterrupted run's bit for bit.
+#include "../cli/run_command.h"
+
+#include <csignal>
+#include <cstdio>
+#include <dirent.h>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using trident::test::run_shell;
+
+namespace {
+
+const std::string kJob = std::string(" ") + TRIDENT_BINARY +
+                         " run --model gpt-tiny --cluster localhost --devices-per-node 2 --tp 1 "
+                         "--dp 1 --pp 2 --mbs 2 --gbs 8 --seq-length 16 --train-iters 12 "
+                         "--seed 11 --lr 1e-3 --lr-warmup-iters 2";
+const std::string kMpirun = "mpirun --allow-run-as-root --oversubscribe -np 2";
+
+// step number → the loss text as printed (%.9g of a float: exact).
+std::map<int, std::string> losses_of(const std::string& output) {
+    std::map<int, std::string> losses;
+    std::istringstream in(output);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("step ", 0) != 0) continue;
+        const int step = std::stoi(line.substr(5));
+        const auto at = line.find("| loss ");
+        losses[step] = line.substr(at + 7, line.find(' ', at + 7) - at - 7);
+    }
+    return losses;
+}
+
+std::string fresh_dir(const std::string& name) {
+    const fs::path d = fs::path(testing::TempDir()) / ("trident-ckpt-" + name);
+    fs::remove_all(d);
+    return d.string();
+}
+
+const std::map<int, std::string>& reference_losses() {
+    static const std::map<int, std::string> reference = [] {
+        const auto r = run_shell(kMpirun + kJob);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return losses_of(r.out);
+    }();
+    return reference;
+}
+
+// The pids of mpirun's direct children (the ranks).
+std::vector<pid_t> children_of(pid_t parent) {
+    std::vector<pid_t> pids;
+    DIR* proc = ::opendir("/proc");
+    while (dirent* e = ::readdir(proc)) {
+        const pid_t pid = std::atoi(e->d_name);
+        if (pid <= 0) continue;
+        std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+        std::string text;
+        std::getline(stat, text);
+        const auto close = text.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(text.substr(close + 2));
+        char state;
+        pid_t ppid = 0;
+        rest >> state >> ppid;
+        if (ppid == parent) pids.push_back(pid);
+    }
+    ::closedir(proc);
+    return pids;
+}
+
+struct Attempt {
+    std::string out;
+    int status = 0;
+    bool killed = false;
+};
+
+// Runs `command` under sh; once stdout shows "step <kill_after>/", waits `delay_us` and
+// SIGKILLs one rank (chosen by `victim`) — often inside a checkpoint save, since every step
+// saves. kill_after < 0: no kill.
+Attempt run_and_kill(const std::string& command, int kill_after, int delay_us, int victim) {
+    int pipe_fds[2];
+    EXPECT_EQ(::pipe(pipe_fds), 0);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(pipe_fds[1], 1);
+        ::close(pipe_fds[0]);
+        ::execl("/bin/sh", "sh", "-c", ("exec " + command + " 2>/dev/null").c_str(), nullptr);
+        ::_exit(127);
+    }
+    ::close(pipe_fds[1]);
+    Attempt a;
+    FILE* out = ::fdopen(pipe_fds[0], "r");
+    char line[4096];
+    const std::string trigger = "step " + std::to_string(kill_after) + "/";
+    while (std::fgets(line, sizeof line, out)) {
+        a.out += line;
+        if (!a.killed && kill_after >= 0 && std::string(line).rfind(trigger, 0) == 0) {
+            std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+            const auto ranks = children_of(pid);
+            if (!ranks.empty()) {
+                ::kill(ranks[std::size_t(victim) % ranks.size()], SIGKILL);
+                a.killed = true;
+            }
+        }
+    }
+    std::fclose(out);
+    ::waitpid(pid, &a.status, 0);
+    return a;
+}
+
+} // namespace
+
+TEST(Checkpoint, ResumeIsExact) {
+    const auto& reference = reference_losses();
+    ASSERT_EQ(reference.size(), 12u);
+    const std::string dir = fresh_dir("resume");
+    // Stop after 5 of the 12 steps (Megatron's --exit-interval: the learning-rate schedule
+    // stays that of 12 steps), saving iter_0000005; then resume to the end.
+    const auto first = run_shell(kMpirun + kJob + " --save " + dir + " --exit-interval 5");
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    EXPECT_EQ(losses_of(first.out).size(), 5u);
+    ASSERT_TRUE(fs::exists(fs::path(dir) / "iter_0000005" / "manifest.json"));
+    const auto second = run_shell(kMpirun + kJob + " --load " + dir + " --save " + dir);
+    ASSERT_EQ(second.exit_code, 0) << second.err;
+    EXPECT_NE(second.out.find("resuming from"), std::string::npos);
+    const auto resumed = losses_of(second.out);
+    ASSERT_EQ(resumed.size(), 7u);
+    for (const auto& [step, loss] : resumed) EXPECT_EQ(loss, reference.at(step)) << "step " << step;
+}
+
+TEST(Checkpoint, RefusesDamagedOrMismatchedCheckpoints) {
+    const std::string dir = fresh_dir("refuse");
+    const auto saved = run_shell(kMpirun + kJob + " --steps 2 --save " + dir);
+    ASSERT_EQ(saved.exit_code, 0) << saved.err;
+    const fs::path shard = fs::path(dir) / "iter_0000002" / "rank_00001.bin";
+    const auto load = [&](const std::string& extra) {
+        return run_shell(kMpirun + kJob + " --load " + dir + extra);
+    };
+    const auto expect_refused = [&](const trident::test::CommandResult& r,
+                                    const std::string& what) {
+        EXPECT_EQ(r.exit_code, 2) << r.out;
+        EXPECT_NE(r.err.find("trident: error: --load: "), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+    };
+    // Another layout, another model.
+    expect_refused(
+        run_shell(kMpirun + std::string(" ") + TRIDENT_BINARY +
+                  " run --model gpt-tiny --cluster localhost --devices-per-node 2 --tp 1 --dp 2 "
+                  "--pp 1 --mbs 2 --gbs 8 --seq-length 16 --steps 4 --seed 11 --load " +
+                  dir),
+        "was saved with tp 1 · cp 1 · ep 1 · dp 1 · pp 2");
+    expect_refused(run_shell(kMpirun + std::string(" ") + TRIDENT_BINARY +
+                             " run --model llama-tiny --cluster localhost --devices-per-node 2 "
+                             "--tp 1 --dp 1 --pp 2 --mbs 2 --gbs 8 --seq-length 16 --steps 4 "
+                             "--seed 11 --load " +
+                             dir),
+                   "another model");
+    // A flipped byte, then a truncated shard.
+    const auto original = fs::file_size(shard);
+    {
+        std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(std::streamoff(original / 2));
+        f.put('\x5a');
+    }
+    expect_refused(load(""), "corrupt");
+    fs::resize_file(shard, original - 3);
+    expect_refused(load(""), "truncated");
+    const auto verify = trident::test::run_trident({"checkpoint", "verify", "--dir", dir});
+    EXPECT_EQ(verify.exit_code, 2);
+    EXPECT_NE(verify.out.find("iter_0000002: DAMAGED"), std::string::npos) << verify.out;
+    // A different seed would read other data: refused too.
+    fs::resize_file(shard, original);
+    const auto other_seed = run_shell(kMpirun + std::string(" ") + TRIDENT_BINARY +
+                                      " run --model gpt-tiny --cluster localhost "
+                                      "--devices-per-node 2 --tp 1 --dp 1 --pp 2 --mbs 2 --gbs 8 "
+                                      "--seq-length 16 --steps 4 --seed 12 --load " +
+                                      dir);
+    EXPECT_EQ(other_seed.exit_code, 2);
+}
+
+TEST(Checkpoint, SurvivesRanksKilledAtRandomPoints) {
+    const auto& reference = reference_losses();
+    const std::string dir = fresh_dir("fault");
+    const std::string command =
+        kMpirun + kJob + " --save " + dir + " --save-interval 1 --load " + dir;
+    std::mt19937 rng(20261130);
+    std::map<int, std::string> final_losses;
+    int kills = 0, resume_from = 0;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        // Three kills at random steps after the resume point, then a run to the end.
+        const bool kill = kills < 3;
+        const int kill_after =
+            kill ? resume_from + 1 + int(rng() % std::uint32_t(std::max(1, 10 - resume_from))) : -1;
+        const int delay_us = int(rng() % 20000), victim = int(rng() % 2);
+        const Attempt a = run_and_kill(command, kill_after, delay_us, victim);
+        for (const auto& [step, loss] : losses_of(a.out)) final_losses[step] = loss;
+        if (a.killed) {
+            ++kills;
+            EXPECT_NE(a.status, 0);
+        } else {
+            ASSERT_TRUE(WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0) << a.out;
+            break;
+        }
+        // Whatever the kill interrupted, every checkpoint directory in place is whole.
+        const auto verify = trident::test::run_trident({"checkpoint", "verify", "--dir", dir});
+        EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+        std::ifstream latest(fs::path(dir) / "latest_checkpointed_iteration.txt");
+        if (!(latest >> resume_from)) resume_from = 0;
+        std::printf("killed rank %d %d us after step %d was logged; newest checkpoint: step %d%s\n",
+                    victim, delay_us, kill_after, resume_from,
+                    verify.out.find("interrupted") != std::string::npos
+                        ? "; an interrupted save was left (ignored by --load)"
+                        : "");
+    }
+    EXPECT_EQ(kills, 3);
+    ASSERT_EQ(final_losses.size(), reference.size());
+    for (const auto& [step, loss] : reference)
+        EXPECT_EQ(final_losses[step], loss) << "step " << step;
+    // The last run cleaned up after the killed ones: no half-written directory remains.
+    for (const auto& entry : fs::directory_iterator(dir))
+        EXPECT_EQ(entry.path().string().find(".partial"), std::string::npos) << entry.path();
+    const auto verify = trident::test::run_trident({"checkpoint", "verify", "--dir", dir});
+    EXPECT_EQ(verify.exit_code, 0) << verify.out;
+    EXPECT_NE(verify.out.find("iter_0000012: whole"), std::string::npos) << verify.out;
+}
