@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# One-shot GPU check of kernels/cuda (run from the repository root on a machine with a GPU):
+# configure and build only the CUDA kernels, their tests and benchmark for sm_90, run the GPU
+# tests, the benchmark, and PyTorch's scaled_dot_product_attention on the same shapes.
+# Logs go to $OUT (default: build-device/logs); the tables are printed last.
+#
+# The build uses the whole project when its dependencies (MPI, CLI11, nlohmann-json,
+# GoogleTest) are installed, else the stand-alone project tests/gpu/CMakeLists.txt, which needs
+# only CUDA and GoogleTest (installed, or a source tree in $TRIDENT_GTEST_SOURCE, by default
+# build-cuda/googletest). If the build fails and build-cuda/prebuilt holds binaries built
+# elsewhere (same CUDA major version), those run instead. Then compute-sanitizer checks the
+# attention and norm kernels for out-of-bounds accesses and shared-memory races.
+# Environment: JOBS (default: all cores), CUDA_ARCH (default 90).
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-$ROOT/build-device/logs}
+mkdir -p "$OUT"
+BUILD=$ROOT/build-device
+JOBS=${JOBS:-$(nproc)}
+ARCH=${CUDA_ARCH:-90}
+GTEST_SRC=${TRIDENT_GTEST_SOURCE:-$ROOT/build-cuda/googletest}
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+  export CUDACXX=${CUDACXX:-/usr/local/cuda/bin/nvcc}
+fi
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+t0=$(date +%s)
+stamp() { echo "[device-check $(( $(date +%s) - t0 ))s] $*"; }
+
+{ nvidia-smi; nvcc --version; cmake --version | head -1; } >"$OUT/machine.log" 2>&1
+stamp "machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
+
+common=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH")
+stamp "configure (whole project)"
+if cmake -S "$ROOT" -B "$BUILD/full" "${GEN[@]}" "${common[@]}" -DTRIDENT_CUDA=ON \
+     -DTRIDENT_GUI=OFF -DTRIDENT_TESTS=ON >"$OUT/configure.log" 2>&1; then
+  BDIR=$BUILD/full
+  TESTS=$BDIR/tests/gpu/cuda_kernel_tests
+  BENCH=$BDIR/bench/cuda_kernels_bench
+else
+  stamp "whole project did not configure (see configure.log); stand-alone tests/gpu project"
+  extra=()
+  [ -d "$GTEST_SRC" ] && extra=(-DTRIDENT_GTEST_SOURCE="$GTEST_SRC")
+  BDIR=$BUILD/standalone
+  cmake -S "$ROOT/tests/gpu" -B "$BDIR" "${GEN[@]}" "${common[@]}" "${extra[@]}" \
+    -DCMAKE_POLICY_VERSION_MINIMUM=3.5 >>"$OUT/configure.log" 2>&1 || stamp "configure FAILED"
+  TESTS=$BDIR/cuda_kernel_tests
+  BENCH=$BDIR/cuda_kernels_bench
+fi
+stamp "build (-j$JOBS): cuda_kernel_tests cuda_kernels_bench"
+if ! cmake --build "$BDIR" -j "$JOBS" --target cuda_kernel_tests cuda_kernels_bench \
+     >"$OUT/build.log" 2>&1; then
+  stamp "build FAILED"
+  tail -30 "$OUT/configure.log"
+  grep -E "error|Error" "$OUT/build.log" | head -40
+  if [ -x "$ROOT/build-cuda/prebuilt/cuda_kernel_tests" ]; then
+    stamp "running the prebuilt binaries in build-cuda/prebuilt instead"
+    export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
+    TESTS=$ROOT/build-cuda/prebuilt/cuda_kernel_tests
+    BENCH=$ROOT/build-cuda/prebuilt/cuda_kernels_bench
+  else
+    exit 1
+  fi
+fi
+stamp "built"
+
+stamp "GPU tests"
+timeout 120 "$TESTS" --gtest_color=no >"$OUT/tests.log" 2>&1
+test_rc=$?
+stamp "tests exit $test_rc"
+
+stamp "benchmark"
+timeout 120 "$BENCH" --attention-tsv "$OUT/attention.tsv" >"$OUT/bench.log" 2>&1
+bench_rc=$?
+stamp "bench exit $bench_rc"
+
+stamp "PyTorch SDPA reference"
+PYTHONUNBUFFERED=1 timeout 90 python3 "$ROOT/tests/gpu/sdpa_reference.py" "$OUT/attention.tsv" \
+  >"$OUT/sdpa.log" 2>&1
+sdpa_rc=$?
+stamp "sdpa exit $sdpa_rc"
+
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+san_summary="compute-sanitizer not found"
+if [ -n "$SAN" ]; then
+  stamp "compute-sanitizer memcheck + racecheck (small shapes)"
+  echo "### memcheck" >"$OUT/sanitizer.log"
+  timeout 60 "$SAN" --tool memcheck "$TESTS" --gtest_color=no \
+    --gtest_filter='*FlashAttention*:*Norm*:*CrossEntropy*:*Activation*:*Embedding*' >>"$OUT/sanitizer.log" 2>&1
+  mc=$?
+  mc_line=$(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)
+  echo "### racecheck" >>"$OUT/sanitizer.log"
+  timeout 45 "$SAN" --tool racecheck "$TESTS" --gtest_color=no \
+    --gtest_filter='*FlashAttention*b1_t64*:*FlashAttention*b1_t256*:*LayerNormBf16WithResidual*' >>"$OUT/sanitizer.log" 2>&1
+  rc_=$?
+  rc_line=$(sed -n '/### racecheck/,$p' "$OUT/sanitizer.log" | grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' | tail -1)
+  san_summary="memcheck exit $mc: ${mc_line:-no summary}; racecheck exit $rc_: ${rc_line:-no summary}"
+fi
+
+echo
+echo "================ GPU tests (exit $test_rc) ================"
+grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) " "$OUT/tests.log" | head -60
+grep -E -A5 "Failure$" "$OUT/tests.log" | head -80
+[ "$test_rc" -ne 0 ] && tail -5 "$OUT/tests.log"
+echo "================ benchmark (exit $bench_rc) ================"
+sed -n '/^Trident CUDA kernels/,$p' "$OUT/bench.log"
+[ "$bench_rc" -ne 0 ] && tail -20 "$OUT/bench.log"
+echo "================ attention vs PyTorch SDPA (exit $sdpa_rc) ================"
+tail -8 "$OUT/sdpa.log"
+echo "================ sanitizers ================"
+echo "$san_summary"
+stamp "done"
+[ "$test_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]
