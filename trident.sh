@@ -62,9 +62,25 @@ demo() {
     echo "== The fastest layout of GPT-3 175B on 1024 A100s that fits in 90 % of their memory"
     "$trident" plan --model gpt3-175b --cluster dgx-a100-80gb --nodes 128 --gbs 1536 --top 5
     echo
-    echo "== Training for real: a tiny GPT, tensor- and pipeline-parallel over 2 MPI ranks on this machine"
-    mpirun --allow-run-as-root --oversubscribe -np 2 "$trident" run --model gpt-tiny --cluster localhost \
-        --tp 1 --pp 2 --dp 1 --mbs 4 --gbs 16 --steps 30 --trace build/demo-run-trace.json
+    echo "== Real text, no downloads: the license texts Debian ships (base-files) -> a 1,024-token BPE vocabulary"
+    local corpus=() f
+    for f in Apache-2.0 Artistic BSD CC0-1.0 GFDL-1.2 GFDL-1.3 GPL-1 GPL-2 GPL-3 LGPL-2 LGPL-2.1 LGPL-3 MPL-1.1 MPL-2.0; do
+        corpus+=("/usr/share/common-licenses/$f")
+    done
+    "$trident" tokenizer train --input "${corpus[@]}" --vocab-size 1024 --output-dir build/demo-tokenizer
+    echo
+    echo "== ... and into Megatron-style indexed data (build/demo-licenses.bin + .idx)"
+    "$trident" preprocess --input "${corpus[@]}" --tokenizer build/demo-tokenizer \
+        --output-prefix build/demo-licenses
+    echo
+    echo "== Training for real: gpt-demo over 2 MPI ranks (data-parallel) on that text, validation every 50 steps,"
+    echo "   checkpoints in build/demo-checkpoints, the last step's measured timeline in build/demo-run-trace.json"
+    rm -rf build/demo-checkpoints
+    mpirun --allow-run-as-root --oversubscribe -np 2 "$trident" run --model gpt-demo --cluster localhost \
+        --devices-per-node 2 --tp 1 --pp 1 --dp 2 --mbs 4 --gbs 16 --seq-length 64 --train-iters 300 \
+        --lr 1e-3 --min-lr 1e-4 --lr-warmup-iters 20 --data-path build/demo-licenses --eval-interval 50 \
+        --eval-iters 2 --save build/demo-checkpoints --save-interval 100 --trace build/demo-run-trace.json
+    "$trident" checkpoint verify --dir build/demo-checkpoints
 }
 
 case "${1:-}" in

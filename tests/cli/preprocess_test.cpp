@@ -12,15 +12,18 @@ using trident::test::run_trident;
 
 namespace {
 
+// Per test: CTest runs the tests of this file in parallel processes.
 fs::path work_dir() {
-    const fs::path d = fs::path(testing::TempDir()) / "trident-preprocess";
+    const fs::path d = fs::path(testing::TempDir()) /
+                       (std::string("trident-preprocess-") +
+                        testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(d);
     return d;
 }
 
 // A tokenizer learned from a small JSONL corpus written here.
-const fs::path& corpus_and_tokenizer() {
-    static const fs::path corpus = [] {
+fs::path corpus_and_tokenizer() {
+    const fs::path corpus = [] {
         const fs::path p = work_dir() / "corpus.jsonl";
         std::ofstream out(p);
         for (int i = 0; i < 200; ++i)
