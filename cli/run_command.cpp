@@ -196,16 +196,17 @@ Command add_run_command(CLI::App& app) {
                                                         std::to_string(position->seed) +
                                                         "; this run's is " + std::to_string(seed));
                 if (position) first_step = position->iteration;
-                if (rank == 0)
-                    std::printf(
-                        "%s\n",
-                        position
-                            ? ("resuming from " + o->load + "/" +
-                               executor::checkpoint_name(first_step) + " (step " +
-                               std::to_string(first_step) + ", " +
-                               std::to_string(position->consumed_samples) + " samples consumed)")
-                                  .c_str()
-                            : ("no checkpoint in " + o->load + ": starting from step 0").c_str());
+                std::string note = "no checkpoint in " + o->load + ": starting from step 0";
+                if (position)
+                    note = "resuming from " + o->load + "/" +
+                           executor::checkpoint_name(first_step) + " (step " +
+                           std::to_string(first_step) + ", " +
+                           std::to_string(position->consumed_samples) + " samples consumed" +
+                           (position->resharded_from.empty()
+                                ? std::string()
+                                : "; resharded from " + position->resharded_from) +
+                           ")";
+                if (rank == 0) std::printf("%s\n", note.c_str());
             }
             if (rank == 0) {
                 std::printf("%s\ndata: %s\n%s\n", banner(job, mpi.world_size()).c_str(),
@@ -224,8 +225,8 @@ Command add_run_command(CLI::App& app) {
                 }
             };
             const auto save = [&](std::int64_t after_step) {
-                executor::save_checkpoint(o->save, {after_step, after_step * gbs, seed}, trainer,
-                                          job, groups);
+                executor::save_checkpoint(o->save, {after_step, after_step * gbs, seed, {}},
+                                          trainer, job, groups);
                 if (rank == 0) {
                     std::printf("saved %s/%s\n", o->save.c_str(),
                                 executor::checkpoint_name(after_step).c_str());

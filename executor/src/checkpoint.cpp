@@ -1,5 +1,6 @@
 #include "trident/executor/checkpoint.h"
 
+#include "checkpoint_shard.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/json_io.h"
 #include "trident/core/spec_error.h"
@@ -11,6 +12,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mpi.h>
 #include <sstream>
 #include <unistd.h>
@@ -19,8 +21,6 @@ namespace trident::executor {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr char kShardMagic[8] = {'T', 'R', 'I', 'D', 'C', 'K', 'P', 'T'};
-constexpr std::uint32_t kShardVersion = 1;
 constexpr const char* kLatest = "latest_checkpointed_iteration.txt";
 constexpr const char* kManifest = "manifest.json";
 
@@ -82,18 +82,6 @@ void sync_directory(const fs::path& dir) {
         ::fsync(fd);
         ::close(fd);
     }
-}
-
-template <typename T>
-void put(std::vector<std::uint8_t>& out, const T& v) {
-    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
-    out.insert(out.end(), p, p + sizeof(T));
-}
-
-void put_floats(std::vector<std::uint8_t>& out, std::span<const float> v) {
-    put(out, std::uint64_t(v.size()));
-    const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
-    out.insert(out.end(), p, p + v.size_bytes());
 }
 
 // Every rank learns whether any rank failed; all of them raise the first failing rank's
@@ -175,6 +163,101 @@ std::string check_shard(const fs::path& dir, const core::Json& manifest, int ran
     return {};
 }
 
+// The same layout: the shard's buffers are this rank's, element for element.
+void load_own(const checkpoint_detail::Shard& shard, const TrainerState& state, int rank) {
+    const auto& mine = state.store->tensors;
+    bool same =
+        shard.tensors.size() == mine.size() && shard.parameters.size() == state.parameters.size() &&
+        shard.adam_m.size() == state.adam_m.size() && shard.moment_begin == state.moment_begin;
+    for (std::size_t i = 0; same && i < mine.size(); ++i)
+        same = shard.tensors[i].name == mine[i].name && shard.tensors[i].offset == mine[i].offset &&
+               shard.tensors[i].size == mine[i].size;
+    if (!same)
+        throw core::SpecError("--load", "rank " + std::to_string(rank) +
+                                            "'s shard does not match this run's tensors");
+    std::copy(shard.parameters.begin(), shard.parameters.end(), state.parameters.begin());
+    std::copy(shard.adam_m.begin(), shard.adam_m.end(), state.adam_m.begin());
+    std::copy(shard.adam_v.begin(), shard.adam_v.end(), state.adam_v.begin());
+    *state.skipped_steps = shard.skipped_steps;
+}
+
+// The name a tensor's values come from: a tied embedding's copy on the last stage is rebuilt
+// from the embedding itself.
+std::string source_of(const std::string& name) {
+    const std::string suffix = ".tied_copy";
+    return name.ends_with(suffix) ? name.substr(0, name.size() - suffix.size()) : name;
+}
+
+// Another layout: every full tensor this rank needs is rebuilt from all the saved shards (each
+// shard's tensor table says where each element of a full tensor sits in its flat buffer, and
+// its moment range which elements it holds Adam state for), then this rank's own pieces are
+// cut out of them. Replicas agree, so the first copy of an element wins.
+void load_resharded(const std::vector<checkpoint_detail::Shard>& shards,
+                    const TrainerState& state) {
+    struct Full {
+        std::vector<float> p, m, v;
+        std::vector<std::uint8_t> has_p, has_moments;
+    };
+    std::map<std::string, Full> full;
+    for (const auto& t : state.store->tensors) full[source_of(t.name)];
+    for (const auto& shard : shards) {
+        const std::int64_t m_end = shard.moment_begin + std::int64_t(shard.adam_m.size());
+        for (const auto& t : shard.tensors) {
+            const auto it = full.find(t.name);
+            if (t.duplicate || it == full.end()) continue;
+            Full& f = it->second;
+            if (f.p.empty()) {
+                f.p.assign(std::size_t(t.full_size), 0.0f);
+                f.m = f.v = f.p;
+                f.has_p.assign(std::size_t(t.full_size), 0);
+                f.has_moments = f.has_p;
+            }
+            if (std::int64_t(f.p.size()) != t.full_size)
+                throw core::SpecError("--load",
+                                      "tensor " + t.name + " has two sizes in the checkpoint");
+            std::int64_t local = t.offset;
+            for (const auto& [offset, length] : t.placement)
+                for (std::int64_t i = 0; i < length; ++i, ++local) {
+                    const auto at = std::size_t(offset + i);
+                    if (!f.has_p[at]) {
+                        f.p[at] = shard.parameters[std::size_t(local)];
+                        f.has_p[at] = 1;
+                    }
+                    if (!f.has_moments[at] && local >= shard.moment_begin && local < m_end) {
+                        f.m[at] = shard.adam_m[std::size_t(local - shard.moment_begin)];
+                        f.v[at] = shard.adam_v[std::size_t(local - shard.moment_begin)];
+                        f.has_moments[at] = 1;
+                    }
+                }
+        }
+    }
+    const std::int64_t m_begin = state.moment_begin,
+                       m_end = state.moment_begin + std::int64_t(state.adam_m.size());
+    for (const auto& t : state.store->tensors) {
+        const Full& f = full.at(source_of(t.name));
+        if (std::int64_t(f.p.size()) != t.full_size)
+            throw core::SpecError("--load", "the checkpoint has no tensor " + source_of(t.name) +
+                                                " of " + std::to_string(t.full_size) + " values");
+        std::int64_t local = t.offset;
+        for (const auto& [offset, length] : t.placement)
+            for (std::int64_t i = 0; i < length; ++i, ++local) {
+                const auto at = std::size_t(offset + i);
+                if (!f.has_p[at])
+                    throw core::SpecError("--load", "the checkpoint lacks part of tensor " +
+                                                        source_of(t.name));
+                state.parameters[std::size_t(local)] = f.p[at];
+                if (local < m_begin || local >= m_end) continue;
+                if (!f.has_moments[at])
+                    throw core::SpecError("--load", "the checkpoint lacks the Adam state of "
+                                                    "part of tensor " +
+                                                        source_of(t.name));
+                state.adam_m[std::size_t(local - m_begin)] = f.m[at];
+                state.adam_v[std::size_t(local - m_begin)] = f.v[at];
+            }
+    }
+    *state.skipped_steps = shards.front().skipped_steps;
+}
+
 } // namespace
 
 std::string checkpoint_name(std::int64_t iteration) {
@@ -204,17 +287,8 @@ void save_checkpoint(const std::string& dir, const CheckpointPosition& position,
     agree(world, "--save", error);
 
     // This rank's shard.
-    const TrainerState state = trainer.state();
-    std::vector<std::uint8_t> bytes;
-    bytes.reserve(64 + (state.parameters.size() + state.adam_m.size() + state.adam_v.size()) * 4);
-    bytes.insert(bytes.end(), kShardMagic, kShardMagic + 8);
-    put(bytes, kShardVersion);
-    put(bytes, std::uint32_t(rank));
-    put(bytes, position.iteration);
-    put(bytes, *state.skipped_steps);
-    put_floats(bytes, state.parameters);
-    put_floats(bytes, state.adam_m);
-    put_floats(bytes, state.adam_v);
+    const std::vector<std::uint8_t> bytes =
+        checkpoint_detail::serialize_shard(rank, position.iteration, trainer.state());
     try {
         write_durably(partial / shard_name(rank), bytes);
     } catch (const core::SpecError& e) {
@@ -303,7 +377,10 @@ std::optional<CheckpointPosition> load_checkpoint(const std::string& dir, Traine
 
     const fs::path ckpt = root / checkpoint_name(iteration);
     CheckpointPosition position;
-    std::vector<std::uint8_t> bytes;
+    bool reshard = false;
+    std::string saved_layout;
+    int saved_shards = 0;
+    std::vector<checkpoint_detail::Shard> shards;
     try {
         const core::Json manifest = read_manifest(ckpt);
         const std::string where = "'" + ckpt.string() + "'";
@@ -314,11 +391,9 @@ std::optional<CheckpointPosition> load_checkpoint(const std::string& dir, Traine
                                                 manifest.at("model").value("name", "?") +
                                                 ") than this run's (" + job.model.name + ")");
         const core::Json layout = layout_of(job, size);
-        if (manifest.at("layout") != layout)
-            throw core::SpecError("--load", where + " was saved with " +
-                                                describe_layout(manifest.at("layout")) +
-                                                "; this run is " + describe_layout(layout) +
-                                                " (loading across layouts is not supported yet)");
+        reshard = manifest.at("layout") != layout;
+        saved_layout = describe_layout(manifest.at("layout"));
+        saved_shards = int(manifest.at("shards").size());
         if (manifest.at("global_batch_size") != job.training.global_batch_size ||
             manifest.at("seq_length") != job.training.seq_length)
             throw core::SpecError(
@@ -330,8 +405,14 @@ std::optional<CheckpointPosition> load_checkpoint(const std::string& dir, Traine
         position.iteration = manifest.at("iteration").get<std::int64_t>();
         position.consumed_samples = manifest.at("consumed_samples").get<std::int64_t>();
         position.seed = manifest.at("seed").get<std::uint64_t>();
-        const std::string problem = check_shard(ckpt, manifest, rank, &bytes);
-        if (!problem.empty()) throw core::SpecError("--load", problem);
+        // Same layout: this rank's own shard. Another layout: every shard, resharded below.
+        for (int r = reshard ? 0 : rank; r < (reshard ? saved_shards : rank + 1); ++r) {
+            std::vector<std::uint8_t> bytes;
+            const std::string problem = check_shard(ckpt, manifest, r, &bytes);
+            if (!problem.empty()) throw core::SpecError("--load", problem);
+            shards.push_back(
+                checkpoint_detail::parse_shard(bytes, (ckpt / shard_name(r)).string()));
+        }
     } catch (const core::SpecError& e) {
         error = e.reason();
     } catch (const std::exception& e) { // a manifest field of the wrong type
@@ -339,40 +420,12 @@ std::optional<CheckpointPosition> load_checkpoint(const std::string& dir, Traine
     }
     agree(world, "--load", error);
 
-    // Unpack this rank's shard into the trainer (sizes checked against the live buffers).
-    const TrainerState state = trainer.state();
-    std::size_t at = 0;
-    const auto take = [&](void* dst, std::size_t n) {
-        if (at + n > bytes.size()) throw core::SpecError("--load", "shard too short");
-        std::memcpy(dst, bytes.data() + at, n);
-        at += n;
-    };
-    const auto take_floats = [&](std::span<float> dst, const char* what) {
-        std::uint64_t n = 0;
-        take(&n, 8);
-        if (n != dst.size())
-            throw core::SpecError("--load", "rank " + std::to_string(rank) + "'s " + what +
-                                                " hold " + std::to_string(n) +
-                                                " values; this run has " +
-                                                std::to_string(dst.size()));
-        take(dst.data(), dst.size_bytes());
-    };
     try {
-        char magic[8];
-        std::uint32_t version = 0, shard_rank = 0;
-        std::int64_t shard_iteration = 0;
-        take(magic, 8);
-        take(&version, 4);
-        take(&shard_rank, 4);
-        take(&shard_iteration, 8);
-        if (std::memcmp(magic, kShardMagic, 8) != 0 || version != kShardVersion ||
-            shard_rank != std::uint32_t(rank) || shard_iteration != position.iteration)
-            throw core::SpecError("--load", "rank " + std::to_string(rank) +
-                                                "'s shard does not belong to this checkpoint");
-        take(state.skipped_steps, 8);
-        take_floats(state.parameters, "parameters");
-        take_floats(state.adam_m, "Adam first moments");
-        take_floats(state.adam_v, "Adam second moments");
+        if (reshard)
+            load_resharded(shards, trainer.state());
+        else
+            load_own(shards.front(), trainer.state(), rank);
+        position.resharded_from = reshard ? saved_layout : "";
     } catch (const core::SpecError& e) {
         error = e.reason();
     }

@@ -344,7 +344,7 @@ double Trainer::evaluate(const SampleSource& samples, std::int64_t first_sample)
 }
 
 TrainerState Trainer::state() {
-    return {store_.values, adam_m_, adam_v_, &skipped_};
+    return {store_.values, adam_m_, adam_v_, shard_begin_, &skipped_, &store_};
 }
 
 } // namespace trident::executor

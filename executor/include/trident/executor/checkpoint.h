@@ -21,6 +21,7 @@ struct CheckpointPosition {
     std::int64_t iteration = 0;        // optimizer steps taken
     std::int64_t consumed_samples = 0; // training samples read (the data position)
     std::uint64_t seed = 0;            // of the weights' initialisation and the data order
+    std::string resharded_from;        // load: the saved layout, when it was not this run's
 };
 
 // The manifest's name for iteration n: "iter_0000010".
@@ -30,8 +31,10 @@ void save_checkpoint(const std::string& dir, const CheckpointPosition& position,
                      const core::JobSpec& job, ProcessGroups& groups);
 
 // Loads the newest whole checkpoint under `dir` into `trainer` and returns its position, or
-// nothing when `dir` holds no checkpoint. Refuses (SpecError "--load") a checkpoint of another
-// model, layout, batch or seed, and one whose shards are missing, truncated or corrupt.
+// nothing when `dir` holds no checkpoint. A checkpoint saved with another layout (tp, pp, dp,
+// ep, vpp, ZeRO-1, world size) is resharded: every rank reads all the saved shards and cuts its
+// own tensors and Adam state out of them. Refuses (SpecError "--load") a checkpoint of another
+// model, batch or sequence length, and one whose shards are missing, truncated or corrupt.
 std::optional<CheckpointPosition> load_checkpoint(const std::string& dir, Trainer& trainer,
                                                   const core::JobSpec& job, ProcessGroups& groups);
 

@@ -44,7 +44,9 @@ using SampleSource = std::function<void(std::int64_t index, std::int32_t* tokens
 struct TrainerState {
     std::span<float> parameters; // this rank's whole flat buffer (padded)
     std::span<float> adam_m, adam_v;
+    std::int64_t moment_begin = 0; // where the moments start in the flat buffer (ZeRO-1 shard)
     std::int64_t* skipped_steps = nullptr;
+    const ParameterStore* store = nullptr; // the tensors: names, offsets, placement
 };
 
 class Trainer {
