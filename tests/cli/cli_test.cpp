@@ -6,6 +6,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
+#include <unistd.h>
 
 using trident::test::run_trident;
 using trident::test::split_words;
@@ -199,4 +200,27 @@ TEST(Cli, PlanCsvAndJson) {
                                               "--gbs 64 --seq-length 1024 --top 3 --json"));
     ASSERT_EQ(json.exit_code, 0) << json.err;
     EXPECT_NE(json.out.find("\"format\": \"trident.plan-search/1\""), std::string::npos);
+}
+
+TEST(Cli, TokenizerTrainWritesGpt2Files) {
+    const std::string corpus = "/usr/share/common-licenses/GPL-3"; // Debian's base-files
+    if (!std::ifstream(corpus)) GTEST_SKIP() << corpus << " is not installed";
+    const std::string dir = "/tmp/trident-cli-tokenizer-" + std::to_string(::getpid());
+    const auto r = run_trident(
+        {"tokenizer", "train", "--input", corpus, "--vocab-size", "512", "--output-dir", dir});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("512-token"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("255 merges"), std::string::npos) << r.out;
+    std::ifstream vocab_in(dir + "/vocab.json"), merges_in(dir + "/merges.txt");
+    std::stringstream vocab_text, merges_text;
+    vocab_text << vocab_in.rdbuf();
+    merges_text << merges_in.rdbuf();
+    const std::string vocab = vocab_text.str(), merges = merges_text.str();
+    EXPECT_EQ(vocab.rfind("{\"!\": 0, ", 0), 0u);
+    EXPECT_NE(vocab.find("\"<|endoftext|>\": 511}"), std::string::npos);
+    EXPECT_EQ(merges.rfind("#version: 0.2\n", 0), 0u);
+    EXPECT_EQ(std::count(merges.begin(), merges.end(), '\n'), 256); // header + 255 merges
+    std::remove((dir + "/vocab.json").c_str());
+    std::remove((dir + "/merges.txt").c_str());
+    std::remove(dir.c_str());
 }
