@@ -75,11 +75,15 @@ demo() {
     echo
     echo "== Training for real: gpt-demo over 2 MPI ranks (data-parallel) on that text, validation every 50 steps,"
     echo "   checkpoints in build/demo-checkpoints, the last step's measured timeline in build/demo-run-trace.json"
+    echo "== Measuring this machine (sgemm, memory, MPI) for the MFU column: build/cpu-host.json"
+    mpirun --allow-run-as-root --oversubscribe -np 2 "$trident" profile --backend cpu --quick \
+        --out build/cpu-host.json
     rm -rf build/demo-checkpoints
     mpirun --allow-run-as-root --oversubscribe -np 2 "$trident" run --model gpt-demo --cluster localhost \
         --devices-per-node 2 --tp 1 --pp 1 --dp 2 --mbs 4 --gbs 16 --seq-length 64 --train-iters 300 \
         --lr 1e-3 --min-lr 1e-4 --lr-warmup-iters 20 --data-path build/demo-licenses --eval-interval 50 \
-        --eval-iters 2 --save build/demo-checkpoints --save-interval 100 --trace build/demo-run-trace.json
+        --eval-iters 2 --save build/demo-checkpoints --save-interval 100 --trace build/demo-run-trace.json \
+        --profile build/cpu-host.json
     "$trident" checkpoint verify --dir build/demo-checkpoints
 }
 

@@ -71,3 +71,16 @@ TEST(Launch, WritesAnSbatchScriptThatUsesSrun) {
         EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
     EXPECT_NE(text.find(" run --plan " + fs::absolute(kTp4Plan).string()), std::string::npos);
 }
+
+TEST(Launch, TakesThePlannersOutputStraightIn) {
+    const fs::path plan = fs::path(testing::TempDir()) / "trident-launch-planned.json";
+    const auto planned =
+        run_trident({"plan", "--model", "gpt2-124m", "--cluster", "dgx-h100", "--nodes", "2",
+                     "--gbs", "64", "--seq-length", "1024", "--out", plan.string()});
+    ASSERT_EQ(planned.exit_code, 0) << planned.err;
+    const auto r = run_trident({"launch", "--plan", plan.string(), "--hostfile",
+                                write_temp("hosts8", "a slots=8\nb slots=8\n"), "--dry-run"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("mpirun -np 16 --host a:8,b:8 "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" run --plan " + plan.string()), std::string::npos) << r.out;
+}
