@@ -351,6 +351,8 @@ std::optional<CheckpointPosition> load_checkpoint(const std::string& dir, Traine
     std::string error;
     if (rank == 0) {
         try {
+            if (fs::exists(root) && !fs::is_directory(root))
+                throw core::SpecError("--load", "'" + dir + "' is not a directory");
             std::ifstream latest(root / kLatest);
             std::int64_t named = -1;
             if (latest && !(latest >> named))

@@ -221,6 +221,10 @@ TEST(Checkpoint, RefusesDamagedOrMismatchedCheckpoints) {
     const auto verify = trident::test::run_trident({"checkpoint", "verify", "--dir", dir});
     EXPECT_EQ(verify.exit_code, 2);
     EXPECT_NE(verify.out.find("iter_0000002: DAMAGED"), std::string::npos) << verify.out;
+    // Not a directory.
+    const auto file = run_shell(kMpirun + kJob + " --load " + shard.string());
+    EXPECT_EQ(file.exit_code, 2);
+    EXPECT_NE(file.err.find("is not a directory"), std::string::npos) << file.err;
     // A different seed would read other data: refused too.
     fs::resize_file(shard, original);
     const auto other_seed = run_shell(kMpirun + std::string(" ") + TRIDENT_BINARY +
