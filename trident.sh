@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 # Debian 12 packages Trident builds with. CUDA 13 (toolkit, cuBLAS, NCCL) is not a Debian
 # package: the build uses /usr/local/cuda when it is there.
 PACKAGES=(cmake make g++ pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev
-          libopenmpi-dev openmpi-bin libopenblas-dev)
+          libopenmpi-dev openmpi-bin libopenblas-dev qt6-base-dev)
 
 missing_packages() {
     local p

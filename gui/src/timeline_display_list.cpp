@@ -1,0 +1,232 @@
+#include "timeline_display_list.h"
+
+#include "timeline_colors.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace trident::gui {
+namespace {
+
+constexpr double kDigitWidthEm = 0.65; // DejaVu Sans digits are 0.636 em wide
+constexpr double kMaxTextPx = 11.0;
+constexpr double kMinTextPx = 6.0;
+
+// A run of narrow events that touch on screen, drawn as one block.
+struct PendingBlock {
+    double x0_px = 0.0;
+    double x1_px = 0.0;
+    std::uint32_t count = 0;
+    std::uint32_t first_event = 0;
+    std::array<double, kBlockCategoryCount> category_s{};
+};
+
+class Builder {
+public:
+    Builder(const TimelineModel& model, const TimelineLayout& layout,
+            const DisplayListOptions& options)
+        : model_(model), layout_(layout), options_(options) {}
+
+    TimelineDisplayList build() {
+        list_.size = QSize(layout_.viewport.width_px, layout_.viewport.height_px);
+        list_.background = background_color();
+        list_.lane_count = layout_.lanes.size();
+        add_axis();
+        for (const LaneBox& lane : layout_.lanes) add_idle(lane);
+        for (const LaneBox& lane : layout_.lanes) {
+            for (const RowBox& row : lane.rows) add_blocks(row);
+            add_lane_labels(lane);
+        }
+        add_selection();
+        return std::move(list_);
+    }
+
+private:
+    double clip_x(double x_px) const {
+        return std::clamp(x_px, layout_.plot.left(), layout_.plot.right());
+    }
+
+    void add_axis() {
+        const QRectF& plot = layout_.plot;
+        const double axis_y = plot.top() - 1.0;
+        list_.lines.push_back({{0.0, axis_y}, {plot.right(), axis_y}, axis_color()});
+        list_.lines.push_back({{plot.left(), 0.0}, {plot.left(), plot.bottom()}, axis_color()});
+        if (!options_.title.isEmpty())
+            list_.texts.push_back({QRectF(4.0, 2.0, plot.left() - 8.0, plot.top() - 4.0),
+                                   options_.title, label_text_color(), TextRole::title, kMaxTextPx,
+                                   false, true});
+        // Ticks about every 100 px at 1, 2 or 5 times a power of ten.
+        const double raw_step_s = 100.0 * layout_.seconds_per_px();
+        if (!(raw_step_s > 0.0) || !std::isfinite(raw_step_s)) return;
+        const double decade_s = std::pow(10.0, std::floor(std::log10(raw_step_s)));
+        double step_s = decade_s * 10.0;
+        for (double factor : {1.0, 2.0, 5.0})
+            if (decade_s * factor >= raw_step_s) {
+                step_s = decade_s * factor;
+                break;
+            }
+        const double first_s = std::ceil(layout_.viewport.t0_s / step_s) * step_s;
+        for (double t_s = first_s; t_s <= layout_.viewport.t1_s; t_s += step_s) {
+            const double x_px = layout_.x_of(t_s);
+            list_.lines.push_back({{x_px, axis_y - 5.0}, {x_px, axis_y}, axis_color()});
+            list_.texts.push_back({QRectF(x_px + 3.0, 2.0, 90.0, plot.top() - 6.0),
+                                   format_duration(std::abs(t_s) < 0.5 * step_s ? 0.0 : t_s),
+                                   axis_color(), TextRole::axis_label, 10.0});
+        }
+    }
+
+    void add_idle(const LaneBox& lane) {
+        // The whole lane is shaded where its compute stream waits, so a bubble reads as a
+        // band behind the communication that fills it.
+        std::optional<QRectF> pending;
+        for (const TimeInterval& gap :
+             model_.visible_idle(*lane.lane, layout_.viewport.t0_s, layout_.viewport.t1_s)) {
+            const double x0_px = clip_x(layout_.x_of(gap.start_s));
+            const double x1_px = std::max(clip_x(layout_.x_of(gap.end_s)), x0_px + 1.0);
+            if (pending && x0_px <= pending->right() + 1.0) {
+                pending->setRight(std::max(pending->right(), x1_px));
+                continue;
+            }
+            if (pending) push_idle(*pending);
+            pending = QRectF(x0_px, lane.top_px, x1_px - x0_px, lane.height_px);
+        }
+        if (pending) push_idle(*pending);
+    }
+
+    void push_idle(const QRectF& rect) {
+        list_.rects.push_back({rect, idle_color(), RectRole::idle, true, -1, 0});
+    }
+
+    void add_blocks(const RowBox& row) {
+        PendingBlock pending;
+        const double t0_s = layout_.viewport.t0_s;
+        const double t1_s = layout_.viewport.t1_s;
+        for (std::uint32_t index : model_.candidate_events(*row.row, t0_s, t1_s)) {
+            if (!model_.overlaps(index, t0_s, t1_s)) continue;
+            const core::TraceEvent& event = model_.event(index);
+            const double x0_px = clip_x(layout_.x_of(event.start_s));
+            const double x1_px = clip_x(layout_.x_of(event.end_s));
+            if (x1_px - x0_px >= options_.min_block_px) {
+                flush(pending, row);
+                push_block(index, x0_px, x1_px, row);
+                continue;
+            }
+            if (pending.count > 0 && x0_px <= pending.x1_px + 1.0) {
+                pending.x1_px = std::max(pending.x1_px, x1_px);
+            } else {
+                flush(pending, row);
+                pending.x0_px = x0_px;
+                pending.x1_px = std::max(x1_px, x0_px + 1.0);
+                pending.first_event = index;
+            }
+            ++pending.count;
+            pending.category_s[static_cast<std::size_t>(block_category(event.kind))] +=
+                event.end_s - event.start_s;
+        }
+        flush(pending, row);
+    }
+
+    void flush(PendingBlock& pending, const RowBox& row) {
+        if (pending.count == 0) return;
+        const QRectF rect(pending.x0_px, row.top_px, pending.x1_px - pending.x0_px, row.height_px);
+        if (pending.count == 1) {
+            list_.rects.push_back({rect, kind_color(model_.event(pending.first_event).kind),
+                                   RectRole::block, true, pending.first_event, 1});
+        } else {
+            const auto most =
+                std::max_element(pending.category_s.begin(), pending.category_s.end());
+            const auto category = static_cast<BlockCategory>(most - pending.category_s.begin());
+            list_.rects.push_back(
+                {rect, category_color(category), RectRole::merged_block, true, -1, pending.count});
+        }
+        pending = PendingBlock{};
+    }
+
+    void push_block(std::uint32_t index, double x0_px, double x1_px, const RowBox& row) {
+        const core::TraceEvent& event = model_.event(index);
+        // A one-pixel gap on the right keeps back-to-back blocks of one colour apart.
+        const double width_px = x1_px - x0_px >= 4.0 ? x1_px - x0_px - 1.0 : x1_px - x0_px;
+        const QRectF rect(x0_px, row.top_px, width_px, row.height_px);
+        list_.rects.push_back({rect, kind_color(event.kind), RectRole::block, true, index, 1});
+        if (event.microbatch < 0) return;
+        const double text_px = std::min(kMaxTextPx, row.height_px - 2.0);
+        if (text_px < kMinTextPx) return;
+        const QString label = QString::number(event.microbatch);
+        if (width_px < label.size() * kDigitWidthEm * text_px + 4.0) return;
+        list_.texts.push_back(
+            {rect, label, block_text_color(), TextRole::block_label, text_px, true});
+    }
+
+    void add_lane_labels(const LaneBox& lane) {
+        const TimelineLane& data = *lane.lane;
+        const double separator_y = lane.top_px + lane.height_px + 0.5 * TimelineLayout::kLaneGapPx;
+        list_.lines.push_back(
+            {{0.0, separator_y}, {layout_.plot.right(), separator_y}, lane_separator_color()});
+        const QString name = layout_.viewport.collapsed
+                                 ? QStringLiteral("stage %1 (%2 rank%3)")
+                                       .arg(data.stage)
+                                       .arg(data.ranks.size())
+                                       .arg(data.ranks.size() == 1 ? "" : "s")
+                                 : QStringLiteral("rank %1").arg(data.rank());
+        const QString bubble =
+            QStringLiteral("bubble %1%").arg(100.0 * data.bubble_fraction, 0, 'f', 1);
+        const double width_px = layout_.plot.left() - 8.0;
+        if (width_px <= 0.0) return;
+        if (lane.height_px >= 2.0 * kMaxTextPx + 4.0) {
+            const double half_px = 0.5 * lane.height_px;
+            list_.texts.push_back({QRectF(4.0, lane.top_px, width_px, half_px), name,
+                                   label_text_color(), TextRole::lane_label, kMaxTextPx, false,
+                                   true});
+            list_.texts.push_back({QRectF(4.0, lane.top_px + half_px, width_px, half_px), bubble,
+                                   label_text_color(), TextRole::lane_bubble, kMaxTextPx});
+            return;
+        }
+        const double text_px = std::clamp(lane.height_px - 1.0, kMinTextPx, kMaxTextPx);
+        list_.texts.push_back({QRectF(4.0, lane.top_px, width_px, lane.height_px),
+                               name + QStringLiteral(" · ") + bubble, label_text_color(),
+                               TextRole::lane_label, text_px});
+    }
+
+    void add_selection() {
+        if (!options_.selected_event) return;
+        const std::uint32_t index = *options_.selected_event;
+        if (index >= model_.events().size()) return;
+        const core::TraceEvent& event = model_.event(index);
+        if (!model_.overlaps(index, layout_.viewport.t0_s, layout_.viewport.t1_s)) return;
+        for (const LaneBox& lane : layout_.lanes) {
+            if (lane.lane->rank() != event.rank) continue;
+            for (const RowBox& row : lane.rows) {
+                if (row.row->stream != event.stream) continue;
+                const double x0_px = clip_x(layout_.x_of(event.start_s));
+                const double x1_px = std::max(clip_x(layout_.x_of(event.end_s)), x0_px + 2.0);
+                list_.rects.push_back({QRectF(x0_px, row.top_px, x1_px - x0_px, row.height_px),
+                                       selection_color(), RectRole::selection, false,
+                                       static_cast<std::int64_t>(index), 1});
+            }
+        }
+    }
+
+    const TimelineModel& model_;
+    const TimelineLayout& layout_;
+    const DisplayListOptions& options_;
+    TimelineDisplayList list_;
+};
+
+} // namespace
+
+TimelineDisplayList build_display_list(const TimelineModel& model, const TimelineLayout& layout,
+                                       const DisplayListOptions& options) {
+    return Builder(model, layout, options).build();
+}
+
+QString format_duration(double seconds) {
+    const double magnitude = std::abs(seconds);
+    if (magnitude == 0.0) return QStringLiteral("0");
+    if (magnitude >= 1.0) return QStringLiteral("%1 s").arg(seconds, 0, 'g', 4);
+    if (magnitude >= 1e-3) return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'g', 4);
+    if (magnitude >= 1e-6) return QStringLiteral("%1 µs").arg(seconds * 1e6, 0, 'g', 4);
+    return QStringLiteral("%1 ns").arg(seconds * 1e9, 0, 'g', 4);
+}
+
+} // namespace trident::gui

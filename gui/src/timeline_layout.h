@@ -1,0 +1,61 @@
+#pragma once
+// TimelineLayout: where things go on the canvas for one viewport — the label column on the
+// left, the time axis on top, and a band per lane split into a row per stream. Shared by the
+// display-list builder (drawing) and hit testing (hover, click), so both agree on geometry.
+#include "timeline_model.h"
+
+#include <QPointF>
+#include <QRectF>
+#include <optional>
+#include <vector>
+
+namespace trident::gui {
+
+struct TimelineViewport {
+    double t0_s = 0.0;
+    double t1_s = 1.0;
+    int width_px = 800;
+    int height_px = 400;
+    bool collapsed = false; // one lane per stage instead of one per rank
+};
+
+struct RowBox {
+    const TimelineRow* row = nullptr;
+    double top_px = 0.0;
+    double height_px = 0.0;
+};
+
+struct LaneBox {
+    const TimelineLane* lane = nullptr;
+    double top_px = 0.0;
+    double height_px = 0.0;
+    std::vector<RowBox> rows;
+};
+
+struct TimelineLayout {
+    static constexpr double kLabelWidthPx = 150.0;
+    static constexpr double kAxisHeightPx = 22.0;
+    static constexpr double kLaneGapPx = 3.0;
+    static constexpr double kMaxRowHeightPx = 22.0;
+
+    TimelineViewport viewport;
+    QRectF plot; // where blocks are drawn: right of the labels, below the axis
+    std::vector<LaneBox> lanes;
+
+    double x_of(double t_s) const;
+    double t_of(double x_px) const;
+    double seconds_per_px() const;
+};
+
+TimelineLayout layout_timeline(const TimelineModel& model, const TimelineViewport& viewport);
+
+struct TimelineHit {
+    std::size_t lane = 0; // index into layout.lanes
+    std::optional<std::uint32_t> event;
+};
+
+// The lane under `point` and the event under it (within two pixels), if any.
+std::optional<TimelineHit> hit_test(const TimelineModel& model, const TimelineLayout& layout,
+                                    QPointF point);
+
+} // namespace trident::gui
