@@ -92,16 +92,55 @@ QImage render_display_list(const TimelineDisplayList& list) {
     return image;
 }
 
+namespace {
+
+std::string svg_open(QSize size, int y_px, bool outermost) {
+    const std::string width = std::to_string(size.width());
+    const std::string height = std::to_string(size.height());
+    std::string svg = "<svg";
+    if (outermost) svg += " xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\"";
+    if (!outermost) svg += " x=\"0\" y=\"" + std::to_string(y_px) + "\"";
+    svg += " width=\"" + width + "\" height=\"" + height + "\" viewBox=\"0 0 " + width + " " +
+           height + "\" font-family=\"DejaVu Sans, sans-serif\">\n";
+    return svg;
+}
+
+void append_svg_body(const TimelineDisplayList& list, std::string& svg);
+
+} // namespace
+
 std::string display_list_svg(const TimelineDisplayList& list) {
     std::string svg;
     svg.reserve(128 + 96 * list.primitive_count());
     svg += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" +
+    svg += svg_open(list.size, 0, true);
+    append_svg_body(list, svg);
+    svg += "</svg>\n";
+    return svg;
+}
+
+std::string stacked_svg(const std::vector<TimelineDisplayList>& lists) {
+    QSize size(0, 0);
+    for (const TimelineDisplayList& list : lists)
+        size = QSize(std::max(size.width(), list.size.width()), size.height() + list.size.height());
+    std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + svg_open(size, 0, true);
+    int y_px = 0;
+    for (const TimelineDisplayList& list : lists) {
+        svg += svg_open(list.size, y_px, false);
+        append_svg_body(list, svg);
+        svg += "</svg>\n";
+        y_px += list.size.height();
+    }
+    svg += "</svg>\n";
+    return svg;
+}
+
+namespace {
+
+void append_svg_body(const TimelineDisplayList& list, std::string& svg) {
+    svg += "<rect class=\"background\" x=\"0\" y=\"0\" width=\"" +
            std::to_string(list.size.width()) + "\" height=\"" + std::to_string(list.size.height()) +
-           "\" viewBox=\"0 0 " + std::to_string(list.size.width()) + " " +
-           std::to_string(list.size.height()) + "\" font-family=\"DejaVu Sans, sans-serif\">\n";
-    svg += "<rect class=\"background\" x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"" +
-           svg_color(list.background) + "\"/>\n";
+           "\" fill=\"" + svg_color(list.background) + "\"/>\n";
     for (const RectPrimitive& rect : list.rects) {
         const char* role = rect.role == RectRole::idle           ? "idle"
                            : rect.role == RectRole::block        ? "block"
@@ -131,9 +170,9 @@ std::string display_list_svg(const TimelineDisplayList& list) {
         if (text.bold) svg += " font-weight=\"bold\"";
         svg += ">" + svg_escape(text.text) + "</text>\n";
     }
-    svg += "</svg>\n";
-    return svg;
 }
+
+} // namespace
 
 QImage render_timeline(const TimelineModel& model, const TimelineViewport& viewport,
                        const DisplayListOptions& options) {

@@ -7,6 +7,7 @@
 #include <QPainter>
 #include <QString>
 #include <string>
+#include <vector>
 
 namespace trident::gui {
 
@@ -15,6 +16,8 @@ QImage render_display_list(const TimelineDisplayList& list);
 
 // A self-contained SVG 1.1 document: one <rect> per idle band, block and merged block.
 std::string display_list_svg(const TimelineDisplayList& list);
+// Several lists stacked top to bottom in one document (the compare view's two timelines).
+std::string stacked_svg(const std::vector<TimelineDisplayList>& lists);
 
 // Build the list for `viewport` and render it. Throws SpecError(path, ...) when the file cannot
 // be written.

@@ -40,17 +40,21 @@ void TimelineView::set_model(std::shared_ptr<const TimelineModel> model, const Q
     model_ = model ? std::move(model) : std::make_shared<const TimelineModel>();
     title_ = title;
     selected_.reset();
-    reset_time_range();
+    const double length_s = model_->step_length_s();
+    set_time_extent(model_->step_start_s(),
+                    model_->step_start_s() + (length_s > 0.0 ? length_s : 1.0));
     update();
 }
 
+void TimelineView::set_time_extent(double start_s, double end_s) {
+    if (!std::isfinite(start_s) || !std::isfinite(end_s) || !(end_s > start_s)) return;
+    extent_start_s_ = start_s;
+    extent_end_s_ = end_s;
+    reset_time_range();
+}
+
 void TimelineView::reset_time_range() {
-    const double length_s = model_->step_length_s();
-    if (length_s > 0.0) {
-        set_time_range(model_->step_start_s(), model_->step_end_s());
-    } else {
-        set_time_range(model_->step_start_s(), model_->step_start_s() + 1.0);
-    }
+    set_time_range(extent_start_s_, extent_end_s_);
 }
 
 void TimelineView::set_time_range(double t0_s, double t1_s) {
@@ -58,9 +62,9 @@ void TimelineView::set_time_range(double t0_s, double t1_s) {
     if (t1_s < t0_s) std::swap(t0_s, t1_s);
     // Zooming out stops a little beyond the step, panning stops at its ends: the view never
     // wanders into empty time.
-    const double step_s = std::max(model_->step_length_s(), kMinSpanS);
-    const double lo_s = model_->step_start_s() - 0.05 * step_s;
-    const double hi_s = model_->step_start_s() + 1.05 * step_s;
+    const double extent_s = std::max(extent_end_s_ - extent_start_s_, kMinSpanS);
+    const double lo_s = extent_start_s_ - 0.05 * extent_s;
+    const double hi_s = extent_end_s_ + 0.05 * extent_s;
     double span_s = std::clamp(t1_s - t0_s, kMinSpanS, hi_s - lo_s);
     t0_s = std::clamp(t0_s, lo_s, hi_s - span_s);
     t1_s = t0_s + span_s;

@@ -30,7 +30,11 @@ public:
     // step's extent (with a small margin).
     void set_time_range(double t0_s, double t1_s);
     std::pair<double, double> time_range() const { return {t0_s_, t1_s_}; }
-    void reset_time_range(); // the whole step
+    void reset_time_range(); // the whole extent
+    // The time the view may show: the step by default; the compare view widens both of its
+    // timelines to the union of their steps so they share one axis.
+    void set_time_extent(double start_s, double end_s);
+    std::pair<double, double> time_extent() const { return {extent_start_s_, extent_end_s_}; }
 
     void set_collapsed(bool collapsed);
     bool collapsed() const { return collapsed_; }
@@ -72,6 +76,8 @@ private:
 
     std::shared_ptr<const TimelineModel> model_;
     QString title_;
+    double extent_start_s_ = 0.0;
+    double extent_end_s_ = 1.0;
     double t0_s_ = 0.0;
     double t1_s_ = 1.0;
     bool collapsed_ = false;
