@@ -2,6 +2,7 @@
 
 #include "timeline_colors.h"
 
+#include <QFontMetricsF>
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -21,6 +22,12 @@ struct PendingBlock {
     std::uint32_t first_event = 0;
     std::array<double, kBlockCategoryCount> category_s{};
 };
+
+// Text cut with "…" to fit `width_px` (titles and lane labels in the label column).
+QString elided(const QString& text, double pixel_size, bool bold, double width_px) {
+    return QFontMetricsF(primitive_font(pixel_size, bold))
+        .elidedText(text, Qt::ElideRight, width_px);
+}
 
 class Builder {
 public:
@@ -54,8 +61,8 @@ private:
         list_.lines.push_back({{plot.left(), 0.0}, {plot.left(), plot.bottom()}, axis_color()});
         if (!options_.title.isEmpty())
             list_.texts.push_back({QRectF(4.0, 2.0, plot.left() - 8.0, plot.top() - 4.0),
-                                   options_.title, label_text_color(), TextRole::title, kMaxTextPx,
-                                   false, true});
+                                   elided(options_.title, kMaxTextPx, true, plot.left() - 8.0),
+                                   label_text_color(), TextRole::title, kMaxTextPx, false, true});
         // Ticks about every 100 px at 1, 2 or 5 times a power of ten.
         const double raw_step_s = 100.0 * layout_.seconds_per_px();
         if (!(raw_step_s > 0.0) || !std::isfinite(raw_step_s)) return;
@@ -183,9 +190,10 @@ private:
             return;
         }
         const double text_px = std::clamp(lane.height_px - 1.0, kMinTextPx, kMaxTextPx);
-        list_.texts.push_back({QRectF(4.0, lane.top_px, width_px, lane.height_px),
-                               name + QStringLiteral(" · ") + bubble, label_text_color(),
-                               TextRole::lane_label, text_px});
+        list_.texts.push_back(
+            {QRectF(4.0, lane.top_px, width_px, lane.height_px),
+             elided(name + QStringLiteral(" · ") + bubble, text_px, false, width_px),
+             label_text_color(), TextRole::lane_label, text_px});
     }
 
     void add_selection() {
@@ -218,6 +226,13 @@ private:
 TimelineDisplayList build_display_list(const TimelineModel& model, const TimelineLayout& layout,
                                        const DisplayListOptions& options) {
     return Builder(model, layout, options).build();
+}
+
+QFont primitive_font(double pixel_size, bool bold) {
+    QFont font(QStringLiteral("DejaVu Sans"));
+    font.setPixelSize(std::max(1, static_cast<int>(pixel_size)));
+    font.setBold(bold);
+    return font;
 }
 
 QString format_duration(double seconds) {

@@ -10,6 +10,7 @@
 #include "timeline_model.h"
 
 #include <QColor>
+#include <QFont>
 #include <QRectF>
 #include <QSize>
 #include <QString>
@@ -68,6 +69,9 @@ struct DisplayListOptions {
 
 TimelineDisplayList build_display_list(const TimelineModel& model, const TimelineLayout& layout,
                                        const DisplayListOptions& options = {});
+
+// The font text primitives are drawn in (DejaVu Sans at a pixel size).
+QFont primitive_font(double pixel_size, bool bold);
 
 // "12.3 ms", "850 µs", "1.25 s": the axis and the tooltips write times like this.
 QString format_duration(double seconds);

@@ -10,13 +10,6 @@
 namespace trident::gui {
 namespace {
 
-QFont text_font(const TextPrimitive& text) {
-    QFont font(QStringLiteral("DejaVu Sans"));
-    font.setPixelSize(std::max(1, static_cast<int>(text.pixel_size)));
-    font.setBold(text.bold);
-    return font;
-}
-
 std::string svg_number(double value) {
     char buffer[32];
     std::snprintf(buffer, sizeof buffer, "%.2f", value);
@@ -76,7 +69,7 @@ void paint_display_list(QPainter& painter, const TimelineDisplayList& list) {
     }
     painter.setRenderHint(QPainter::TextAntialiasing, true);
     for (const TextPrimitive& text : list.texts) {
-        painter.setFont(text_font(text));
+        painter.setFont(primitive_font(text.pixel_size, text.bold));
         painter.setPen(text.color);
         const int flags = Qt::AlignVCenter | Qt::TextSingleLine |
                           (text.centered ? Qt::AlignHCenter : Qt::AlignLeft);
