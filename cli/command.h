@@ -13,6 +13,7 @@ struct Command {
 
 Command add_plan_command(CLI::App& app);
 Command add_checkpoint_command(CLI::App& app);
+Command add_gui_command(CLI::App& app);
 Command add_launch_command(CLI::App& app);
 Command add_preprocess_command(CLI::App& app);
 Command add_presets_command(CLI::App& app);
