@@ -1,12 +1,16 @@
 #include "memory_chart.h"
 
+#include "trident/core/units.h"
+
+#include <QHelpEvent>
 #include <QPainter>
+#include <QToolTip>
 
 namespace trident::gui {
 
 MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
     setMinimumSize(240, 160);
-    setToolTip("Memory per rank of each pipeline stage against the budget (dashed)");
+    setMouseTracking(true);
 }
 
 void MemoryChart::set_stages(std::vector<simulator::StageMemory> stages, double budget_bytes) {
@@ -38,6 +42,37 @@ QString MemoryChart::render_svg(QSize size) const {
 void MemoryChart::paintEvent(QPaintEvent*) {
     QPainter painter(this);
     paint_memory_chart(picture(size()), painter);
+}
+
+QString MemoryChart::describe_at(QPointF point) const {
+    const MemoryChartPicture p = picture(size());
+    for (std::size_t s = 0; s < p.bars.size() && s < stages_.size(); ++s) {
+        if (!p.bars[s].contains(point)) continue;
+        const auto gib = [](double bytes) { return QString::number(bytes / core::kGiB, 'f', 2); };
+        QString text =
+            QString("stage %1: %2 GiB per rank").arg(s).arg(gib(stages_[s].total_bytes()));
+        for (int i = 0; i < kMemoryPartCount; ++i)
+            text += QString("\n  %1 %2 GiB")
+                        .arg(QString::fromUtf8(kMemoryPartNames[i].data(),
+                                               int(kMemoryPartNames[i].size())))
+                        .arg(gib(memory_part_bytes(stages_[s], MemoryPart(i))));
+        if (budget_bytes_ > 0) text += QString("\n  budget %1 GiB").arg(gib(budget_bytes_));
+        return text;
+    }
+    return {};
+}
+
+bool MemoryChart::event(QEvent* event) {
+    if (event->type() == QEvent::ToolTip) {
+        auto* help = static_cast<QHelpEvent*>(event);
+        const QString text = describe_at(help->pos());
+        if (text.isEmpty())
+            QToolTip::hideText();
+        else
+            QToolTip::showText(help->globalPos(), text, this);
+        return true;
+    }
+    return QWidget::event(event);
 }
 
 } // namespace trident::gui

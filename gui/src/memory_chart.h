@@ -28,8 +28,12 @@ public:
 
     QSize sizeHint() const override { return {480, 260}; }
 
+    // "stage 2: 31.8 GiB — weights 4.1, gradients 8.2, …" for the bar at `point`; empty elsewhere.
+    QString describe_at(QPointF point) const;
+
 protected:
     void paintEvent(QPaintEvent* event) override;
+    bool event(QEvent* event) override;
 
 private:
     std::vector<simulator::StageMemory> stages_;

@@ -122,8 +122,10 @@ MemoryChartPicture layout_memory_chart(const std::vector<simulator::StageMemory>
     // One stacked bar per stage, bottom up in MemoryPart order.
     const double slot = plot.width() / std::max<std::size_t>(stages.size(), 1);
     const double bar_width = std::min(slot * 0.7, 80.0);
+    const std::size_t label_every = std::size_t(std::ceil(24.0 / std::max(slot, 1.0)));
     for (std::size_t s = 0; s < stages.size(); ++s) {
         const double left = plot.left() + slot * double(s) + (slot - bar_width) / 2;
+        p.bars.push_back(QRectF(left, plot.top(), bar_width, plot.height()));
         double below = 0.0;
         for (int i = 0; i < kMemoryPartCount; ++i) {
             const double bytes = memory_part_bytes(stages[s], MemoryPart(i));
@@ -133,10 +135,15 @@ MemoryChartPicture layout_memory_chart(const std::vector<simulator::StageMemory>
                                memory_part_color(MemoryPart(i))});
             below += bytes;
         }
-        p.texts.push_back({QPointF(left + bar_width / 2, plot.bottom() + 16),
-                           "stage " + QString::number(s), kTextColor, true});
-        p.texts.push_back({QPointF(left + bar_width / 2, y_of(below) - 4),
-                           QString::number(below / core::kGiB, 'f', 1), kTextColor, true});
+        // Labels only where they fit (about 6 px a character): deep pipelines get numbers,
+        // and every label_every-th of them, rather than text printed over text.
+        if (s % label_every == 0)
+            p.texts.push_back({QPointF(left + bar_width / 2, plot.bottom() + 16),
+                               (slot >= 52 ? "stage " : "") + QString::number(s), kTextColor,
+                               true});
+        if (slot >= 34)
+            p.texts.push_back({QPointF(left + bar_width / 2, y_of(below) - 4),
+                               QString::number(below / core::kGiB, 'f', 1), kTextColor, true});
     }
 
     if (budget_bytes > 0) {

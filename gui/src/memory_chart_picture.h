@@ -47,6 +47,7 @@ struct MemoryChartPicture {
     std::vector<ChartBox> boxes;  // background, then bar segments (stage by stage, bottom up)
     std::vector<ChartLine> lines; // axes, ticks, the budget
     std::vector<ChartText> texts;
+    std::vector<QRectF> bars; // each stage's whole column (hover: which stage is under the mouse)
     int bar_count = 0;
     double axis_max_bytes = 0.0;
     double budget_y = 0.0; // where the budget line is drawn (pixels from the top)

@@ -64,6 +64,18 @@ TEST(PlannerMemoryChart, PixelsAndSvgShowTheSameBars) {
     EXPECT_TRUE(svg.contains(">stage 1<"));
 }
 
+TEST(PlannerMemoryChart, HoveringABarDescribesItsStage) {
+    MemoryChart chart;
+    chart.resize(600, 300);
+    chart.set_stages(two_stages(), 70 * kGiB);
+    const MemoryChartPicture p = chart.picture(QSizeF(600, 300));
+    ASSERT_EQ(p.bars.size(), 2u);
+    const QString text = chart.describe_at(p.bars[1].center());
+    EXPECT_TRUE(text.startsWith("stage 1: 46.00 GiB")) << text.toStdString();
+    EXPECT_TRUE(text.contains("activations 5.00 GiB")) << text.toStdString();
+    EXPECT_TRUE(chart.describe_at(QPointF(1, 1)).isEmpty());
+}
+
 TEST(PlannerMemoryChart, EmptyChartDrawsNoBars) {
     MemoryChart chart;
     EXPECT_EQ(chart.bar_count(), 0);
