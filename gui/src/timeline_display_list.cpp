@@ -13,6 +13,9 @@ namespace {
 constexpr double kDigitWidthEm = 0.65; // DejaVu Sans digits are 0.636 em wide
 constexpr double kMaxTextPx = 11.0;
 constexpr double kMinTextPx = 6.0;
+// A merged block stops growing at this width, so a zoomed-out row still shows where forwards
+// (warm-up) and backwards (cool-down) dominate instead of one colour for the whole row.
+constexpr double kMaxMergedPx = 3.0;
 
 // A run of narrow events that touch on screen, drawn as one block.
 struct PendingBlock {
@@ -85,13 +88,15 @@ private:
 
     void add_idle(const LaneBox& lane) {
         // The whole lane is shaded where its compute stream waits, so a bubble reads as a
-        // band behind the communication that fills it.
+        // band behind the communication that fills it. Gaps under a pixel are left out: merged
+        // like blocks they would paint a false band over a stretch of busy, dense work.
         std::optional<QRectF> pending;
         for (const TimeInterval& gap :
              model_.visible_idle(*lane.lane, layout_.viewport.t0_s, layout_.viewport.t1_s)) {
             const double x0_px = clip_x(layout_.x_of(gap.start_s));
-            const double x1_px = std::max(clip_x(layout_.x_of(gap.end_s)), x0_px + 1.0);
-            if (pending && x0_px <= pending->right() + 1.0) {
+            const double x1_px = clip_x(layout_.x_of(gap.end_s));
+            if (x1_px - x0_px < 1.0) continue;
+            if (pending && x0_px <= pending->right() + 0.5) {
                 pending->setRight(std::max(pending->right(), x1_px));
                 continue;
             }
@@ -119,7 +124,8 @@ private:
                 push_block(index, x0_px, x1_px, row);
                 continue;
             }
-            if (pending.count > 0 && x0_px <= pending.x1_px + 1.0) {
+            if (pending.count > 0 && x0_px <= pending.x1_px + 1.0 &&
+                pending.x1_px - pending.x0_px < kMaxMergedPx) {
                 pending.x1_px = std::max(pending.x1_px, x1_px);
             } else {
                 flush(pending, row);

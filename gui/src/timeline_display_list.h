@@ -3,9 +3,10 @@
 // lines, text). Built once from the model; QPainter draws it into the widget or a PNG, and the
 // SVG writer turns the same list into SVG text, so the export matches the screen.
 //
-// Level of detail: events narrower than a few pixels that touch on screen are merged into one
-// block (coloured by the category that fills most of it), so a row holds at most about one
-// block per pixel column however many events fall into the view.
+// Level of detail: events narrower than a few pixels that touch on screen are merged into
+// blocks of up to three pixels (each coloured by the category that fills most of it), and idle
+// gaps under a pixel are not drawn, so a row holds at most about one primitive per pixel
+// column however many events fall into the view.
 #include "timeline_layout.h"
 #include "timeline_model.h"
 

@@ -131,6 +131,23 @@ TEST_F(TimelineViewTest, ExportsPngAndSvg) {
     EXPECT_THROW(view.render_png(dir.filePath("missing/dir/t.png")), core::SpecError);
 }
 
+TEST_F(TimelineViewTest, HoverDescribesTheEventUnderTheCursor) {
+    const TimelineLayout layout = view.layout();
+    const std::optional<TimelineHit> hit =
+        hit_test(view.model(), layout, point_at(view, 0, core::Stream::pipeline_p2p, 1.1));
+    ASSERT_TRUE(hit && hit->event);
+    const QString text = describe_event(view.model().event(*hit->event));
+    EXPECT_TRUE(text.startsWith("send_activation\nrank 0, pipeline p2p stream"))
+        << text.toStdString();
+    EXPECT_TRUE(text.contains("micro-batch 0, chunk 0"));
+    EXPECT_TRUE(text.contains("1 s → 1.2 s (200 ms)")) << text.toStdString();
+    // In a bubble there is no event, only the lane.
+    const auto idle = hit_test(view.model(), layout, point_at(view, 1, core::Stream::compute, 0.6));
+    ASSERT_TRUE(idle);
+    EXPECT_EQ(idle->lane, 1u);
+    EXPECT_FALSE(idle->event);
+}
+
 TEST(CompareView, SharesOneTimeAxisAndListsLaneDifferences) {
     CompareView compare;
     compare.resize(1000, 800);
