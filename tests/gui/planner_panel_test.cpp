@@ -4,9 +4,11 @@
 #include "planner_table_model.h"
 #include "timeline_view.h"
 #include "trident/core/job_loader.h"
+#include "trident/core/presets.h"
 #include "trident/core/units.h"
 
 #include <QComboBox>
+#include <QFile>
 #include <QHeaderView>
 #include <QJsonDocument>
 #include <QLabel>
@@ -163,6 +165,22 @@ TEST_F(PlannerPanelTest, BadInputIsOneLineInThePanel) {
     EXPECT_FALSE(click_run_and_wait(panel));
     EXPECT_TRUE(panel.has_error());
     EXPECT_FALSE(panel.message().contains('\n')) << panel.message().toStdString();
+}
+
+TEST_F(PlannerPanelTest, AModelFileWorksLikeItsPreset) {
+    ASSERT_TRUE(click_run_and_wait(panel));
+    const double preset_step = panel.results().candidate(0).step_time_s;
+    // The preset's own text as a file, typed into the box as a user would after "File…".
+    QTemporaryDir dir;
+    const QString path = dir.filePath("my-model.json");
+    QFile file(path);
+    ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+    const std::string_view text = core::find_preset(core::PresetKind::model, "gpt2-124m")->text;
+    file.write(text.data(), qint64(text.size()));
+    file.close();
+    panel.model_box()->setCurrentText(path);
+    ASSERT_TRUE(click_run_and_wait(panel)) << panel.message().toStdString();
+    EXPECT_DOUBLE_EQ(panel.results().candidate(0).step_time_s, preset_step);
 }
 
 TEST_F(PlannerPanelTest, NothingFitsSaysHowMuchTheSmallestNeeds) {
