@@ -14,6 +14,7 @@
 #include "trident/core/trace.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QGuiApplication>
 #include <QImage>
 #include <QPainter>
@@ -118,7 +119,9 @@ int main(int argc, char** argv) {
         model_ms.push_back(milliseconds_since(model_start));
         open_ms.push_back(milliseconds_since(start));
     }
-    std::printf("%s: %zu events, %zu rank lanes, %d stages, step %.3f s\n\n", path.c_str(),
+    std::printf("%s (%.1f MB): %zu events, %zu rank lanes, %d stages, step %.3f s\n\n",
+                path.c_str(),
+                static_cast<double>(QFileInfo(QString::fromStdString(path)).size()) / 1e6,
                 model->events().size(), model->lanes(false).size(), model->stage_count(),
                 model->step_length_s());
     std::printf("%-44s %9s %9s %9s\n", "ms", "min", "median", "max");
