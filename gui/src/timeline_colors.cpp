@@ -58,6 +58,9 @@ QColor background_color() {
 QColor lane_separator_color() {
     return QColor(0xC8, 0xC8, 0xC8);
 }
+QColor stage_separator_color() {
+    return QColor(0x70, 0x70, 0x70);
+}
 QColor label_text_color() {
     return QColor(0x20, 0x20, 0x20);
 }

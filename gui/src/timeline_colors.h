@@ -33,6 +33,7 @@ QColor kind_color(core::EventKind kind);
 QColor idle_color();
 QColor background_color();
 QColor lane_separator_color();
+QColor stage_separator_color(); // closes a group of rank lanes of one stage
 QColor label_text_color();
 QColor block_text_color();
 QColor axis_color();

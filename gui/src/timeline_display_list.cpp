@@ -44,9 +44,13 @@ public:
         list_.lane_count = layout_.lanes.size();
         add_axis();
         for (const LaneBox& lane : layout_.lanes) add_idle(lane);
-        for (const LaneBox& lane : layout_.lanes) {
+        for (std::size_t l = 0; l < layout_.lanes.size(); ++l) {
+            const LaneBox& lane = layout_.lanes[l];
             for (const RowBox& row : lane.rows) add_blocks(row);
-            add_lane_labels(lane);
+            // Rank lanes are grouped by stage: a darker line closes each group.
+            const bool stage_ends = l + 1 == layout_.lanes.size() ||
+                                    layout_.lanes[l + 1].lane->stage != lane.lane->stage;
+            add_lane_labels(lane, stage_ends);
         }
         add_selection();
         return std::move(list_);
@@ -171,11 +175,12 @@ private:
             {rect, label, block_text_color(), TextRole::block_label, text_px, true});
     }
 
-    void add_lane_labels(const LaneBox& lane) {
+    void add_lane_labels(const LaneBox& lane, bool stage_ends) {
         const TimelineLane& data = *lane.lane;
         const double separator_y = lane.top_px + lane.height_px + 0.5 * TimelineLayout::kLaneGapPx;
-        list_.lines.push_back(
-            {{0.0, separator_y}, {layout_.plot.right(), separator_y}, lane_separator_color()});
+        list_.lines.push_back({{0.0, separator_y},
+                               {layout_.plot.right(), separator_y},
+                               stage_ends ? stage_separator_color() : lane_separator_color()});
         const QString name = layout_.viewport.collapsed
                                  ? QStringLiteral("stage %1 (%2 rank%3)")
                                        .arg(data.stage)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace trident::gui {
@@ -41,14 +42,39 @@ struct RankStart {
     std::int32_t rank = 0;
     double first_forward_start_s = std::numeric_limits<double>::infinity();
     double first_forward_length_s = 0.0;
+    // The rank talks to an earlier stage: it receives activations or sends gradients for the
+    // first model chunk. Only ranks of the first stage never do.
+    bool has_upstream = false;
 };
 
-// The trace does not say which pipeline stage a rank is in, but the schedule does: stage s
-// cannot start its first forward before stage s-1 has finished one, so ranks whose first
-// forward starts at the same time (within half a forward, which absorbs measured jitter
-// between data-parallel replicas) are one stage, and stages are ordered by that time.
-// Ranks with no forward events each get their own stage after the others.
-std::map<std::int32_t, int> derive_stages(std::vector<RankStart> starts) {
+// The trace does not say which pipeline stage a rank is in; two ways to find it.
+//
+// By structure (used whenever the trace has the point-to-point events to tell): ranks that
+// never talk upstream are the first stage, and since ranks are numbered with the pipeline
+// outermost (Megatron's tp-cp-ep-dp-pp, see README "Rank order"), every stage holds that many
+// consecutive ranks. This survives measured traces, whose ranks' clocks start at their own
+// step start. A simulated trace has one representative rank per stage, so there each rank is
+// its own stage.
+std::optional<std::map<std::int32_t, int>> stages_by_structure(std::vector<RankStart> starts) {
+    std::sort(starts.begin(), starts.end(),
+              [](const RankStart& a, const RankStart& b) { return a.rank < b.rank; });
+    std::size_t first_stage = 0;
+    for (const RankStart& start : starts) first_stage += start.has_upstream ? 0 : 1;
+    if (first_stage == 0 || first_stage == starts.size() || starts.size() % first_stage != 0)
+        return std::nullopt;
+    for (std::size_t i = 0; i < first_stage; ++i)
+        if (starts[i].has_upstream) return std::nullopt; // not the lowest ranks: not Megatron's
+    std::map<std::int32_t, int> stage_of;
+    for (std::size_t i = 0; i < starts.size(); ++i)
+        stage_of[starts[i].rank] = static_cast<int>(i / first_stage);
+    return stage_of;
+}
+
+// By timing (traces without those events, such as hand-built ones): stage s cannot start its
+// first forward before stage s-1 has finished one, so ranks whose first forward starts at the
+// same time (within half a forward) are one stage, and stages are ordered by that time. Ranks
+// with no forward events each get their own stage after the others.
+std::map<std::int32_t, int> stages_by_timing(std::vector<RankStart> starts) {
     std::sort(starts.begin(), starts.end(), [](const RankStart& a, const RankStart& b) {
         if (a.first_forward_start_s != b.first_forward_start_s)
             return a.first_forward_start_s < b.first_forward_start_s;
@@ -70,6 +96,14 @@ std::map<std::int32_t, int> derive_stages(std::vector<RankStart> starts) {
         stage_of[start.rank] = stage;
     }
     return stage_of;
+}
+
+std::map<std::int32_t, int> derive_stages(const std::vector<RankStart>& starts) {
+    const bool any_upstream = std::any_of(starts.begin(), starts.end(),
+                                          [](const RankStart& s) { return s.has_upstream; });
+    if (any_upstream)
+        if (auto by_structure = stages_by_structure(starts)) return *by_structure;
+    return stages_by_timing(starts);
 }
 
 } // namespace
@@ -128,6 +162,9 @@ TimelineModel::TimelineModel(core::Trace trace)
                 max_end_s = std::max(max_end_s, event.end_s);
                 row.max_end_s.push_back(max_end_s);
                 lane.end_s = std::max(lane.end_s, event.end_s);
+                if (event.chunk <= 0 && (event.kind == core::EventKind::recv_activation ||
+                                         event.kind == core::EventKind::send_gradient))
+                    start.has_upstream = true;
                 if (event.kind == core::EventKind::forward &&
                     event.start_s < start.first_forward_start_s) {
                     start.first_forward_start_s = event.start_s;
@@ -142,7 +179,7 @@ TimelineModel::TimelineModel(core::Trace trace)
         lane_of_rank.emplace(rank, std::move(lane));
     }
 
-    const std::map<std::int32_t, int> stage_of = derive_stages(std::move(starts));
+    const std::map<std::int32_t, int> stage_of = derive_stages(starts);
     for (auto& [rank, lane] : lane_of_rank) lane.stage = stage_of.at(rank);
     for (auto& [rank, lane] : lane_of_rank) rank_lanes_.push_back(std::move(lane));
     std::stable_sort(rank_lanes_.begin(), rank_lanes_.end(),

@@ -28,7 +28,7 @@ struct TimelineRow {
 };
 
 struct TimelineLane {
-    int stage = 0;                   // derived pipeline stage (see TimelineModel)
+    int stage = 0;                   // derived pipeline stage (see derive_stages in the .cpp)
     std::vector<std::int32_t> ranks; // one rank; for a stage lane every rank of the stage
     std::vector<TimelineRow> rows;   // streams that have events, in Stream order
     std::vector<TimeInterval> idle;  // gaps in the compute row inside the step, sorted

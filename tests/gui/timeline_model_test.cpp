@@ -82,6 +82,57 @@ TEST(TimelineModel, StagesComeFromWhenEachRankFirstRunsForward) {
     EXPECT_EQ(stages[1].rank(), 3); // the stage's lowest rank stands for it
 }
 
+TEST(TimelineModel, StagesComeFromPointToPointStructureWhenTheTraceHasIt) {
+    // A measured pp 2 x dp 2 step: ranks 0 and 1 are stage 0 (Megatron numbers the pipeline
+    // outermost). Each rank's clock starts at its own step start, so rank 3's first forward
+    // starts before stage 0's has ended: timing alone would put it in stage 0.
+    using core::EventKind;
+    using core::Stream;
+    core::Trace trace;
+    trace.source = "measured";
+    for (std::int32_t rank : {0, 1}) {
+        trace.events.push_back(make_event(rank, EventKind::forward, 0, 0.0, 1.0));
+        trace.events.push_back(
+            make_event(rank, EventKind::send_activation, 0, 1.0, 1.1, Stream::pipeline_p2p));
+        trace.events.push_back(
+            make_event(rank, EventKind::recv_gradient, 0, 1.1, 3.0, Stream::pipeline_p2p));
+        trace.events.push_back(make_event(rank, EventKind::backward_input, 0, 3.0, 5.0));
+    }
+    for (std::int32_t rank : {3, 2}) {
+        const double skew_s = rank == 3 ? -0.9 : 0.0;
+        trace.events.push_back(make_event(rank, EventKind::recv_activation, 0, 0.0, 1.1 + skew_s,
+                                          Stream::pipeline_p2p));
+        trace.events.push_back(make_event(rank, EventKind::forward, 0, 1.1 + skew_s, 2.1 + skew_s));
+        trace.events.push_back(
+            make_event(rank, EventKind::backward_input, 0, 2.1 + skew_s, 4.0 + skew_s));
+        trace.events.push_back(make_event(rank, EventKind::send_gradient, 0, 4.0 + skew_s,
+                                          4.1 + skew_s, Stream::pipeline_p2p));
+    }
+    const TimelineModel model(trace);
+    const auto& stages = model.lanes(true);
+    ASSERT_EQ(stages.size(), 2u);
+    EXPECT_EQ(stages[0].ranks, (std::vector<std::int32_t>{0, 1}));
+    EXPECT_EQ(stages[1].ranks, (std::vector<std::int32_t>{2, 3}));
+}
+
+TEST(TimelineModel, SimulatedRepresentativeRanksAreOneStageEach) {
+    // The simulator writes one rank per stage (0, 64, 128 for 64 ranks per stage) and only
+    // sends; stage 0 sends no gradients for chunk 0.
+    using core::EventKind;
+    core::Trace trace;
+    for (int stage = 0; stage < 3; ++stage) {
+        const std::int32_t rank = 64 * stage;
+        trace.events.push_back(make_event(rank, EventKind::forward, 0, stage, stage + 1.0));
+        if (stage > 0)
+            trace.events.push_back(make_event(rank, EventKind::send_gradient, 0, 8.0, 8.1,
+                                              core::Stream::pipeline_p2p));
+    }
+    const TimelineModel model(trace);
+    ASSERT_EQ(model.stage_count(), 3);
+    EXPECT_EQ(model.lanes(false)[2].rank(), 128);
+    EXPECT_EQ(model.lanes(false)[2].stage, 2);
+}
+
 TEST(TimelineModel, EmptyTraceHasNoLanes) {
     const TimelineModel model{core::Trace{}};
     EXPECT_TRUE(model.lanes(false).empty());
