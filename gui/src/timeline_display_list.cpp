@@ -53,6 +53,7 @@ public:
             add_lane_labels(lane, stage_ends);
         }
         add_selection();
+        add_legend();
         return std::move(list_);
     }
 
@@ -190,7 +191,8 @@ private:
         const QString bubble =
             QStringLiteral("bubble %1%").arg(100.0 * data.bubble_fraction, 0, 'f', 1);
         const double width_px = layout_.plot.left() - 8.0;
-        if (width_px <= 0.0) return;
+        // Hundreds of ranks leave lanes too thin to label: the tooltip still names them.
+        if (width_px <= 0.0 || lane.height_px < kMinTextPx) return;
         if (lane.height_px >= 2.0 * kMaxTextPx + 4.0) {
             const double half_px = 0.5 * lane.height_px;
             list_.texts.push_back({QRectF(4.0, lane.top_px, width_px, half_px), name,
@@ -205,6 +207,32 @@ private:
             {QRectF(4.0, lane.top_px, width_px, lane.height_px),
              elided(name + QStringLiteral(" · ") + bubble, text_px, false, width_px),
              label_text_color(), TextRole::lane_label, text_px});
+    }
+
+    void add_legend() {
+        // Swatch and name for each block category and for idle time, left to right, as far as
+        // they fit.
+        const QRectF& legend = layout_.legend;
+        if (legend.isEmpty()) return;
+        constexpr double kSwatchPx = 10.0;
+        const QFontMetricsF metrics(primitive_font(10.0, false));
+        double x_px = legend.left() + 4.0;
+        auto add = [&](const QString& name, const QColor& color) {
+            const double text_px = metrics.horizontalAdvance(name) + 2.0;
+            if (x_px + kSwatchPx + 4.0 + text_px > legend.right()) return;
+            const double y_px = legend.center().y() - 0.5 * kSwatchPx;
+            list_.rects.push_back(
+                {QRectF(x_px, y_px, kSwatchPx, kSwatchPx), color, RectRole::legend, true, -1, 0});
+            x_px += kSwatchPx + 4.0;
+            list_.texts.push_back({QRectF(x_px, legend.top(), text_px, legend.height()), name,
+                                   label_text_color(), TextRole::legend, 10.0});
+            x_px += text_px + 14.0;
+        };
+        for (int c = 0; c < kBlockCategoryCount; ++c)
+            add(QString::fromUtf8(kBlockCategoryNames[c].data(),
+                                  static_cast<qsizetype>(kBlockCategoryNames[c].size())),
+                category_color(static_cast<BlockCategory>(c)));
+        add(QStringLiteral("idle (bubble)"), idle_color());
     }
 
     void add_selection() {

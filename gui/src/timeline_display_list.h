@@ -21,7 +21,7 @@
 
 namespace trident::gui {
 
-enum class RectRole : std::uint8_t { idle, block, merged_block, selection };
+enum class RectRole : std::uint8_t { idle, block, merged_block, selection, legend };
 
 struct RectPrimitive {
     QRectF rect;
@@ -38,7 +38,14 @@ struct LinePrimitive {
     QColor color;
 };
 
-enum class TextRole : std::uint8_t { title, lane_label, lane_bubble, block_label, axis_label };
+enum class TextRole : std::uint8_t {
+    title,
+    lane_label,
+    lane_bubble,
+    block_label,
+    axis_label,
+    legend
+};
 
 struct TextPrimitive {
     QRectF box;

@@ -23,8 +23,12 @@ TimelineLayout layout_timeline(const TimelineModel& model, const TimelineViewpor
     const double width_px = std::max(viewport.width_px, 1);
     const double height_px = std::max(viewport.height_px, 1);
     const double label_px = std::min(TimelineLayout::kLabelWidthPx, width_px / 3.0);
+    const bool has_legend = height_px >= 4.0 * TimelineLayout::kLegendHeightPx;
+    const double legend_px = has_legend ? TimelineLayout::kLegendHeightPx : 0.0;
     layout.plot = QRectF(label_px, TimelineLayout::kAxisHeightPx, width_px - label_px,
-                         std::max(0.0, height_px - TimelineLayout::kAxisHeightPx));
+                         std::max(0.0, height_px - TimelineLayout::kAxisHeightPx - legend_px));
+    if (has_legend)
+        layout.legend = QRectF(label_px, height_px - legend_px, width_px - label_px, legend_px);
 
     const std::vector<TimelineLane>& lanes = model.lanes(viewport.collapsed);
     std::size_t row_count = 0;

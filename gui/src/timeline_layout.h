@@ -37,9 +37,11 @@ struct TimelineLayout {
     static constexpr double kAxisHeightPx = 22.0;
     static constexpr double kLaneGapPx = 3.0;
     static constexpr double kMaxRowHeightPx = 22.0;
+    static constexpr double kLegendHeightPx = 18.0;
 
     TimelineViewport viewport;
-    QRectF plot; // where blocks are drawn: right of the labels, below the axis
+    QRectF plot;   // where blocks are drawn: right of the labels, below the axis
+    QRectF legend; // the colour key along the bottom; empty when the canvas is too short
     std::vector<LaneBox> lanes;
 
     double x_of(double t_s) const;

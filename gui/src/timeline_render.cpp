@@ -138,6 +138,7 @@ void append_svg_body(const TimelineDisplayList& list, std::string& svg) {
         const char* role = rect.role == RectRole::idle           ? "idle"
                            : rect.role == RectRole::block        ? "block"
                            : rect.role == RectRole::merged_block ? "merged"
+                           : rect.role == RectRole::legend       ? "legend"
                                                                  : "selection";
         svg += std::string("<rect class=\"") + role + "\" x=\"" + svg_number(rect.rect.x()) +
                "\" y=\"" + svg_number(rect.rect.y()) + "\" width=\"" +

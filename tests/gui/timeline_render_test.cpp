@@ -101,6 +101,21 @@ TEST(TimelineRender, OneLanePerRankAndOnePerStageCollapsed) {
               kind_color(core::EventKind::forward));
 }
 
+TEST(TimelineRender, LegendShowsEveryColour) {
+    const TimelineModel model(two_stage_trace());
+    const TimelineDisplayList list = build_display_list(model, layout_timeline(model, full_view()));
+    std::vector<QColor> swatches;
+    for (const RectPrimitive& rect : list.rects)
+        if (rect.role == RectRole::legend) swatches.push_back(rect.color);
+    ASSERT_EQ(swatches.size(), static_cast<std::size_t>(kBlockCategoryCount) + 1);
+    EXPECT_EQ(swatches.front(), category_color(BlockCategory::forward));
+    EXPECT_EQ(swatches.back(), idle_color());
+    // A short canvas has no room for it.
+    const TimelineDisplayList short_list =
+        build_display_list(model, layout_timeline(model, {0.0, 8.5, 1000, 60, false}));
+    for (const RectPrimitive& rect : short_list.rects) EXPECT_NE(rect.role, RectRole::legend);
+}
+
 TEST(TimelineRender, LaneLabelsCarryTheBubbleFraction) {
     const TimelineModel model(two_stage_trace());
     const TimelineDisplayList list = build_display_list(model, layout_timeline(model, full_view()));

@@ -96,10 +96,12 @@ TEST_F(Screenshot, CompareShowsBothTimelines) {
     const std::optional<int> x_start =
         first_column_with(image, kind_color(core::EventKind::forward), false);
     ASSERT_TRUE(x_start);
-    // Just after t = 0 only rank 0 computes: one forward row in each of the two timelines.
-    EXPECT_EQ(runs_in_column(image, *x_start + 3, kind_color(core::EventKind::forward)).size(), 2u);
+    // Just after t = 0 (right of the legend's swatches) only rank 0 computes: one forward row in
+    // each of the two timelines.
+    EXPECT_EQ(runs_in_column(image, *x_start + 20, kind_color(core::EventKind::forward)).size(),
+              2u);
     // Both timelines show their idle bubbles.
-    EXPECT_GE(runs_in_column(image, *x_start + 3, idle_color()).size(), 2u);
+    EXPECT_GE(runs_in_column(image, *x_start + 20, idle_color()).size(), 2u);
 }
 
 } // namespace
