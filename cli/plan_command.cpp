@@ -7,6 +7,7 @@
 #include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
 #include "trident/core/units.h"
+#include "trident/planner/memory_budget.h"
 #include "trident/planner/planner.h"
 
 #include <algorithm>
@@ -63,44 +64,6 @@ std::vector<std::int64_t> parse_list(const std::string& text, const std::string&
         start = comma + 1;
     }
     return values;
-}
-
-// "70GiB", "80GB", "75e9" (bytes), "0.9" (a fraction of device memory) or "90%".
-double parse_budget(const std::string& text, double capacity_bytes) {
-    if (text.empty()) return 0.9 * capacity_bytes;
-    double value = 0.0;
-    char unit[8] = {0};
-    const int n = std::sscanf(text.c_str(), "%lf%7s", &value, unit);
-    const std::string u = n == 2 ? unit : "";
-    double bytes = -1.0;
-    if (n >= 1 && std::isfinite(value) && value > 0) {
-        if (u.empty())
-            bytes = value <= 1.0 ? value * capacity_bytes : value;
-        else if (u == "%")
-            bytes = value / 100.0 * capacity_bytes;
-        else if (u == "B")
-            bytes = value;
-        else if (u == "KB")
-            bytes = value * 1e3;
-        else if (u == "MB")
-            bytes = value * 1e6;
-        else if (u == "GB")
-            bytes = value * 1e9;
-        else if (u == "TB")
-            bytes = value * 1e12;
-        else if (u == "KiB")
-            bytes = value * 1024.0;
-        else if (u == "MiB")
-            bytes = value * 1024.0 * 1024.0;
-        else if (u == "GiB")
-            bytes = value * kGiB;
-        else if (u == "TiB")
-            bytes = value * kGiB * 1024.0;
-    }
-    if (bytes <= 0)
-        throw core::SpecError("--memory-budget",
-                              "cannot read \"" + text + "\" (use e.g. 70GiB, 80GB, 0.9 or 90%)");
-    return bytes;
 }
 
 planner::SearchSpace search_space(const PlanCommandOptions& o) {
@@ -324,7 +287,11 @@ Command add_plan_command(CLI::App& app) {
     c.run = [o] {
         const core::JobSpec specs = core::load_specs(o->inputs);
         const core::Profile profile = load_profile(o->profile, specs.cluster);
-        const double budget = parse_budget(o->memory_budget, profile.memory_bytes());
+        const double budget =
+            o->memory_budget.empty()
+                ? 0.9 * profile.memory_bytes() // the default: 90 % of the device
+                : planner::parse_memory_budget(o->memory_budget, profile.memory_bytes(),
+                                               "--memory-budget");
         const planner::SearchSpace space = search_space(*o);
         planner::PlanOptions options;
         options.memory_budget_bytes = budget;

@@ -5,6 +5,7 @@
 #include "trident/core/atomic_file.h"
 #include "trident/core/presets.h"
 #include "trident/core/spec_error.h"
+#include "trident/planner/memory_budget.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -319,8 +320,8 @@ void PlannerPanel::show_simulated_job(const simulator::Report& report, const QSt
     for (const auto& stage : report.stages) memory.push_back(stage.memory);
     double budget = 0.0;
     try {
-        budget = parse_memory_budget(budget_edit_->text().trimmed().toStdString(),
-                                     report.memory_capacity_bytes);
+        budget = planner::parse_memory_budget(budget_edit_->text().trimmed().toStdString(),
+                                              report.memory_capacity_bytes, "memory budget");
     } catch (const core::SpecError&) {
         budget = report.memory_capacity_bytes; // the device itself is the hard limit
     }

@@ -29,8 +29,4 @@ struct PlannerJob {
 // Throws SpecError naming the field the user got wrong.
 PlannerJob load_planner_job(const PlannerRequest& request);
 
-// The same words `trident plan --memory-budget` reads: "70GiB", "80GB", "75e9" (bytes),
-// "0.9" (a fraction of the device) or "90%". Throws SpecError("memory budget", ...).
-double parse_memory_budget(const std::string& text, double capacity_bytes);
-
 } // namespace trident::gui

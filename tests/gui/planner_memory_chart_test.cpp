@@ -82,18 +82,6 @@ TEST(PlannerMemoryChart, EmptyChartDrawsNoBars) {
     EXPECT_FALSE(chart.render_image(QSize(200, 100)).isNull());
 }
 
-TEST(PlannerRequest, BudgetWordsAsTheCliReadsThem) {
-    const double capacity = 80 * kGiB;
-    EXPECT_DOUBLE_EQ(parse_memory_budget("70GiB", capacity), 70 * kGiB);
-    EXPECT_DOUBLE_EQ(parse_memory_budget("80GB", capacity), 80e9);
-    EXPECT_DOUBLE_EQ(parse_memory_budget("90%", capacity), 0.9 * capacity);
-    EXPECT_DOUBLE_EQ(parse_memory_budget("0.5", capacity), 0.5 * capacity);
-    EXPECT_DOUBLE_EQ(parse_memory_budget("75e9", capacity), 75e9);
-    EXPECT_DOUBLE_EQ(parse_memory_budget(" 70 GiB ", capacity), 70 * kGiB);
-    for (const char* bad : {"", "lots", "-5GiB", "70 parsecs", "70GiB extra", "0"})
-        EXPECT_THROW(parse_memory_budget(bad, capacity), core::SpecError) << bad;
-}
-
 TEST(PlannerTable, SortRoleIsTheNumberAndDisplayIsForPeople) {
     planner::Candidate c;
     c.job.plan.tp = 2;

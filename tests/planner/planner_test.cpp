@@ -3,6 +3,9 @@
 #include "../support/preset_profile.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/presets.h"
+#include "trident/core/spec_error.h"
+#include "trident/core/units.h"
+#include "trident/planner/memory_budget.h"
 #include "trident/planner/planner.h"
 
 #include <gtest/gtest.h>
@@ -172,4 +175,23 @@ TEST(Planner, ExportsAPlanSimulateAccepts) {
     EXPECT_NE(args.find("--swiglu"), std::string::npos);
     EXPECT_NE(args.find("--group-query-attention"), std::string::npos);
     EXPECT_NE(args.find("--untie-embeddings-and-output-weights"), std::string::npos);
+}
+
+TEST(MemoryBudget, ReadsTheWordsUsersWrite) {
+    using trident::planner::parse_memory_budget;
+    const double capacity = 80 * trident::core::kGiB;
+    EXPECT_DOUBLE_EQ(parse_memory_budget("70GiB", capacity, "f"), 70 * trident::core::kGiB);
+    EXPECT_DOUBLE_EQ(parse_memory_budget("80GB", capacity, "f"), 80e9);
+    EXPECT_DOUBLE_EQ(parse_memory_budget("90%", capacity, "f"), 0.9 * capacity);
+    EXPECT_DOUBLE_EQ(parse_memory_budget("0.5", capacity, "f"), 0.5 * capacity);
+    EXPECT_DOUBLE_EQ(parse_memory_budget("75e9", capacity, "f"), 75e9);
+    EXPECT_DOUBLE_EQ(parse_memory_budget(" 70 GiB ", capacity, "f"), 70 * trident::core::kGiB);
+    for (const char* bad : {"", "lots", "-5GiB", "70 parsecs", "70GiB extra", "0"}) {
+        try {
+            parse_memory_budget(bad, capacity, "--memory-budget");
+            ADD_FAILURE() << "accepted '" << bad << "'";
+        } catch (const trident::core::SpecError& e) {
+            EXPECT_EQ(e.field(), "--memory-budget");
+        }
+    }
 }
