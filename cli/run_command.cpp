@@ -301,9 +301,8 @@ Command add_run_command(CLI::App& app) {
                 std::printf("skipped %lld steps with non-finite gradients\n",
                             (long long)trainer.skipped_steps());
             return 0;
-        } catch (const core::SpecError&) {
-            if (rank == 0) throw; // one line from rank 0; the others just leave
-            return 2;
+        } catch (const core::SpecError& e) {
+            return mpi.exit_with(e); // one line from rank 0, printed before any rank leaves
         }
     };
     return c;

@@ -1,8 +1,11 @@
 #include "trident/executor/mpi.h"
 
+#include <chrono>
 #include <climits>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace trident::executor {
 namespace {
@@ -28,12 +31,43 @@ MpiSession::MpiSession(int* argc, char*** argv) {
     if (!initialized) check(MPI_Init(argc, argv), "MPI_Init");
     // Errors come back as codes and become exceptions, not aborts.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &errors_), "MPI_Comm_dup");
 }
 
 MpiSession::~MpiSession() {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    if (finalized) return;
+    if (errors_ != MPI_COMM_NULL) MPI_Comm_free(&errors_);
+    MPI_Finalize();
+}
+
+int MpiSession::exit_with(const core::SpecError& error, double wait_s) {
+    const int rank = world_rank();
+    if (rank == 0) {
+        std::fprintf(stderr, "trident: error: %s: %s\n", error.field().c_str(),
+                     error.reason().c_str());
+        std::fflush(stderr);
+    }
+    MPI_Request request;
+    MPI_Ibarrier(errors_, &request);
+    const auto start = std::chrono::steady_clock::now();
+    int done = 0;
+    while (!done &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+               wait_s) {
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (done) return 2;
+    // Only some ranks failed: the others wait in some collective that will never complete.
+    if (rank != 0) {
+        std::fprintf(stderr, "trident: error: rank %d: %s: %s\n", rank, error.field().c_str(),
+                     error.reason().c_str());
+        std::fflush(stderr);
+    }
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    return 2;
 }
 
 int MpiSession::world_rank() const {

@@ -1,6 +1,7 @@
 #pragma once
 // MPI for the CPU backend: the session (MPI_Init / MPI_Finalize) and a communicator that owns
 // its MPI_Comm. RAII for both; copying is forbidden, moving transfers ownership.
+#include "trident/core/spec_error.h"
 #include "trident/executor/communicator.h"
 
 #include <memory>
@@ -17,6 +18,17 @@ public:
     MpiSession& operator=(const MpiSession&) = delete;
     int world_rank() const;
     int world_size() const;
+
+    // Ends a command that failed with bad input; returns the exit code (2). The error must
+    // reach the user exactly once even though mpirun kills every rank as soon as one exits
+    // non-zero: rank 0 prints "trident: error: FIELD: REASON" first, then all ranks meet in a
+    // barrier on a communicator of their own and leave together. An error that only some ranks
+    // raised never completes that barrier: after `wait_s` a failing rank other than 0 prints
+    // its own line (naming its rank) and aborts the job.
+    int exit_with(const core::SpecError& error, double wait_s = 10.0);
+
+private:
+    MPI_Comm errors_ = MPI_COMM_NULL; // a duplicate of MPI_COMM_WORLD for exit_with's barrier
 };
 
 class MpiCommunicator final : public Communicator {
