@@ -6,7 +6,13 @@
 #include "trident/executor/cpu_profiler.h"
 #include "trident/executor/mpi.h"
 
+#if TRIDENT_WITH_CUDA
+#include "trident/executor/cuda_profiler.h"
+#include "trident/kernels/cuda/stream.h"
+#endif
+
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <unistd.h>
 
@@ -16,9 +22,59 @@ namespace {
 struct ProfileOptions {
     std::string backend = "cpu";
     bool quick = false;
-    std::string out = "cpu-host.json";
-    std::string name = "cpu-host";
+    std::string out;  // default: <name>.json
+    std::string name; // default: cpu-host, or cuda-device for --backend cuda
 };
+
+// Progress on stderr when it is a terminal: "what [#####     ]  42%".
+std::function<void(double, const std::string&)> progress_bar() {
+    const bool tty = ::isatty(2) == 1;
+    return [tty](double f, const std::string& what) {
+        if (!tty) return;
+        const int filled = int(30 * f);
+        std::fprintf(stderr, "\r%-22s [%s%s] %3.0f%%", what.c_str(),
+                     std::string(std::size_t(filled), '#').c_str(),
+                     std::string(std::size_t(30 - filled), ' ').c_str(), 100 * f);
+    };
+}
+
+void clear_progress() {
+    if (::isatty(2) == 1) std::fprintf(stderr, "\r%70s\r", "");
+}
+
+// `--backend cuda`: one process drives every visible GPU (NCCL cliques from ncclCommInitAll),
+// so it refuses to run under mpirun with several ranks.
+int profile_cuda(const ProfileOptions& o, int world_size) {
+#if TRIDENT_WITH_CUDA
+    if (world_size > 1)
+        throw core::SpecError("--backend", "cuda profiles from one process, which drives every "
+                                           "visible GPU itself: run it without mpirun");
+    if (kernels::cuda::visible_device_count() == 0)
+        throw core::SpecError("--backend", "no CUDA device visible (cudaGetDeviceCount found "
+                                           "none); measure this machine with --backend cpu");
+    executor::CudaProfileOptions options;
+    options.quick = o.quick;
+    options.name = o.name;
+    options.command = std::string("trident profile --backend cuda") + (o.quick ? " --quick" : "");
+    options.on_progress = progress_bar();
+    const executor::CudaMeasurements m = executor::measure_cuda(options);
+    const core::Json profile = executor::cuda_profile_json(m);
+    clear_progress();
+    core::Profile::from_json(profile, "profile"); // what we write must load
+    core::write_file_atomically(o.out, profile.dump(1) + "\n", "--out");
+    std::printf("wrote %s: %d × %s, bf16 GEMM %.1f TFLOP/s, copy %.0f GB/s%s\n", o.out.c_str(),
+                m.visible_devices, m.device_name.c_str(),
+                profile["device"]["peak_flops_per_s"]["bf16"].get<double>() / 1e12,
+                m.copy_bytes_per_s / 1e9,
+                m.collectives.empty() ? ", no collective tables (one GPU)" : "");
+    return 0;
+#else
+    (void)o;
+    (void)world_size;
+    throw core::SpecError("--backend", "cuda is not in this build (configured without CUDA: "
+                                       "reconfigure with -DTRIDENT_CUDA=ON)");
+#endif
+}
 
 } // namespace
 
@@ -28,37 +84,39 @@ Command add_profile_command(CLI::App& app) {
     c.app = app.add_subcommand(
         "profile", "Measure this machine's kernels and collectives into a device profile");
     c.app->add_option("--backend", o->backend,
-                      "cpu (the CUDA profiler comes with the CUDA backend)");
-    c.app->add_flag("--quick", o->quick, "Smaller grids and messages (under 30 s)");
-    c.app->add_option("--out", o->out, "Where to write the profile (default cpu-host.json)");
+                      "cpu (this machine's cores over MPI) or cuda (the visible GPUs over NCCL)");
+    c.app->add_flag("--quick", o->quick, "Smaller grids and messages (cpu: under 30 s)");
+    c.app->add_option(
+        "--out", o->out,
+        "Where to write the profile (default cpu-host.json; cuda-device.json for --backend cuda)");
     c.app->add_option("--name", o->name,
-                      "Profile name (default cpu-host, the localhost cluster's device)");
+                      "Profile name (default cpu-host, the localhost cluster's device; "
+                      "cuda-device for --backend cuda)");
     c.run = [o] {
         int argc = 0;
         char** argv = nullptr;
         executor::MpiSession mpi(&argc, &argv);
         const int rank = mpi.world_rank();
         try {
+            if (o->name.empty()) o->name = o->backend == "cuda" ? "cuda-device" : "cpu-host";
+            if (o->out.empty())
+                o->out = o->backend == "cuda" ? "cuda-device.json" : "cpu-host.json";
+            if (o->backend == "cuda") return profile_cuda(*o, mpi.world_size());
             if (o->backend != "cpu")
                 throw core::SpecError("--backend",
-                                      "\"" + o->backend +
-                                          "\" is not built: only cpu is measured so far");
+                                      "\"" + o->backend + "\" is not a backend: cpu or cuda");
             executor::CpuProfileOptions options;
             options.quick = o->quick;
             options.name = o->name;
             options.command = "mpirun -np " + std::to_string(mpi.world_size()) +
                               " trident profile --backend cpu" + (o->quick ? " --quick" : "");
-            const bool tty = ::isatty(2) == 1;
-            options.on_progress = [tty](double f, const std::string& what) {
-                if (!tty) return;
-                const int filled = int(30 * f);
-                std::fprintf(stderr, "\r%-22s [%s%s] %3.0f%%", what.c_str(),
-                             std::string(std::size_t(filled), '#').c_str(),
-                             std::string(std::size_t(30 - filled), ' ').c_str(), 100 * f);
+            const auto bar = progress_bar();
+            options.on_progress = [bar, rank](double f, const std::string& what) {
+                if (rank == 0) bar(f, what);
             };
             const core::Json profile = executor::measure_cpu_profile(options);
             if (rank != 0) return 0;
-            if (tty) std::fprintf(stderr, "\r%70s\r", "");
+            clear_progress();
             core::Profile::from_json(profile, "profile"); // what we write must load
             core::write_file_atomically(o->out, profile.dump(1) + "\n", "--out");
             const double peak = profile["device"]["peak_flops_per_s"]["fp32"].get<double>();

@@ -10,6 +10,11 @@
 # build-cuda/googletest). If the build fails and build-cuda/prebuilt holds binaries built
 # elsewhere (same CUDA major version), those run instead. Then compute-sanitizer checks the
 # attention and norm kernels for out-of-bounds accesses and shared-memory races.
+# The CUDA backend's pieces follow: the caching allocator's tests (both builds), and — only
+# with the whole project, which they need (MPI, JSON, CLI11) — the NCCL communicator tests
+# (one rank, then one rank per GPU under mpirun when there are several), `trident profile
+# --backend cuda --quick` and `trident simulate` of a one-GPU GPT-2 350M plan with the profile
+# it wrote, beside the same plan with the shipped (derived) h200 profile.
 # Environment: JOBS (default: all cores), CUDA_ARCH (default 90).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,6 +44,9 @@ if cmake -S "$ROOT" -B "$BUILD/full" "${GEN[@]}" "${common[@]}" -DTRIDENT_CUDA=O
   BDIR=$BUILD/full
   TESTS=$BDIR/tests/gpu/cuda_kernel_tests
   BENCH=$BDIR/bench/cuda_kernels_bench
+  ALLOC=$BDIR/tests/gpu/cuda_allocator_tests
+  NCCL_TESTS=$BDIR/tests/gpu/nccl_communicator_tests
+  TRIDENT=$BDIR/cli/trident
 else
   stamp "whole project did not configure (see configure.log); stand-alone tests/gpu project"
   extra=()
@@ -48,10 +56,13 @@ else
     -DCMAKE_POLICY_VERSION_MINIMUM=3.5 >>"$OUT/configure.log" 2>&1 || stamp "configure FAILED"
   TESTS=$BDIR/cuda_kernel_tests
   BENCH=$BDIR/cuda_kernels_bench
+  ALLOC=$BDIR/cuda_allocator_tests
+  NCCL_TESTS=""
+  TRIDENT=""
 fi
 stamp "build (-j$JOBS): cuda_kernel_tests cuda_kernels_bench"
 if ! cmake --build "$BDIR" -j "$JOBS" --target cuda_kernel_tests cuda_kernels_bench \
-     >"$OUT/build.log" 2>&1; then
+     cuda_allocator_tests >"$OUT/build.log" 2>&1; then
   stamp "build FAILED"
   tail -30 "$OUT/configure.log"
   grep -E "error|Error" "$OUT/build.log" | head -40
@@ -60,11 +71,22 @@ if ! cmake --build "$BDIR" -j "$JOBS" --target cuda_kernel_tests cuda_kernels_be
     export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
     TESTS=$ROOT/build-cuda/prebuilt/cuda_kernel_tests
     BENCH=$ROOT/build-cuda/prebuilt/cuda_kernels_bench
+    ALLOC=$ROOT/build-cuda/prebuilt/cuda_allocator_tests
   else
     exit 1
   fi
 fi
 stamp "built"
+if [ -n "$TRIDENT" ]; then
+  stamp "build (-j$JOBS): nccl_communicator_tests trident"
+  if ! timeout 300 cmake --build "$BDIR" -j "$JOBS" --target nccl_communicator_tests trident \
+       >"$OUT/build-backend.log" 2>&1; then
+    stamp "backend build FAILED (see build-backend.log)"
+    grep -E "error|Error" "$OUT/build-backend.log" | head -20
+    NCCL_TESTS=""
+    TRIDENT=""
+  fi
+fi
 
 stamp "GPU tests"
 timeout 120 "$TESTS" --gtest_color=no >"$OUT/tests.log" 2>&1
@@ -81,6 +103,44 @@ PYTHONUNBUFFERED=1 timeout 90 python3 "$ROOT/tests/gpu/sdpa_reference.py" "$OUT/
   >"$OUT/sdpa.log" 2>&1
 sdpa_rc=$?
 stamp "sdpa exit $sdpa_rc"
+
+stamp "caching allocator tests"
+timeout 60 "$ALLOC" --gtest_color=no >"$OUT/allocator.log" 2>&1
+alloc_rc=$?
+stamp "allocator exit $alloc_rc"
+
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+nccl_summary="not built (needs the whole project: MPI, nlohmann-json, CLI11)"
+profile_summary="not built (needs the whole project)"
+if [ -n "$NCCL_TESTS" ]; then
+  stamp "NCCL communicator tests: one rank"
+  timeout 90 "$NCCL_TESTS" --gtest_color=no >"$OUT/nccl.log" 2>&1
+  nccl_rc=$?
+  nccl_summary="1 rank: exit $nccl_rc ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUT/nccl.log" | tr '\n' ' '))"
+  if [ "${NGPU:-0}" -ge 2 ] && command -v mpirun >/dev/null; then
+    stamp "NCCL communicator tests: $NGPU ranks"
+    timeout 120 mpirun --allow-run-as-root --oversubscribe -np "$NGPU" "$NCCL_TESTS" \
+      --gtest_color=no >"$OUT/nccl-mpi.log" 2>&1
+    nccl_summary="$nccl_summary; $NGPU ranks: exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUT/nccl-mpi.log" | tr '\n' ' '))"
+  else
+    nccl_summary="$nccl_summary; multi-rank run skipped (${NGPU:-0} GPU(s) or no mpirun)"
+  fi
+fi
+if [ -n "$TRIDENT" ]; then
+  stamp "trident profile --backend cuda --quick"
+  timeout 240 "$TRIDENT" profile --backend cuda --quick --out "$OUT/cuda-quick.json" \
+    >"$OUT/profile.log" 2>&1
+  prof_rc=$?
+  profile_summary="profile exit $prof_rc: $(tail -1 "$OUT/profile.log")"
+  plan=(--model gpt2-350m --cluster hgx-h200 --nodes 1 --devices-per-node 1 --tp 1 --pp 1
+        --dp 1 --mbs 8 --gbs 64 --seq-length 1024)
+  if [ "$prof_rc" -eq 0 ]; then
+    stamp "trident simulate (one GPU) with the measured profile"
+    timeout 30 "$TRIDENT" simulate "${plan[@]}" --profile "$OUT/cuda-quick.json" \
+      >"$OUT/simulate-measured.log" 2>&1
+    timeout 30 "$TRIDENT" simulate "${plan[@]}" >"$OUT/simulate-derived.log" 2>&1
+  fi
+fi
 
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 san_summary="compute-sanitizer not found"
@@ -111,5 +171,12 @@ echo "================ attention vs PyTorch SDPA (exit $sdpa_rc) ===============
 tail -8 "$OUT/sdpa.log"
 echo "================ sanitizers ================"
 echo "$san_summary"
+echo "================ CUDA backend ================"
+echo "caching allocator: exit $alloc_rc ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUT/allocator.log" | tr '\n' ' '))"
+echo "NCCL communicator: $nccl_summary"
+echo "$profile_summary"
+for f in measured derived; do
+  [ -f "$OUT/simulate-$f.log" ] && echo "simulate gpt2-350m, 1 GPU, $f profile: $(grep -m1 '^step time' "$OUT/simulate-$f.log")"
+done
 stamp "done"
-[ "$test_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]
+[ "$test_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ] && [ "$alloc_rc" -eq 0 ]

@@ -1,0 +1,103 @@
+#pragma once
+// NCCL for the CUDA backend (library trident::executor_cuda, built with TRIDENT_CUDA): the
+// executor's Communicator over device buffers, one ncclComm_t per process group.
+//
+// Every operation is enqueued on the communicator's CUDA stream and returns at once; its result
+// is ready for work ordered after it on that stream (call synchronize() before the host reads
+// it). Buffers are device pointers to fp32 elements.
+//
+// Point to point: NCCL has no tags, and a lone ncclSend to a peer whose matching ncclRecv sits
+// behind it on the same stream (a rank sending to itself, or two ranks that both send first)
+// would deadlock. So send() copies the data into a staging buffer (the interface's "the data is
+// copied" promise) and defers the ncclSend; the next recv() or wait_sends() issues the deferred
+// sends and the receive in one ncclGroupStart/End. Peers must post their sends and receives in
+// matching order, as Megatron's p2p schedule does; `tag` is ignored.
+//
+// The unique id is created on the group's rank 0 and broadcast over the group's MPI
+// communicator (MPI_Bcast of the ncclUniqueId bytes), so every MPI group gets its own clique.
+#include "trident/executor/communicator.h"
+#include "trident/executor/process_groups.h"
+#include "trident/kernels/cuda/device_buffer.h"
+
+#include <cuda_runtime_api.h>
+#include <memory>
+#include <mpi.h>
+#include <nccl.h>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace trident::executor {
+
+class NcclError : public std::runtime_error {
+public:
+    NcclError(const std::string& call, const std::string& reason)
+        : std::runtime_error(call + ": " + reason), call_(call), reason_(reason) {}
+    const std::string& call() const { return call_; }
+    const std::string& reason() const { return reason_; }
+
+private:
+    std::string call_, reason_;
+};
+
+class NcclCommunicator final : public Communicator {
+public:
+    // Collective over `group` (every member calls it, each with its own device current): builds
+    // the NCCL communicator of that group's members. `stream` is borrowed, not owned.
+    NcclCommunicator(MPI_Comm group, cudaStream_t stream);
+    ~NcclCommunicator() override; // ncclCommDestroy; never throws
+    NcclCommunicator(const NcclCommunicator&) = delete;
+    NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    void all_reduce_sum(float* data, std::size_t n) override;
+    void all_reduce_max(float* data, std::size_t n) override;
+    void all_gather(const float* in, float* out, std::size_t n_per_rank) override;
+    void reduce_scatter_sum(const float* in, float* out, std::size_t n_per_rank) override;
+    void all_to_all(const float* in, float* out, std::size_t n_per_rank) override;
+    void all_to_allv(const float* in, const std::vector<std::size_t>& send_counts, float* out,
+                     const std::vector<std::size_t>& recv_counts) override;
+    void broadcast(float* data, std::size_t n, int root) override;
+    void send(const float* data, std::size_t n, int peer, int tag) override;
+    void recv(float* data, std::size_t n, int peer, int tag) override;
+    void wait_sends() override; // issues deferred sends, waits for them, frees their staging
+    void barrier() override;    // a one-element all-reduce, then a stream synchronize
+
+    void synchronize() const;
+    cudaStream_t stream() const { return stream_; }
+    ncclComm_t handle() const { return comm_; }
+
+private:
+    struct PendingSend {
+        kernels::cuda::DeviceBuffer<float> staging;
+        int peer;
+    };
+    void issue_pending_sends(); // inside an open NCCL group
+
+    ncclComm_t comm_ = nullptr;
+    cudaStream_t stream_;
+    int rank_ = 0, size_ = 1;
+    std::vector<PendingSend> pending_;
+    std::vector<PendingSend> in_flight_; // issued sends whose staging the stream may still read
+    kernels::cuda::DeviceBuffer<float> barrier_word_{1};
+};
+
+// One NCCL communicator per process group of `groups` (null where the MPI group is null, as
+// embedding is on middle stages), all on `stream`. Collective over the world: every rank calls
+// it, in the same order.
+struct NcclProcessGroups {
+    NcclProcessGroups(const ProcessGroups& groups, cudaStream_t stream);
+
+    std::unique_ptr<NcclCommunicator> world;
+    std::unique_ptr<NcclCommunicator> tensor;
+    std::unique_ptr<NcclCommunicator> context;
+    std::unique_ptr<NcclCommunicator> pipeline;
+    std::unique_ptr<NcclCommunicator> data;
+    std::unique_ptr<NcclCommunicator> model;
+    std::unique_ptr<NcclCommunicator> embedding;
+    std::unique_ptr<NcclCommunicator> expert;
+    std::unique_ptr<NcclCommunicator> expert_data;
+};
+
+} // namespace trident::executor

@@ -1,0 +1,100 @@
+// The profile `trident profile --backend cuda` writes, from made-up timings: it must load with
+// core::Profile::from_json and answer lookups from the tables it was given.
+#include "trident/core/profile.h"
+#include "trident/core/spec_error.h"
+#include "trident/executor/cuda_profile_json.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+
+namespace trident::executor {
+namespace {
+
+// A GPU at ~500 TFLOP/s for GEMMs and 3 TB/s for memory, with optional 2- and 4-GPU NCCL tables.
+CudaMeasurements made_up(bool collectives) {
+    CudaMeasurements m;
+    m.name = "test-gpu";
+    m.device_name = "Made-up GPU";
+    m.visible_devices = collectives ? 4 : 1;
+    m.memory_bytes = 80e9;
+    m.copy_bytes_per_s = 3e12;
+    m.host = "testhost";
+    m.date = "2026-11-30T00:00:00Z";
+    m.command = "trident profile --backend cuda --quick";
+    for (std::int64_t a : {256, 1024, 4096})
+        for (std::int64_t b : {256, 1024, 4096})
+            for (std::int64_t c : {256, 1024, 4096})
+                m.gemm_bf16.push_back({a, b, c, 2.0 * double(a * b * c) / 5e14 + 5e-6});
+    for (std::int64_t d : {64, 128})
+        for (std::int64_t bh : {8, 32})
+            for (std::int64_t t : {512, 2048}) {
+                const double f = 2.0 * double(bh * t * t * d) / 2e14;
+                m.attention_bf16.push_back({bh, t, d, f, 2.5 * f});
+            }
+    for (const auto name : core::kMemoryKernelNames)
+        for (double bytes : {1e6, 1e8, 1e9})
+            m.memory_bound[std::string(name)].push_back({bytes, bytes / 3e12 + 3e-6});
+    if (collectives)
+        for (const auto name : core::kCollectiveNames)
+            for (std::int64_t g : {2, 4})
+                for (double bytes : {1e3, 1e6, 1e9})
+                    if (name != "send_recv" || g == 2)
+                        m.collectives.push_back({std::string(name), g, bytes, 1e-5 + bytes / 2e11});
+    return m;
+}
+
+TEST(CudaProfileJson, OneGpuLoadsWithoutCollectiveTables) {
+    const core::Json j = cuda_profile_json(made_up(false));
+    const core::Profile p = core::Profile::from_json(j);
+    EXPECT_EQ(p.name(), "test-gpu");
+    EXPECT_EQ(p.provenance().kind, "measured");
+    EXPECT_NE(p.provenance().method.find("One GPU visible: no collective tables"),
+              std::string::npos);
+    EXPECT_TRUE(p.has_fabric("nvlink"));
+    EXPECT_TRUE(j["fabrics"]["nvlink"]["collectives"].empty());
+    // Peak = the best GEMM rate; bandwidth = the copy rate.
+    EXPECT_NEAR(p.peak_flops_per_s(core::Dtype::bf16),
+                2.0 * 4096.0 * 4096 * 4096 / (2.0 * 4096.0 * 4096 * 4096 / 5e14 + 5e-6), 1e9);
+    EXPECT_DOUBLE_EQ(p.memory_bandwidth_bytes_per_s(), 3e12);
+    EXPECT_DOUBLE_EQ(p.memory_bytes(), 80e9);
+}
+
+TEST(CudaProfileJson, LookupsReturnTheMeasuredTimes) {
+    const core::Profile p = core::Profile::from_json(cuda_profile_json(made_up(false)));
+    const core::Timing g = p.gemm(core::Dtype::bf16, 1024, 1024, 1024);
+    EXPECT_TRUE(g.fallback.empty());
+    EXPECT_NEAR(g.seconds, 2.0 * 1024.0 * 1024 * 1024 / 5e14 + 5e-6, 1e-9);
+    const core::Timing a = p.attention(core::Dtype::bf16, 32, 2048, 128, true, true);
+    EXPECT_TRUE(a.fallback.empty());
+    EXPECT_NEAR(a.seconds, 2.5 * 2.0 * 32.0 * 2048 * 2048 * 128 / 2e14, 1e-9);
+    const core::Timing mb = p.memory_bound(core::MemoryKernel::adamw, 1e8);
+    EXPECT_NEAR(mb.seconds, 1e8 / 3e12 + 3e-6, 1e-9);
+}
+
+TEST(CudaProfileJson, CollectivesBecomeTheNvlinkFabric) {
+    const core::Json j = cuda_profile_json(made_up(true));
+    const core::Profile p = core::Profile::from_json(j);
+    EXPECT_NE(p.provenance().method.find("over 4 visible GPUs"), std::string::npos);
+    const core::Timing t = p.collective("nvlink", core::Collective::all_reduce, 4, 1e6);
+    EXPECT_TRUE(t.fallback.empty());
+    EXPECT_NEAR(t.seconds, 1e-5 + 1e6 / 2e11, 1e-9);
+    EXPECT_DOUBLE_EQ(j["fabrics"]["nvlink"]["alpha_s"].get<double>(), 1e-5 + 1e3 / 2e11);
+    // All-reduce bus bandwidth at 4 GPUs, largest message: algbw · 2·3/4.
+    EXPECT_NEAR(j["fabrics"]["nvlink"]["bus_bandwidth_bytes_per_s"].get<double>(),
+                1e9 / (1e-5 + 1e9 / 2e11) * 1.5, 1e3);
+}
+
+TEST(CudaProfileJson, RejectsMissingOrNonPositiveTables) {
+    CudaMeasurements m = made_up(false);
+    m.memory_bound.erase("swiglu");
+    EXPECT_THROW(cuda_profile_json(m), std::invalid_argument);
+    m = made_up(false);
+    m.gemm_bf16[3].seconds = 0.0;
+    EXPECT_THROW(cuda_profile_json(m), std::invalid_argument);
+    m = made_up(true);
+    m.collectives[0].collective = "all_reduce_fast";
+    EXPECT_THROW(cuda_profile_json(m), std::invalid_argument);
+}
+
+} // namespace
+} // namespace trident::executor
