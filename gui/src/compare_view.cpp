@@ -122,8 +122,10 @@ void CompareView::fill_table() {
 }
 
 void CompareView::render_png(const QString& path, QSize size) const {
-    const TimelineDisplayList a = view_a_->display_list(size.isEmpty() ? view_a_->size() : size);
-    const TimelineDisplayList b = view_b_->display_list(size.isEmpty() ? view_b_->size() : size);
+    const TimelineDisplayList a =
+        view_a_->display_list(size.isEmpty() ? view_a_->canvas_size() : size);
+    const TimelineDisplayList b =
+        view_b_->display_list(size.isEmpty() ? view_b_->canvas_size() : size);
     QImage image(std::max(a.size.width(), b.size.width()), a.size.height() + b.size.height(),
                  QImage::Format_RGB32);
     image.fill(a.background);
@@ -136,9 +138,10 @@ void CompareView::render_png(const QString& path, QSize size) const {
 }
 
 void CompareView::render_svg(const QString& path, QSize size) const {
-    save_text_file(stacked_svg({view_a_->display_list(size.isEmpty() ? view_a_->size() : size),
-                                view_b_->display_list(size.isEmpty() ? view_b_->size() : size)}),
-                   path);
+    save_text_file(
+        stacked_svg({view_a_->display_list(size.isEmpty() ? view_a_->canvas_size() : size),
+                     view_b_->display_list(size.isEmpty() ? view_b_->canvas_size() : size)}),
+        path);
 }
 
 } // namespace trident::gui

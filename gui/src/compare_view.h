@@ -2,7 +2,8 @@
 // CompareView: two timelines on one time axis (simulated vs measured, plan A vs plan B). Zoom,
 // pan and the stage grouping are linked, both views span the union of the two steps, and a
 // table below lists per lane the busy time, bubble fraction and end time in A and B and their
-// difference (B - A).
+// difference (B - A). The lanes are not linked: each timeline scrolls its own lanes, since A
+// and B may hold different lanes (every rank against one per stage).
 #include "compare_lanes.h"
 #include "timeline_view.h"
 
@@ -31,8 +32,8 @@ public:
     QTableWidget* table() const { return table_; }
     const std::vector<LaneDifference>& differences() const { return differences_; }
 
-    // Both timelines at the views' current sizes (or `size` for each), stacked: PNG via
-    // QPainter, SVG written by hand. Throw SpecError.
+    // Both timelines (each its current vertical window of lanes) at the views' current sizes
+    // (or `size` for each), stacked: PNG via QPainter, SVG written by hand. Throw SpecError.
     void render_png(const QString& path, QSize size = {}) const;
     void render_svg(const QString& path, QSize size = {}) const;
 

@@ -41,15 +41,17 @@ public:
     TimelineDisplayList build() {
         list_.size = QSize(layout_.viewport.width_px, layout_.viewport.height_px);
         list_.background = background_color();
-        list_.lane_count = layout_.lanes.size();
+        list_.lane_count = layout_.lane_count;
         add_axis();
         for (const LaneBox& lane : layout_.lanes) add_idle(lane);
         for (std::size_t l = 0; l < layout_.lanes.size(); ++l) {
             const LaneBox& lane = layout_.lanes[l];
             for (const RowBox& row : lane.rows) add_blocks(row);
-            // Rank lanes are grouped by stage: a darker line closes each group.
-            const bool stage_ends = l + 1 == layout_.lanes.size() ||
-                                    layout_.lanes[l + 1].lane->stage != lane.lane->stage;
+            // Rank lanes are grouped by stage: a darker line closes each group. The next lane
+            // may be scrolled out of the window, so ask the model.
+            const std::vector<TimelineLane>& lanes = model_.lanes(layout_.viewport.collapsed);
+            const bool stage_ends =
+                lane.index + 1 >= lanes.size() || lanes[lane.index + 1].stage != lane.lane->stage;
             add_lane_labels(lane, stage_ends);
         }
         add_selection();
@@ -60,6 +62,18 @@ public:
 private:
     double clip_x(double x_px) const {
         return std::clamp(x_px, layout_.plot.left(), layout_.plot.right());
+    }
+
+    // A lane half scrolled under the axis or the key is cut at the plot's top and bottom.
+    QRectF clip_y(const QRectF& rect) const {
+        const double top_px = std::max(rect.top(), layout_.plot.top());
+        const double bottom_px = std::min(rect.bottom(), layout_.plot.bottom());
+        return QRectF(rect.left(), top_px, rect.width(), std::max(0.0, bottom_px - top_px));
+    }
+
+    bool inside_y(const QRectF& rect) const {
+        return rect.top() >= layout_.plot.top() - 0.5 &&
+               rect.bottom() <= layout_.plot.bottom() + 0.5;
     }
 
     void add_axis() {
@@ -112,7 +126,9 @@ private:
     }
 
     void push_idle(const QRectF& rect) {
-        list_.rects.push_back({rect, idle_color(), RectRole::idle, true, -1, 0});
+        const QRectF clipped = clip_y(rect);
+        if (clipped.height() <= 0.0) return;
+        list_.rects.push_back({clipped, idle_color(), RectRole::idle, true, -1, 0});
     }
 
     void add_blocks(const RowBox& row) {
@@ -147,7 +163,12 @@ private:
 
     void flush(PendingBlock& pending, const RowBox& row) {
         if (pending.count == 0) return;
-        const QRectF rect(pending.x0_px, row.top_px, pending.x1_px - pending.x0_px, row.height_px);
+        const QRectF rect =
+            clip_y(QRectF(pending.x0_px, row.top_px, pending.x1_px - pending.x0_px, row.height_px));
+        if (rect.height() <= 0.0) {
+            pending = PendingBlock{};
+            return;
+        }
         if (pending.count == 1) {
             list_.rects.push_back({rect, kind_color(model_.event(pending.first_event).kind),
                                    RectRole::block, true, pending.first_event, 1});
@@ -166,8 +187,10 @@ private:
         // A one-pixel gap on the right keeps back-to-back blocks of one colour apart.
         const double width_px = x1_px - x0_px >= 4.0 ? x1_px - x0_px - 1.0 : x1_px - x0_px;
         const QRectF rect(x0_px, row.top_px, width_px, row.height_px);
-        list_.rects.push_back({rect, kind_color(event.kind), RectRole::block, true, index, 1});
-        if (event.microbatch < 0) return;
+        const QRectF clipped = clip_y(rect);
+        if (clipped.height() <= 0.0) return;
+        list_.rects.push_back({clipped, kind_color(event.kind), RectRole::block, true, index, 1});
+        if (event.microbatch < 0 || !inside_y(rect)) return;
         const double text_px = std::min(kMaxTextPx, row.height_px - 2.0);
         if (text_px < kMinTextPx) return;
         const QString label = QString::number(event.microbatch);
@@ -179,9 +202,10 @@ private:
     void add_lane_labels(const LaneBox& lane, bool stage_ends) {
         const TimelineLane& data = *lane.lane;
         const double separator_y = lane.top_px + lane.height_px + 0.5 * TimelineLayout::kLaneGapPx;
-        list_.lines.push_back({{0.0, separator_y},
-                               {layout_.plot.right(), separator_y},
-                               stage_ends ? stage_separator_color() : lane_separator_color()});
+        if (separator_y >= layout_.plot.top() && separator_y <= layout_.plot.bottom())
+            list_.lines.push_back({{0.0, separator_y},
+                                   {layout_.plot.right(), separator_y},
+                                   stage_ends ? stage_separator_color() : lane_separator_color()});
         const QString name = layout_.viewport.collapsed
                                  ? QStringLiteral("stage %1 (%2 rank%3)")
                                        .arg(data.stage)
@@ -194,15 +218,21 @@ private:
         // Hundreds of ranks leave lanes too thin to label: the tooltip still names them.
         if (width_px <= 0.0 || lane.height_px < kMinTextPx) return;
         if (lane.height_px >= 2.0 * kMaxTextPx + 4.0) {
+            // Each line is drawn only where it is whole: a lane half scrolled away keeps the
+            // line still in view, and nothing is written over the axis or the key.
             const double half_px = 0.5 * lane.height_px;
-            list_.texts.push_back({QRectF(4.0, lane.top_px, width_px, half_px), name,
-                                   label_text_color(), TextRole::lane_label, kMaxTextPx, false,
-                                   true});
-            list_.texts.push_back({QRectF(4.0, lane.top_px + half_px, width_px, half_px), bubble,
-                                   label_text_color(), TextRole::lane_bubble, kMaxTextPx});
+            const QRectF name_box(4.0, lane.top_px, width_px, half_px);
+            const QRectF bubble_box(4.0, lane.top_px + half_px, width_px, half_px);
+            if (inside_y(name_box))
+                list_.texts.push_back({name_box, name, label_text_color(), TextRole::lane_label,
+                                       kMaxTextPx, false, true});
+            if (inside_y(bubble_box))
+                list_.texts.push_back(
+                    {bubble_box, bubble, label_text_color(), TextRole::lane_bubble, kMaxTextPx});
             return;
         }
         const double text_px = std::clamp(lane.height_px - 1.0, kMinTextPx, kMaxTextPx);
+        if (!inside_y(QRectF(4.0, lane.top_px, width_px, lane.height_px))) return;
         list_.texts.push_back(
             {QRectF(4.0, lane.top_px, width_px, lane.height_px),
              elided(name + QStringLiteral(" · ") + bubble, text_px, false, width_px),
@@ -247,8 +277,9 @@ private:
                 if (row.row->stream != event.stream) continue;
                 const double x0_px = clip_x(layout_.x_of(event.start_s));
                 const double x1_px = std::max(clip_x(layout_.x_of(event.end_s)), x0_px + 2.0);
-                list_.rects.push_back({QRectF(x0_px, row.top_px, x1_px - x0_px, row.height_px),
-                                       selection_color(), RectRole::selection, false,
+                const QRectF rect = clip_y(QRectF(x0_px, row.top_px, x1_px - x0_px, row.height_px));
+                if (rect.height() <= 0.0) continue;
+                list_.rects.push_back({rect, selection_color(), RectRole::selection, false,
                                        static_cast<std::int64_t>(index), 1});
             }
         }

@@ -6,7 +6,8 @@
 // Level of detail: events narrower than a few pixels that touch on screen are merged into
 // blocks of up to three pixels (each coloured by the category that fills most of it), and idle
 // gaps under a pixel are not drawn, so a row holds at most about one primitive per pixel
-// column however many events fall into the view.
+// column however many events fall into the view. Only the lanes in the layout's vertical
+// window are drawn, cut at the plot's top and bottom; the axis and the colour key stay put.
 #include "timeline_layout.h"
 #include "timeline_model.h"
 
@@ -63,7 +64,7 @@ struct TimelineDisplayList {
     std::vector<RectPrimitive> rects; // drawn in order: idle shading, blocks, selection
     std::vector<LinePrimitive> lines;
     std::vector<TextPrimitive> texts;
-    std::size_t lane_count = 0;
+    std::size_t lane_count = 0; // all lanes; only those in the vertical window are drawn
 
     std::size_t primitive_count() const { return rects.size() + lines.size() + texts.size(); }
 };

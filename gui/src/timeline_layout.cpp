@@ -13,6 +13,10 @@ double TimelineLayout::t_of(double x_px) const {
     return viewport.t0_s + (x_px - plot.left()) * seconds_per_px();
 }
 
+double TimelineLayout::max_scroll_px() const {
+    return std::max(0.0, content_height_px - plot.height());
+}
+
 double TimelineLayout::seconds_per_px() const {
     return (viewport.t1_s - viewport.t0_s) / std::max(1.0, plot.width());
 }
@@ -31,33 +35,65 @@ TimelineLayout layout_timeline(const TimelineModel& model, const TimelineViewpor
         layout.legend = QRectF(label_px, height_px - legend_px, width_px - label_px, legend_px);
 
     const std::vector<TimelineLane>& lanes = model.lanes(viewport.collapsed);
-    std::size_t row_count = 0;
-    for (const TimelineLane& lane : lanes) row_count += std::max<std::size_t>(1, lane.rows.size());
-    if (row_count == 0) return layout;
-    // Every lane fits the height: rows shrink (to a pixel at the least) rather than scroll.
-    const double gaps_px = TimelineLayout::kLaneGapPx * static_cast<double>(lanes.size());
-    const double row_px =
-        std::clamp((layout.plot.height() - gaps_px) / static_cast<double>(row_count), 1.0,
-                   TimelineLayout::kMaxRowHeightPx);
-    double top_px = layout.plot.top() + TimelineLayout::kLaneGapPx;
-    for (const TimelineLane& lane : lanes) {
-        LaneBox box;
-        box.lane = &lane;
-        box.top_px = top_px;
-        for (const TimelineRow& row : lane.rows) {
-            box.rows.push_back({&row, top_px, row_px});
-            top_px += row_px;
+    layout.lane_count = lanes.size();
+    if (lanes.empty()) return layout;
+    // Rows grow to fill the height up to kMaxRowHeightPx; below the minimum heights the lanes
+    // keep their size and scroll instead of shrinking to an unlabelled pixel.
+    auto lane_height = [](const TimelineLane& lane, double row_px) {
+        const double rows = static_cast<double>(std::max<std::size_t>(1, lane.rows.size()));
+        return std::max(rows * row_px, TimelineLayout::kMinLaneHeightPx);
+    };
+    auto content_height = [&](double row_px) {
+        double total_px = TimelineLayout::kLaneGapPx;
+        for (const TimelineLane& lane : lanes)
+            total_px += lane_height(lane, row_px) + TimelineLayout::kLaneGapPx;
+        return total_px;
+    };
+    // The content height grows with the row height: bisect for the tallest rows that fit.
+    double row_px = TimelineLayout::kMaxRowHeightPx;
+    if (content_height(row_px) > layout.plot.height()) {
+        double lo_px = TimelineLayout::kMinRowHeightPx;
+        double hi_px = TimelineLayout::kMaxRowHeightPx;
+        for (int i = 0; i < 20 && content_height(lo_px) <= layout.plot.height(); ++i) {
+            const double mid_px = 0.5 * (lo_px + hi_px);
+            (content_height(mid_px) <= layout.plot.height() ? lo_px : hi_px) = mid_px;
         }
-        if (lane.rows.empty()) top_px += row_px;
-        box.height_px = top_px - box.top_px;
-        layout.lanes.push_back(std::move(box));
-        top_px += TimelineLayout::kLaneGapPx;
+        row_px = lo_px;
+    }
+    layout.content_height_px = content_height(row_px);
+    layout.scroll_px = std::clamp(viewport.scroll_px, 0.0, layout.max_scroll_px());
+
+    double top_px = layout.plot.top() + TimelineLayout::kLaneGapPx - layout.scroll_px;
+    for (std::size_t l = 0; l < lanes.size(); ++l) {
+        const TimelineLane& lane = lanes[l];
+        const double height_px = lane_height(lane, row_px);
+        // Lanes outside the window cost a few additions each: no boxes, no rows.
+        if (top_px + height_px > layout.plot.top() && top_px < layout.plot.bottom()) {
+            LaneBox box;
+            box.lane = &lane;
+            box.index = l;
+            box.top_px = top_px;
+            box.height_px = height_px;
+            // A lane held up by its minimum height shares the extra among its rows.
+            const double lane_row_px =
+                height_px / static_cast<double>(std::max<std::size_t>(1, lane.rows.size()));
+            double row_top_px = top_px;
+            for (const TimelineRow& row : lane.rows) {
+                box.rows.push_back({&row, row_top_px, lane_row_px});
+                row_top_px += lane_row_px;
+            }
+            layout.lanes.push_back(std::move(box));
+        }
+        top_px += height_px + TimelineLayout::kLaneGapPx;
+        if (top_px >= layout.plot.bottom()) break;
     }
     return layout;
 }
 
 std::optional<TimelineHit> hit_test(const TimelineModel& model, const TimelineLayout& layout,
                                     QPointF point) {
+    // Lanes scrolled under the axis or the colour key are hidden there.
+    if (point.y() < layout.plot.top() || point.y() >= layout.plot.bottom()) return std::nullopt;
     for (std::size_t l = 0; l < layout.lanes.size(); ++l) {
         const LaneBox& lane = layout.lanes[l];
         if (point.y() < lane.top_px || point.y() >= lane.top_px + lane.height_px) continue;

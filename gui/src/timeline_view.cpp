@@ -10,6 +10,9 @@
 #include <QMenu>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QResizeEvent>
+#include <QScrollBar>
+#include <QSignalBlocker>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
@@ -21,6 +24,7 @@ namespace {
 constexpr double kDragThresholdPx = 4.0;
 constexpr double kZoomPerNotch = 0.8; // one wheel notch shows 80% of the time span
 constexpr double kMinSpanS = 1e-9;
+constexpr int kScrollPerNotchPx = 60; // Shift+wheel: about two lanes per notch
 
 } // namespace
 
@@ -30,6 +34,48 @@ TimelineView::TimelineView(QWidget* parent)
     setFocusPolicy(Qt::StrongFocus);
     setMinimumSize(300, 120);
     setAttribute(Qt::WA_OpaquePaintEvent);
+    scrollbar_ = new QScrollBar(Qt::Vertical, this);
+    scrollbar_->setSingleStep(20);
+    scrollbar_->hide();
+    connect(scrollbar_, &QScrollBar::valueChanged, this,
+            [this](int value) { set_lane_scroll(value); });
+}
+
+QSize TimelineView::canvas_size() const {
+    if (scrollbar_->isHidden()) return size();
+    return {std::max(1, width() - scrollbar_->sizeHint().width()), height()};
+}
+
+void TimelineView::set_lane_scroll(double scroll_px) {
+    // Whole pixels, as the scrollbar counts them; the layout clamps the last fraction.
+    const double max_px =
+        std::ceil(layout_timeline(*model_, viewport(canvas_size())).max_scroll_px());
+    const double clamped = std::clamp(std::round(scroll_px), 0.0, max_px);
+    if (clamped == scroll_px_) return;
+    scroll_px_ = clamped;
+    scrollbar_->setValue(static_cast<int>(std::lround(scroll_px_)));
+    update();
+}
+
+void TimelineView::update_scrollbar() {
+    // Lane heights depend on the height only, so the full width tells whether lanes overflow.
+    const TimelineLayout geometry = layout_timeline(*model_, viewport(size()));
+    const int max_px = static_cast<int>(std::ceil(geometry.max_scroll_px()));
+    const QSignalBlocker blocker(scrollbar_);
+    scrollbar_->setRange(0, max_px);
+    scrollbar_->setPageStep(std::max(1, static_cast<int>(geometry.plot.height())));
+    scrollbar_->setHidden(max_px == 0);
+    const int bar_px = scrollbar_->sizeHint().width();
+    scrollbar_->setGeometry(width() - bar_px, static_cast<int>(geometry.plot.top()), bar_px,
+                            static_cast<int>(geometry.plot.height()));
+    scroll_px_ = std::clamp(scroll_px_, 0.0, static_cast<double>(max_px));
+    scrollbar_->setValue(static_cast<int>(std::lround(scroll_px_)));
+    update();
+}
+
+void TimelineView::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    update_scrollbar();
 }
 
 void TimelineView::set_trace(const core::Trace& trace, const QString& title) {
@@ -43,7 +89,8 @@ void TimelineView::set_model(std::shared_ptr<const TimelineModel> model, const Q
     const double length_s = model_->step_length_s();
     set_time_extent(model_->step_start_s(),
                     model_->step_start_s() + (length_s > 0.0 ? length_s : 1.0));
-    update();
+    scroll_px_ = 0.0;
+    update_scrollbar();
 }
 
 void TimelineView::set_time_extent(double start_s, double end_s) {
@@ -78,7 +125,7 @@ void TimelineView::set_time_range(double t0_s, double t1_s) {
 void TimelineView::set_collapsed(bool collapsed) {
     if (collapsed == collapsed_) return;
     collapsed_ = collapsed;
-    update();
+    update_scrollbar();
     emit collapsed_changed(collapsed_);
 }
 
@@ -90,11 +137,11 @@ void TimelineView::select_event(std::optional<std::uint32_t> index) {
 }
 
 TimelineViewport TimelineView::viewport() const {
-    return viewport(size());
+    return viewport(canvas_size());
 }
 
 TimelineViewport TimelineView::viewport(QSize size) const {
-    return {t0_s_, t1_s_, size.width(), size.height(), collapsed_};
+    return {t0_s_, t1_s_, size.width(), size.height(), collapsed_, scroll_px_};
 }
 
 TimelineLayout TimelineView::layout() const {
@@ -113,16 +160,21 @@ TimelineDisplayList TimelineView::display_list(QSize size) const {
 }
 
 void TimelineView::render_png(const QString& path, QSize size) const {
-    save_image_png(render_display_list(display_list(size.isEmpty() ? this->size() : size)), path);
+    save_image_png(render_display_list(display_list(size.isEmpty() ? canvas_size() : size)), path);
 }
 
 void TimelineView::render_svg(const QString& path, QSize size) const {
-    save_text_file(display_list_svg(display_list(size.isEmpty() ? this->size() : size)), path);
+    save_text_file(display_list_svg(display_list(size.isEmpty() ? canvas_size() : size)), path);
 }
 
 void TimelineView::paintEvent(QPaintEvent*) {
     QPainter painter(this);
-    paint_display_list(painter, display_list(size()));
+    const QSize canvas = canvas_size();
+    // The strip behind the scrollbar, above and below it, in the canvas's colour.
+    if (canvas.width() < width())
+        painter.fillRect(QRect(canvas.width(), 0, width() - canvas.width(), height()),
+                         background_color());
+    paint_display_list(painter, display_list(canvas));
 }
 
 void TimelineView::zoom_around(double x_px, double factor) {
@@ -134,6 +186,18 @@ void TimelineView::zoom_around(double x_px, double factor) {
 }
 
 void TimelineView::wheelEvent(QWheelEvent* event) {
+    if (event->modifiers() & Qt::ShiftModifier) {
+        // Some platforms turn Shift+wheel into a horizontal wheel: take either axis.
+        const QPoint delta = event->angleDelta();
+        const double notches = (delta.y() != 0 ? delta.y() : delta.x()) / 120.0;
+        if (notches == 0.0 || scrollbar_->isHidden()) {
+            event->ignore();
+            return;
+        }
+        set_lane_scroll(scroll_px_ - notches * kScrollPerNotchPx);
+        event->accept();
+        return;
+    }
     const double notches = event->angleDelta().y() / 120.0;
     if (notches == 0.0) {
         event->ignore();
@@ -201,6 +265,12 @@ void TimelineView::keyPressEvent(QKeyEvent* event) {
         break;
     case Qt::Key_Minus:
         zoom_around(layout().plot.center().x(), 1.0 / kZoomPerNotch);
+        break;
+    case Qt::Key_PageUp:
+        set_lane_scroll(scroll_px_ - layout().plot.height());
+        break;
+    case Qt::Key_PageDown:
+        set_lane_scroll(scroll_px_ + layout().plot.height());
         break;
     default:
         return QWidget::keyPressEvent(event);

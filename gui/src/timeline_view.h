@@ -2,7 +2,10 @@
 // TimelineView: the timeline widget. Shows a trace as lanes of coloured blocks with the
 // bubbles shaded; the wheel zooms around the cursor, dragging pans, hovering shows an event's
 // details, clicking selects it (event_selected), and `C` or the context menu collapses the
-// lanes to one per pipeline stage. render_png / render_svg export what the widget shows.
+// lanes to one per pipeline stage. Lanes keep a readable height; when they do not fit, a
+// scrollbar on the right, Shift+wheel and Page Up/Down scroll them (the wheel stays zoom, as it
+// always was) while the time axis and the colour key stay put. render_png / render_svg export
+// what the widget shows: the lanes in the current vertical window.
 #include "timeline_display_list.h"
 #include "timeline_model.h"
 
@@ -11,6 +14,8 @@
 #include <memory>
 #include <optional>
 #include <utility>
+
+class QScrollBar;
 
 namespace trident::gui {
 
@@ -38,6 +43,14 @@ public:
 
     void set_collapsed(bool collapsed);
     bool collapsed() const { return collapsed_; }
+
+    // How far the lanes are scrolled up, in pixels (0 shows the first lane); clamped to what
+    // the lanes need at the current size.
+    void set_lane_scroll(double scroll_px);
+    double lane_scroll() const { return scroll_px_; }
+    QScrollBar* lane_scrollbar() const { return scrollbar_; }
+    // The widget's size less the scrollbar when it shows: what the lanes are drawn into.
+    QSize canvas_size() const;
 
     std::optional<std::uint32_t> selected_event() const { return selected_; }
     void select_event(std::optional<std::uint32_t> index);
@@ -69,10 +82,12 @@ protected:
     void keyPressEvent(QKeyEvent* event) override;
     void contextMenuEvent(QContextMenuEvent* event) override;
     bool event(QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     DisplayListOptions options() const;
     void zoom_around(double x_px, double factor);
+    void update_scrollbar(); // range, page and place for the current lanes and size
 
     std::shared_ptr<const TimelineModel> model_;
     QString title_;
@@ -81,6 +96,8 @@ private:
     double t0_s_ = 0.0;
     double t1_s_ = 1.0;
     bool collapsed_ = false;
+    QScrollBar* scrollbar_ = nullptr;
+    double scroll_px_ = 0.0;
     std::optional<std::uint32_t> selected_;
     std::optional<QPointF> press_px_; // where the left button went down
     double press_t0_s_ = 0.0;         // the range when it went down
