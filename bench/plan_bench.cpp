@@ -2,7 +2,6 @@
 // 1024 A100s under 1 s; a 1T model on 3072 and a Mixtral-class MoE on 512 under 5 s each).
 // Profile loading excluded; prints seconds (min / median / max) and layouts per second.
 #include "trident/core/job_loader.h"
-#include "trident/core/presets.h"
 #include "trident/planner/planner.h"
 
 #include <algorithm>
@@ -31,8 +30,7 @@ int main(int argc, char** argv) {
         in.global_batch_size = c.gbs;
         in.seq_length = c.seq;
         const core::JobSpec specs = core::load_specs(in);
-        const core::Profile profile = core::Profile::from_json(
-            core::resolve_reference(specs.cluster.device, core::PresetKind::profile, "profile"));
+        const core::Profile profile = core::load_profile("", specs.cluster);
         planner::PlanOptions options;
         options.memory_budget_bytes = 0.9 * profile.memory_bytes();
         std::vector<double> seconds;

@@ -20,12 +20,9 @@
 
 namespace trident::cli {
 
-core::Profile load_profile(const std::string& reference, const core::ClusterSpec& cluster);
-
 namespace {
 
 using core::kGiB;
-const auto gib = core::gib_text;
 
 struct PlanCommandOptions {
     core::JobInputs inputs;
@@ -286,7 +283,7 @@ Command add_plan_command(CLI::App& app) {
     c.app->add_flag("--exhaustive", o->exhaustive, "Simulate every feasible layout (no pruning)");
     c.run = [o] {
         const core::JobSpec specs = core::load_specs(o->inputs);
-        const core::Profile profile = load_profile(o->profile, specs.cluster);
+        const core::Profile profile = core::load_profile(o->profile, specs.cluster);
         const double budget =
             o->memory_budget.empty()
                 ? 0.9 * profile.memory_bytes() // the default: 90 % of the device
@@ -302,23 +299,7 @@ Command add_plan_command(CLI::App& app) {
         const planner::PlanResult r = planner::plan(specs, profile, space, options);
         bar.reset();
         options.on_progress = nullptr;
-        if (r.best.empty()) {
-            if (r.feasible == 0 && r.smallest_peak_bytes > 0)
-                throw core::SpecError("--memory-budget", "no layout fits in " + gib(budget) +
-                                                             "; the smallest needs " +
-                                                             gib(r.smallest_peak_bytes) + " (" +
-                                                             r.smallest_layout + ")");
-            std::vector<std::pair<std::int64_t, std::string>> counts;
-            for (const auto& [reason, n] : r.rejection_counts) counts.emplace_back(n, reason);
-            std::sort(counts.rbegin(), counts.rend());
-            std::string reasons;
-            for (std::size_t i = 0; i < counts.size() && i < 3; ++i)
-                reasons +=
-                    (i ? "; " : "") + counts[i].second + " ×" + std::to_string(counts[i].first);
-            throw core::SpecError("cluster",
-                                  "no valid layout of " + std::to_string(specs.cluster.devices()) +
-                                      " devices for " + specs.model.name + ": " + reasons);
-        }
+        if (r.best.empty()) throw planner::why_no_candidate(specs, r, budget, "--memory-budget");
         if (!o->out.empty())
             core::write_file_atomically(
                 o->out, planner::plan_file(r.best.front(), budget).dump(2) + "\n", "--out");

@@ -7,7 +7,6 @@
 #include "training_data.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/job_loader.h"
-#include "trident/core/presets.h"
 #include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
 #include "trident/executor/checkpoint.h"
@@ -51,15 +50,13 @@ struct RunOptions {
 // Nothing when neither exists; the banner says so.
 std::optional<double> peak_flops_per_s(const std::string& reference, const core::JobSpec& job,
                                        std::string& note) {
-    const std::string name = reference.empty() ? job.cluster.device : reference;
     try {
-        const core::Profile profile = core::Profile::from_json(
-            core::resolve_reference(name, core::PresetKind::profile, "--profile"), "--profile");
+        const core::Profile profile = core::load_profile(reference, job.cluster);
         note = "MFU against " + profile.name() + "'s fp32 peak";
         return profile.peak_flops_per_s(core::Dtype::fp32); // the CPU backend computes in fp32
     } catch (const core::SpecError& e) {
         if (!reference.empty()) throw; // asked for by name: a bad one is an error
-        note = "no MFU: no profile for device '" + name +
+        note = "no MFU: no profile for device '" + job.cluster.device +
                "' (measure one with `mpirun -np N trident profile --backend cpu --out F` and "
                "pass --profile F)";
         return std::nullopt;

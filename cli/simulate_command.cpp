@@ -2,7 +2,6 @@
 #include "command.h"
 #include "job_options.h"
 #include "trident/core/atomic_file.h"
-#include "trident/core/presets.h"
 #include "trident/core/profile.h"
 #include "trident/simulator/report.h"
 
@@ -22,14 +21,6 @@ struct SimulateOptions {
 
 } // namespace
 
-// The profile named by --profile, else the one the cluster's device names.
-core::Profile load_profile(const std::string& reference, const core::ClusterSpec& cluster) {
-    const std::string name = reference.empty() ? cluster.device : reference;
-    const std::string field = reference.empty() ? "cluster.device" : "--profile";
-    return core::Profile::from_json(core::resolve_reference(name, core::PresetKind::profile, field),
-                                    "profile");
-}
-
 Command add_simulate_command(CLI::App& app) {
     auto options = std::make_shared<SimulateOptions>();
     Command c;
@@ -43,7 +34,7 @@ Command add_simulate_command(CLI::App& app) {
     c.app->add_option("--json", options->json, "Write the report as JSON");
     c.run = [options] {
         const core::JobSpec job = core::load_job(options->inputs);
-        const core::Profile profile = load_profile(options->profile, job.cluster);
+        const core::Profile profile = core::load_profile(options->profile, job.cluster);
         simulator::SimulateOptions sim;
         sim.trace = !options->trace.empty();
         const simulator::Report report = simulator::simulate(job, profile, sim);

@@ -1,5 +1,6 @@
 #include "trident/core/profile.h"
 
+#include "trident/core/presets.h"
 #include "trident/core/spec_error.h"
 
 #include <algorithm>
@@ -452,6 +453,12 @@ Timing Profile::collective(const std::string& fabric, Collective c, std::int64_t
         steps * fab.alpha_s + bus_bandwidth_factor(c, group) * bytes / fab.bus_bandwidth;
     return {seconds, fabric + " " + std::string(kCollectiveNames[int(c)]) + " group " +
                          std::to_string(group) + " not in the table: alpha-beta"};
+}
+
+Profile load_profile(const std::string& reference, const ClusterSpec& cluster) {
+    const std::string name = reference.empty() ? cluster.device : reference;
+    const std::string field = reference.empty() ? "cluster.device" : "--profile";
+    return Profile::from_json(resolve_reference(name, PresetKind::profile, field), "profile");
 }
 
 } // namespace trident::core

@@ -1,13 +1,13 @@
 #include "job_simulation.h"
 
-#include "device_profile.h"
+#include "trident/core/profile.h"
 
 namespace trident::gui {
 
 simulator::Report simulate_with_trace(const core::JobSpec& job) {
     simulator::SimulateOptions options;
     options.trace = true;
-    return simulator::simulate(job, cluster_profile(job.cluster), options);
+    return simulator::simulate(job, core::load_profile("", job.cluster), options);
 }
 
 } // namespace trident::gui

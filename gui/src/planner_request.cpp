@@ -1,14 +1,10 @@
 #include "planner_request.h"
 
-#include "device_profile.h"
 #include "trident/core/job_loader.h"
+#include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
 #include "trident/core/units.h"
 #include "trident/planner/memory_budget.h"
-
-#include <cmath>
-#include <cstdio>
-#include <map>
 
 namespace trident::gui {
 
@@ -24,7 +20,7 @@ PlannerJob load_planner_job(const PlannerRequest& request) {
     inputs.seq_length = request.seq_length;
     PlannerJob job;
     job.specs = core::load_specs(inputs);
-    job.profile = cluster_profile(job.specs.cluster);
+    job.profile = core::load_profile("", job.specs.cluster);
     job.memory_budget_bytes = planner::parse_memory_budget(
         request.memory_budget, job.profile.memory_bytes(), "memory budget");
     return job;

@@ -4,6 +4,7 @@
 // they fall back to a fitted model (roofline for kernels, α–β for collectives) and say so in
 // the returned Timing, so reports can list every fallback. A missing table, dtype, kernel,
 // fabric or collective is a SpecError, never a zero.
+#include "trident/core/cluster_spec.h"
 #include "trident/core/dtype.h"
 #include "trident/core/json_io.h"
 
@@ -97,5 +98,10 @@ private:
     std::map<MemoryKernel, Curve> memory_bound_;
     std::map<std::string, Fabric> fabrics_;
 };
+
+// The profile a command works with: `reference` (a preset name or a trident.profile/1 file,
+// from --profile) or, when empty, the one the cluster's device names. Errors name --profile or
+// cluster.device accordingly.
+Profile load_profile(const std::string& reference, const ClusterSpec& cluster);
 
 } // namespace trident::core

@@ -6,6 +6,7 @@
 // simulating every candidate would rank first (tests check this against an exhaustive run).
 #include "trident/core/job.h"
 #include "trident/core/profile.h"
+#include "trident/core/spec_error.h"
 
 #include <atomic>
 #include <cstdint>
@@ -81,6 +82,12 @@ struct PlanResult {
 
 PlanResult plan(const core::JobSpec& specs, const core::Profile& profile, const SearchSpace& space,
                 const PlanOptions& options);
+
+// Why `result` holds no candidate, as the error to raise: nothing fits in the budget (field
+// `budget_field`: the budget, the least any layout needs and which layout that is), or no
+// layout is valid at all (field "cluster": the three commonest reasons with their counts).
+core::SpecError why_no_candidate(const core::JobSpec& specs, const PlanResult& result,
+                                 double memory_budget_bytes, const std::string& budget_field);
 
 // The plan chosen, as a self-contained plan file with a "planner" record (predictions and why
 // this recomputation).
