@@ -11,11 +11,7 @@ TrainingData open_training_data(const std::string& data_path, const std::string&
                                 const core::JobSpec& job, std::uint64_t seed) {
     TrainingData d;
     const std::int64_t vocab = job.model.vocab_size;
-    if (data_path.empty()) {
-        const std::int64_t length = job.training.seq_length + 1;
-        d.train = [seed, vocab, length](std::int64_t index, std::int32_t* tokens) {
-            executor::synthetic_sequence(seed, index, length, vocab, tokens);
-        };
+    if (data_path.empty()) { // `train` stays empty: the trainer's own synthetic sequence
         d.description = "synthetic sequences (no --data-path; no validation)";
         return d;
     }

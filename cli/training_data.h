@@ -10,7 +10,7 @@
 namespace trident::cli {
 
 struct TrainingData {
-    executor::SampleSource train;      // never empty
+    executor::SampleSource train;      // empty: the trainer's synthetic sequence
     executor::SampleSource validation; // empty: no validation split
     std::string description;           // for the run's banner
 };

@@ -1,5 +1,6 @@
 #include "trident/data/gpt_dataset.h"
 
+#include "trident/core/hash.h"
 #include "trident/core/spec_error.h"
 
 #include <algorithm>
@@ -10,29 +11,18 @@
 namespace trident::data {
 namespace {
 
-// splitmix64: a counter-based generator, so shuffles are the same on every platform
-// (std::shuffle's algorithm is left to the standard library).
-std::uint64_t mix(std::uint64_t z) {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+using core::splitmix64;
 
+// Fisher–Yates over splitmix64 rather than std::shuffle, whose algorithm the standard leaves
+// to the library: the same order on every platform.
 void shuffle(std::vector<std::int64_t>& v, std::uint64_t seed) {
     std::uint64_t state = seed;
     for (std::size_t i = v.size(); i > 1; --i) {
-        state = mix(state);
+        state = splitmix64(state);
         // Multiply-shift maps 64 random bits to [0, i) without a modulo bias worth the name.
         const std::size_t j = std::size_t((unsigned __int128)state * i >> 64);
         std::swap(v[i - 1], v[j]);
     }
-}
-
-std::uint64_t hash_name(const std::string& name) {
-    std::uint64_t h = 1469598103934665603ull; // FNV-1a
-    for (const unsigned char c : name) h = (h ^ c) * 1099511628211ull;
-    return h;
 }
 
 } // namespace
@@ -96,7 +86,8 @@ GptDataset::GptDataset(std::shared_ptr<const IndexedDataset> data, DocumentRange
 }
 
 void GptDataset::build_epoch(std::int64_t epoch) {
-    const std::uint64_t salt = mix(seed_ ^ hash_name(name_)) ^ mix(std::uint64_t(epoch));
+    const std::uint64_t salt =
+        splitmix64(seed_ ^ core::fnv1a(name_)) ^ splitmix64(std::uint64_t(epoch));
     document_order_.resize(std::size_t(documents_.size()));
     std::iota(document_order_.begin(), document_order_.end(), documents_.begin);
     shuffle(document_order_, salt);
@@ -110,7 +101,7 @@ void GptDataset::build_epoch(std::int64_t epoch) {
     }
     sample_order_.resize(std::size_t(samples_per_epoch_));
     std::iota(sample_order_.begin(), sample_order_.end(), 0);
-    shuffle(sample_order_, mix(salt + 1));
+    shuffle(sample_order_, splitmix64(salt + 1));
     epoch_ = epoch;
 }
 

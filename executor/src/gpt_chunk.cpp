@@ -1,5 +1,6 @@
 #include "trident/executor/gpt_chunk.h"
 
+#include "trident/core/hash.h"
 #include "trident/kernels/cpu.h"
 
 #include <algorithm>
@@ -46,9 +47,7 @@ namespace {
 // The full tensor named `name`, N(0, std²) from a generator keyed by (seed, name): the same
 // values on every rank and in every layout.
 Vec full_normal(std::uint64_t seed, const std::string& name, std::int64_t count, float std) {
-    std::uint64_t hash = 1469598103934665603ull ^ seed;
-    for (char c : name) hash = (hash ^ std::uint8_t(c)) * 1099511628211ull;
-    std::mt19937_64 generator(hash);
+    std::mt19937_64 generator(core::fnv1a(name, core::kFnvOffsetBasis ^ seed));
     std::normal_distribution<float> normal(0.0f, std);
     Vec v(static_cast<std::size_t>(count));
     for (auto& x : v) x = normal(generator);

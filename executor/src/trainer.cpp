@@ -1,5 +1,6 @@
 #include "trident/executor/trainer.h"
 
+#include "trident/core/hash.h"
 #include "trident/core/spec_error.h"
 #include "trident/kernels/cpu.h"
 
@@ -41,13 +42,11 @@ std::vector<std::string> ignored_by_executor(const core::JobSpec& job) {
 void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t length,
                         std::int64_t vocab, std::int32_t* out) {
     std::uint64_t state =
-        (seed ^ 0x9E3779B97F4A7C15ull) + std::uint64_t(sample) * 0xBF58476D1CE4E5B9ull;
-    const auto next = [&] { // splitmix64
-        state += 0x9E3779B97F4A7C15ull;
-        std::uint64_t z = state;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
+        (seed ^ core::kSplitmixIncrement) + std::uint64_t(sample) * 0xBF58476D1CE4E5B9ull;
+    const auto next = [&] {
+        const std::uint64_t r = core::splitmix64(state);
+        state += core::kSplitmixIncrement;
+        return r;
     };
     std::int64_t token = std::int64_t(next() % std::uint64_t(vocab));
     for (std::int64_t i = 0; i < length; ++i) {

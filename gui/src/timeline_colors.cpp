@@ -49,9 +49,10 @@ QColor kind_color(core::EventKind kind) {
     return category_color(block_category(kind));
 }
 
+// Pale red: the bubbles stand out from every block colour.
 QColor idle_color() {
     return QColor(0xF2, 0xB8, 0xB8);
-} // pale red: the bubbles stand out
+}
 QColor background_color() {
     return QColor(0xFF, 0xFF, 0xFF);
 }
