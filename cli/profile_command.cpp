@@ -115,19 +115,35 @@ Command add_profile_command(CLI::App& app) {
                 if (rank == 0) bar(f, what);
             };
             const core::Json profile = executor::measure_cpu_profile(options);
+            // Rank 0 alone checks and writes; the others learn whether that worked, so every
+            // refusal leaves through the same collective exit.
+            std::string written;
+            if (rank == 0) {
+                clear_progress();
+                try {
+                    core::Profile::from_json(profile, "profile"); // what we write must load
+                    core::write_file_atomically(o->out, profile.dump(1) + "\n", "--out");
+                } catch (const core::SpecError& e) {
+                    written = e.field() + "\n" + e.reason();
+                }
+            }
+            int length = int(written.size());
+            MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            written.resize(std::size_t(length));
+            MPI_Bcast(written.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+            if (!written.empty()) {
+                const auto cut = written.find('\n');
+                throw core::SpecError(written.substr(0, cut), written.substr(cut + 1));
+            }
             if (rank != 0) return 0;
-            clear_progress();
-            core::Profile::from_json(profile, "profile"); // what we write must load
-            core::write_file_atomically(o->out, profile.dump(1) + "\n", "--out");
             const double peak = profile["device"]["peak_flops_per_s"]["fp32"].get<double>();
             const double bandwidth =
                 profile["device"]["memory_bandwidth_bytes_per_s"].get<double>();
             std::printf("wrote %s: fp32 sgemm %.1f GFLOP/s, memory %.1f GB/s, %d ranks\n",
                         o->out.c_str(), peak / 1e9, bandwidth / 1e9, mpi.world_size());
             return 0;
-        } catch (const core::SpecError&) {
-            if (rank == 0) throw;
-            return 2;
+        } catch (const core::SpecError& e) {
+            return mpi.exit_with(e); // one line from rank 0, printed before any rank leaves
         }
     };
     return c;
