@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     in.seq_length = 256;
     const core::JobSpec job = core::load_job(in);
     executor::ProcessGroups groups(job.plan, 0);
-    executor::Trainer trainer(job, groups, 1);
+    executor::CpuTrainer trainer(job, groups, 1);
     std::vector<double> seconds;
     for (int s = 0; s < steps; ++s) seconds.push_back(trainer.step(s).seconds);
     std::sort(seconds.begin() + 1, seconds.end()); // the first step warms up

@@ -1,6 +1,7 @@
-// `trident run`: train a plan for real, one process per rank under mpirun (CPU backend):
-// indexed data or synthetic sequences, periodic validation, a log line per step, checkpoints
-// that survive a killed rank (--save/--load).
+// `trident run`: train a plan for real, one process per rank under mpirun, on the CPU backend
+// (MPI) or the CUDA backend (one GPU per rank, NCCL): indexed data or synthetic sequences,
+// periodic validation, a log line per step, checkpoints that survive a killed rank
+// (--save/--load) and load on either backend.
 #include "command.h"
 #include "job_options.h"
 #include "progress_bar.h"
@@ -9,6 +10,7 @@
 #include "trident/core/job_loader.h"
 #include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
+#include "trident/executor/backend.h"
 #include "trident/executor/checkpoint.h"
 #include "trident/executor/parameter_gather.h"
 #include "trident/executor/process_groups.h"
@@ -16,6 +18,10 @@
 #include "trident/executor/trainer.h"
 #include "trident/kernels/cpu.h"
 #include "trident/simulator/flops.h"
+#if TRIDENT_WITH_CUDA
+#include "trident/executor/cuda_trainer.h"
+#include "trident/kernels/cuda/stream.h"
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -44,16 +50,58 @@ struct RunOptions {
     std::int64_t save_interval = 0;
     std::int64_t exit_interval = 0;
     std::string profile;
+    std::string backend = "auto";
 };
+
+int visible_gpus() {
+#if TRIDENT_WITH_CUDA
+    return kernels::cuda::visible_device_count();
+#else
+    return 0;
+#endif
+}
+
+// The backend this run trains on. "auto" picks cuda where it can and the job allows it, and
+// says so when a visible GPU goes unused because the CUDA backend cannot run the job.
+executor::Backend resolve_backend(const std::string& requested, const core::JobSpec& job,
+                                  int rank) {
+    executor::Backend backend =
+        executor::choose_backend(requested, TRIDENT_WITH_CUDA != 0, visible_gpus());
+    if (backend == executor::Backend::cuda) {
+        try {
+            executor::require_supported_on_cuda(job);
+        } catch (const core::SpecError& e) {
+            if (requested == "cuda") throw;
+            if (rank == 0)
+                std::fprintf(stderr, "trident: warning: training on the CPU backend: %s: %s\n",
+                             e.field().c_str(), e.reason().c_str());
+            backend = executor::Backend::cpu;
+        }
+    }
+    return backend;
+}
+
+std::unique_ptr<executor::Trainer> make_trainer(executor::Backend backend, const core::JobSpec& job,
+                                                executor::ProcessGroups& groups, std::uint64_t seed,
+                                                executor::SampleSource data) {
+#if TRIDENT_WITH_CUDA
+    if (backend == executor::Backend::cuda)
+        return executor::make_cuda_trainer(job, groups, seed, std::move(data));
+#endif
+    (void)backend;
+    return std::make_unique<executor::CpuTrainer>(job, groups, seed, std::move(data));
+}
 
 // The per-device peak the MFU column divides by: --profile, else the cluster device's preset.
 // Nothing when neither exists; the banner says so.
+// The CPU backend computes in fp32, the CUDA backend's GEMMs in bf16.
 std::optional<double> peak_flops_per_s(const std::string& reference, const core::JobSpec& job,
-                                       std::string& note) {
+                                       executor::Backend backend, std::string& note) {
     try {
         const core::Profile profile = core::load_profile(reference, job.cluster);
-        note = "MFU against " + profile.name() + "'s fp32 peak";
-        return profile.peak_flops_per_s(core::Dtype::fp32); // the CPU backend computes in fp32
+        const bool cuda = backend == executor::Backend::cuda;
+        note = "MFU against " + profile.name() + (cuda ? "'s bf16 peak" : "'s fp32 peak");
+        return profile.peak_flops_per_s(cuda ? core::Dtype::bf16 : core::Dtype::fp32);
     } catch (const core::SpecError& e) {
         if (!reference.empty()) throw; // asked for by name: a bad one is an error
         note = "no MFU: no profile for device '" + job.cluster.device +
@@ -96,7 +144,7 @@ Command add_run_command(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
     Command c;
     c.app = app.add_subcommand(
-        "run", "Train a plan for real: mpirun -np N trident run --plan P (CPU backend)");
+        "run", "Train a plan for real: mpirun -np N trident run --plan P (CPU or CUDA backend)");
     add_job_options(*c.app, o->inputs);
     add_optimizer_options(*c.app, o->inputs);
     c.app
@@ -108,7 +156,11 @@ Command add_run_command(CLI::App& app) {
     c.app->add_option(
         "--save-params", o->save_params,
         "After training, write the full parameters (shards reassembled) to this file");
-    c.app->add_option("--threads", o->threads, "BLAS threads per rank (default 1)")
+    c.app
+        ->add_option("--backend", o->backend,
+                     "auto (cuda when a GPU is visible and the job runs there), cpu or cuda")
+        ->capture_default_str();
+    c.app->add_option("--threads", o->threads, "BLAS threads per rank, CPU backend (default 1)")
         ->check(CLI::Range(1, 256));
     c.app->add_option("--profile", o->profile,
                       "Device profile whose peak the MFU column uses (default: the cluster's "
@@ -162,6 +214,7 @@ Command add_run_command(CLI::App& app) {
                                                      " ranks but the plan needs tp·cp·dp·pp = " +
                                                      std::to_string(job.cluster.devices()));
             executor::require_supported(job);
+            const executor::Backend backend = resolve_backend(o->backend, job, rank);
             if (o->save_interval > 0 && o->save.empty())
                 throw core::SpecError("--save-interval", "needs --save DIR");
             if (rank == 0)
@@ -171,7 +224,7 @@ Command add_run_command(CLI::App& app) {
             const std::uint64_t seed = std::uint64_t(job.training.seed);
             const TrainingData data = open_training_data(o->data_path, o->split, job, seed);
             std::string mfu_note;
-            const std::optional<double> peak = peak_flops_per_s(o->profile, job, mfu_note);
+            const std::optional<double> peak = peak_flops_per_s(o->profile, job, backend, mfu_note);
             kernels::cpu::set_blas_threads(o->threads);
             // Activations are freed and reallocated every micro-batch: keep the freed memory in
             // the heap instead of returning it to the kernel, which would hand back zero-filled
@@ -179,7 +232,9 @@ Command add_run_command(CLI::App& app) {
             mallopt(M_MMAP_THRESHOLD, 1 << 30);
             mallopt(M_TRIM_THRESHOLD, 1 << 30);
             executor::ProcessGroups groups(job.plan, rank);
-            executor::Trainer trainer(job, groups, seed, data.train);
+            const std::unique_ptr<executor::Trainer> trainer_owner =
+                make_trainer(backend, job, groups, seed, data.train);
+            executor::Trainer& trainer = *trainer_owner;
             const std::int64_t steps = job.training.train_iters;
             const std::int64_t gbs = job.training.global_batch_size;
             const double tokens = double(job.training.tokens_per_step());
@@ -206,7 +261,10 @@ Command add_run_command(CLI::App& app) {
                 if (rank == 0) std::printf("%s\n", note.c_str());
             }
             if (rank == 0) {
-                std::printf("%s\ndata: %s\n%s\n", banner(job, mpi.world_size()).c_str(),
+                std::printf("%s\nbackend: %s\ndata: %s\n%s\n",
+                            banner(job, mpi.world_size()).c_str(),
+                            backend == executor::Backend::cuda ? "cuda (one GPU per rank, NCCL)"
+                                                               : "cpu (MPI)",
                             data.description.c_str(), mfu_note.c_str());
                 std::fflush(stdout);
             }

@@ -427,6 +427,7 @@ std::optional<CheckpointPosition> load_checkpoint(const std::string& dir, Traine
             load_resharded(shards, trainer.state());
         else
             load_own(shards.front(), trainer.state(), rank);
+        trainer.state_loaded();
         position.resharded_from = reshard ? saved_layout : "";
     } catch (const core::SpecError& e) {
         error = e.reason();

@@ -22,6 +22,23 @@ void check_mpi(int code, const char* call) {
 
 #define NCCL_CHECK(call) check_nccl((call), #call)
 
+std::size_t element_bytes(ncclDataType_t type) {
+    switch (type) {
+    case ncclInt8:
+    case ncclUint8:
+        return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+        return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+        return 4;
+    default:
+        return 8;
+    }
+}
+
 // Ends an NCCL group on every path out of a scope, so an exception between start and end
 // cannot leave the thread inside a group.
 class NcclGroup {
@@ -58,12 +75,16 @@ NcclCommunicator::~NcclCommunicator() {
     if (comm_) ncclCommDestroy(comm_);
 }
 
+void NcclCommunicator::all_reduce(void* data, std::size_t n, ncclDataType_t type, ncclRedOp_t op) {
+    NCCL_CHECK(ncclAllReduce(data, data, n, type, op, comm_, stream_));
+}
+
 void NcclCommunicator::all_reduce_sum(float* data, std::size_t n) {
-    NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat32, ncclSum, comm_, stream_));
+    all_reduce(data, n, ncclFloat32, ncclSum);
 }
 
 void NcclCommunicator::all_reduce_max(float* data, std::size_t n) {
-    NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat32, ncclMax, comm_, stream_));
+    all_reduce(data, n, ncclFloat32, ncclMax);
 }
 
 void NcclCommunicator::all_gather(const float* in, float* out, std::size_t n_per_rank) {
@@ -107,24 +128,47 @@ void NcclCommunicator::broadcast(float* data, std::size_t n, int root) {
 }
 
 void NcclCommunicator::send(const float* data, std::size_t n, int peer, int /*tag*/) {
-    PendingSend s{kernels::cuda::DeviceBuffer<float>(n), peer};
-    TRIDENT_CUDA_CHECK(cudaMemcpyAsync(s.staging.get(), data, n * sizeof(float),
-                                       cudaMemcpyDeviceToDevice, stream_));
-    pending_.push_back(std::move(s));
+    send_typed(data, n, ncclFloat32, peer);
+}
+
+void NcclCommunicator::send_typed(const void* data, std::size_t n, ncclDataType_t type, int peer) {
+    const std::size_t bytes = n * element_bytes(type);
+    std::shared_ptr<void> staging;
+    if (staging_allocator_) {
+        kernels::cuda::CachingAllocator* allocator = staging_allocator_;
+        staging = std::shared_ptr<void>(allocator->allocate(bytes, stream_),
+                                        [allocator](void* p) { allocator->deallocate(p); });
+    } else {
+        void* p = nullptr;
+        if (bytes > 0) TRIDENT_CUDA_CHECK(cudaMalloc(&p, bytes));
+        staging = std::shared_ptr<void>(p, [](void* q) {
+            if (q) cudaFree(q);
+        });
+    }
+    if (bytes > 0)
+        TRIDENT_CUDA_CHECK(
+            cudaMemcpyAsync(staging.get(), data, bytes, cudaMemcpyDeviceToDevice, stream_));
+    pending_.push_back({std::move(staging), n, type, peer});
 }
 
 void NcclCommunicator::issue_pending_sends() {
     for (auto& s : pending_)
-        NCCL_CHECK(
-            ncclSend(s.staging.get(), s.staging.size(), ncclFloat32, s.peer, comm_, stream_));
-    for (auto& s : pending_) in_flight_.push_back(std::move(s));
+        NCCL_CHECK(ncclSend(s.staging.get(), s.count, s.type, s.peer, comm_, stream_));
+    // Allocator blocks return at once (stream-ordered reuse); cudaMalloc'd ones after the
+    // stream has passed the sends (wait_sends).
+    if (!staging_allocator_)
+        for (auto& s : pending_) in_flight_.push_back(std::move(s));
     pending_.clear();
 }
 
 void NcclCommunicator::recv(float* data, std::size_t n, int peer, int /*tag*/) {
+    recv_typed(data, n, ncclFloat32, peer);
+}
+
+void NcclCommunicator::recv_typed(void* data, std::size_t n, ncclDataType_t type, int peer) {
     NcclGroup group;
     issue_pending_sends();
-    NCCL_CHECK(ncclRecv(data, n, ncclFloat32, peer, comm_, stream_));
+    NCCL_CHECK(ncclRecv(data, n, type, peer, comm_, stream_));
 }
 
 void NcclCommunicator::wait_sends() {
@@ -145,11 +189,13 @@ void NcclCommunicator::synchronize() const {
     TRIDENT_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-NcclProcessGroups::NcclProcessGroups(const ProcessGroups& g, cudaStream_t stream)
+NcclProcessGroups::NcclProcessGroups(const ProcessGroups& g, cudaStream_t stream,
+                                     cudaStream_t data_stream)
     : world(nccl_for(g.world.get(), stream)), tensor(nccl_for(g.tensor.get(), stream)),
       context(nccl_for(g.context.get(), stream)), pipeline(nccl_for(g.pipeline.get(), stream)),
-      data(nccl_for(g.data.get(), stream)), model(nccl_for(g.model.get(), stream)),
-      embedding(nccl_for(g.embedding.get(), stream)), expert(nccl_for(g.expert.get(), stream)),
-      expert_data(nccl_for(g.expert_data.get(), stream)) {}
+      data(nccl_for(g.data.get(), data_stream ? data_stream : stream)),
+      model(nccl_for(g.model.get(), stream)), embedding(nccl_for(g.embedding.get(), stream)),
+      expert(nccl_for(g.expert.get(), stream)),
+      expert_data(nccl_for(g.expert_data.get(), data_stream ? data_stream : stream)) {}
 
 } // namespace trident::executor

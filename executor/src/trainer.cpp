@@ -56,61 +56,32 @@ void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t le
     }
 }
 
-Trainer::Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed,
-                 SampleSource samples)
-    : job_(job), groups_(groups), seed_(seed), samples_(std::move(samples)),
-      schedule_(core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp),
-                                    std::int32_t(job.plan.vpp),
-                                    std::int32_t(job.micro_batches_per_step()))) {
-    require_supported(job);
-    if (!samples_) {
-        const std::int64_t vocab = job.model.vocab_size;
-        const std::int64_t length = job.training.seq_length + 1;
-        samples_ = [seed, vocab, length](std::int64_t index, std::int32_t* tokens) {
-            synthetic_sequence(seed, index, length, vocab, tokens);
-        };
-    }
-    const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
-    for (std::int32_t c = 0; c < job.plan.vpp; ++c)
-        chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),
-                             int(groups.coord.cp), store_, seed);
-    // Optimizer state over the whole flat buffer or, with ZeRO-1, this data rank's shard.
-    const std::int64_t total = std::int64_t(store_.values.size());
-    const std::int64_t dp = groups.data->size();
-    padded_size_ = job.plan.distributed_optimizer ? (total + dp - 1) / dp * dp : total;
-    store_.values.resize(std::size_t(padded_size_), 0.0f);
-    store_.grads.resize(std::size_t(padded_size_), 0.0f);
-    shard_size_ = job.plan.distributed_optimizer ? padded_size_ / dp : padded_size_;
-    shard_begin_ = job.plan.distributed_optimizer ? groups.data->rank() * shard_size_ : 0;
+OptimizerShard optimizer_shard(const ParameterStore& store, bool distributed, std::int64_t dp,
+                               std::int64_t dp_rank, std::int64_t tp_rank) {
+    OptimizerShard s;
+    const std::int64_t total = std::int64_t(store.values.size());
+    s.padded_size = distributed ? (total + dp - 1) / dp * dp : total;
+    s.size = distributed ? s.padded_size / dp : s.padded_size;
+    s.begin = distributed ? dp_rank * s.size : 0;
     // Runs of equal treatment within this rank's shard, from the tensors that overlap it.
-    for (const auto& t : store_.tensors) {
-        const std::int64_t begin = std::max(t.offset, shard_begin_) - shard_begin_;
-        const std::int64_t end =
-            std::min(t.offset + t.size, shard_begin_ + shard_size_) - shard_begin_;
+    for (const auto& t : store.tensors) {
+        const std::int64_t begin = std::max(t.offset, s.begin) - s.begin;
+        const std::int64_t end = std::min(t.offset + t.size, s.begin + s.size) - s.begin;
         if (begin >= end) continue;
-        if (decay_runs_.empty() || decay_runs_.back().flag != t.decay ||
-            decay_runs_.back().end != begin)
-            decay_runs_.push_back({begin, end, t.decay});
+        if (s.decay_runs.empty() || s.decay_runs.back().flag != t.decay ||
+            s.decay_runs.back().end != begin)
+            s.decay_runs.push_back({begin, end, t.decay});
         else
-            decay_runs_.back().end = end;
+            s.decay_runs.back().end = end;
         // Each parameter counts once in the global norm: replicated tensors on tensor rank 0,
         // and never the last stage's copy of a tied embedding.
-        if (!t.duplicate && (!t.tp_replicated || groups.coord.tp == 0))
-            norm_runs_.push_back({begin, end, t.expert});
+        if (!t.duplicate && (!t.tp_replicated || tp_rank == 0))
+            s.norm_runs.push_back({begin, end, t.expert});
     }
-    adam_m_.assign(std::size_t(shard_size_), 0.0f);
-    adam_v_.assign(std::size_t(shard_size_), 0.0f);
-    int* tag_limit = nullptr;
-    int found = 0;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_limit, &found);
-    const std::int64_t tags = 2 * std::int64_t(schedule_.virtual_stages()) * schedule_.microbatches;
-    if (found && tag_limit && tags > *tag_limit)
-        throw core::SpecError("training.global_batch_size",
-                              "needs more MPI message tags than the MPI library offers");
+    return s;
 }
 
-double Trainer::learning_rate(std::int64_t it) const {
-    const core::LrSchedule& s = job_.training.lr;
+double learning_rate(const core::LrSchedule& s, std::int64_t it) {
     if (s.warmup_iters > 0 && it < s.warmup_iters)
         return s.lr * double(it + 1) / double(s.warmup_iters);
     if (it >= s.decay_iters || s.decay_style == core::LrDecayStyle::constant)
@@ -123,20 +94,19 @@ double Trainer::learning_rate(std::int64_t it) const {
     return s.min_lr + coeff * (s.lr - s.min_lr);
 }
 
-void Trainer::tokens_for(const SampleSource& samples, std::int64_t first_sample,
-                         std::int32_t microbatch, std::vector<std::int32_t>& inputs,
-                         std::vector<std::int32_t>& targets) const {
-    const std::int64_t b = job_.plan.micro_batch_size, T = job_.training.seq_length;
-    const std::int64_t m = job_.micro_batches_per_step();
-    // This context rank's tokens of each sequence.
-    const std::vector<std::int32_t>& positions = chunks_.front().local_positions();
+void microbatch_tokens(const core::JobSpec& job, std::int64_t dp_rank,
+                       const std::vector<std::int32_t>& positions, const SampleSource& samples,
+                       std::int64_t first_sample, std::int32_t microbatch,
+                       std::vector<std::int32_t>& inputs, std::vector<std::int32_t>& targets) {
+    const std::int64_t b = job.plan.micro_batch_size, T = job.training.seq_length;
+    const std::int64_t m = job.micro_batches_per_step();
     const std::int64_t local = std::int64_t(positions.size());
     inputs.resize(std::size_t(b * local));
     targets.resize(std::size_t(b * local));
     std::vector<std::int32_t> seq(std::size_t(T + 1));
     for (std::int64_t i = 0; i < b; ++i) {
         // Each data-parallel rank takes its contiguous part of the global batch.
-        const std::int64_t sample = first_sample + groups_.coord.dp * m * b + microbatch * b + i;
+        const std::int64_t sample = first_sample + dp_rank * m * b + microbatch * b + i;
         samples(sample, seq.data());
         for (std::int64_t t = 0; t < local; ++t) {
             inputs[std::size_t(i * local + t)] = seq[std::size_t(positions[std::size_t(t)])];
@@ -145,9 +115,44 @@ void Trainer::tokens_for(const SampleSource& samples, std::int64_t first_sample,
     }
 }
 
-void Trainer::run_schedule(const SampleSource& samples, std::int64_t first_sample,
-                           bool forward_only, StepStats& stats,
-                           std::vector<core::TraceEvent>* trace) {
+SampleSource synthetic_samples(const core::JobSpec& job, std::uint64_t seed) {
+    const std::int64_t vocab = job.model.vocab_size;
+    const std::int64_t length = job.training.seq_length + 1;
+    return [seed, vocab, length](std::int64_t index, std::int32_t* tokens) {
+        synthetic_sequence(seed, index, length, vocab, tokens);
+    };
+}
+
+CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed,
+                       SampleSource samples)
+    : job_(job), groups_(groups), seed_(seed),
+      samples_(samples ? std::move(samples) : synthetic_samples(job, seed)),
+      schedule_(core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp),
+                                    std::int32_t(job.plan.vpp),
+                                    std::int32_t(job.micro_batches_per_step()))) {
+    require_supported(job);
+    const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
+    for (std::int32_t c = 0; c < job.plan.vpp; ++c)
+        chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),
+                             int(groups.coord.cp), store_, seed);
+    shard_ = optimizer_shard(store_, job.plan.distributed_optimizer, groups.data->size(),
+                             groups.data->rank(), groups.coord.tp);
+    store_.values.resize(std::size_t(shard_.padded_size), 0.0f);
+    store_.grads.resize(std::size_t(shard_.padded_size), 0.0f);
+    adam_m_.assign(std::size_t(shard_.size), 0.0f);
+    adam_v_.assign(std::size_t(shard_.size), 0.0f);
+    int* tag_limit = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_limit, &found);
+    const std::int64_t tags = 2 * std::int64_t(schedule_.virtual_stages()) * schedule_.microbatches;
+    if (found && tag_limit && tags > *tag_limit)
+        throw core::SpecError("training.global_batch_size",
+                              "needs more MPI message tags than the MPI library offers");
+}
+
+void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sample,
+                              bool forward_only, StepStats& stats,
+                              std::vector<core::TraceEvent>* trace) {
     const std::int32_t pp_rank = std::int32_t(groups_.coord.pp);
     const std::int32_t m = schedule_.microbatches;
     const float loss_scale = 1.0f / float(m * job_.plan.dp); // the cp ranks' shares already add up
@@ -180,7 +185,8 @@ void Trainer::run_schedule(const SampleSource& samples, std::int64_t first_sampl
         switch (a.kind) {
         case core::ActionKind::forward:
             stream = core::Stream::compute;
-            tokens_for(samples, first_sample, a.microbatch, slot.inputs, slot.targets);
+            microbatch_tokens(job_, groups_.coord.dp, chunks_.front().local_positions(), samples,
+                              first_sample, a.microbatch, slot.inputs, slot.targets);
             slot.acts.tokens = slot.inputs.data();
             slot.acts.targets = slot.targets.data();
             if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
@@ -243,7 +249,7 @@ void Trainer::run_schedule(const SampleSource& samples, std::int64_t first_sampl
     stats.loss = contribution;
 }
 
-double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
+double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     const core::ParallelPlan& p = job_.plan;
     const core::TrainingSpec& t = job_.training;
     float* grads = store_.grads.data();
@@ -263,8 +269,8 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     Vec shard_grads;
     float* g = grads;
     if (p.distributed_optimizer) {
-        shard_grads.resize(std::size_t(shard_size_));
-        data.reduce_scatter_sum(grads, shard_grads.data(), std::size_t(shard_size_));
+        shard_grads.resize(std::size_t(shard_.size));
+        data.reduce_scatter_sum(grads, shard_grads.data(), std::size_t(shard_.size));
         g = shard_grads.data();
     } else {
         // Dense tensors over the data ranks, in buckets; routed experts' over the ranks holding
@@ -282,12 +288,12 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
                                                     std::size_t(tensor.size));
                 begin = tensor.offset + tensor.size;
             }
-        flush(padded_size_);
+        flush(shard_.padded_size);
     }
     // Global gradient norm: each parameter once (see norm_mask_), over data ranks when sharded
     // and over the tensor and pipeline ranks of the model.
     double dense = 0.0, experts = 0.0; // in double: 10^8 squares would drown in float
-    for (const Run& run : norm_runs_) {
+    for (const OptimizerShard::Run& run : shard_.norm_runs) {
         double sum = 0.0;
         for (std::int64_t i = run.begin; i < run.end; ++i) sum += double(g[i]) * double(g[i]);
         (run.flag ? experts : dense) += sum;
@@ -298,7 +304,7 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     if (p.distributed_optimizer) data.all_reduce_sum(&squares, 1);
     groups_.model->all_reduce_sum(&squares, 1);
     stats.grad_norm = std::sqrt(double(squares));
-    stats.lr = learning_rate(index);
+    stats.lr = learning_rate(t.lr, index);
     if (!std::isfinite(stats.grad_norm)) {
         stats.skipped = true;
         ++skipped_;
@@ -307,25 +313,25 @@ double Trainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     const float clip = t.clip_grad > 0 && stats.grad_norm > t.clip_grad
                            ? float(t.clip_grad / (stats.grad_norm + 1e-6))
                            : 1.0f;
-    float* params = store_.values.data() + shard_begin_;
+    float* params = store_.values.data() + shard_.begin;
     if (clip != 1.0f) // the gradients are rebuilt every step: scale them in place
-        for (std::int64_t i = 0; i < shard_size_; ++i) g[i] *= clip;
+        for (std::int64_t i = 0; i < shard_.size; ++i) g[i] *= clip;
     // AdamW with decay on matrices only: one call per run of equal decay in this shard
     // (padding beyond the last tensor is in no run and stays zero).
-    for (const Run& run : decay_runs_)
+    for (const OptimizerShard::Run& run : shard_.decay_runs)
         kernels::cpu::adamw_update(params + run.begin, g + run.begin, adam_m_.data() + run.begin,
                                    adam_v_.data() + run.begin, run.end - run.begin, float(stats.lr),
                                    float(t.adam_beta1), float(t.adam_beta2), 1e-8f,
                                    run.flag ? float(t.weight_decay) : 0.0f, int(index + 1));
     if (p.distributed_optimizer) {
-        Vec gathered(static_cast<std::size_t>(padded_size_));
-        data.all_gather(params, gathered.data(), std::size_t(shard_size_));
+        Vec gathered(static_cast<std::size_t>(shard_.padded_size));
+        data.all_gather(params, gathered.data(), std::size_t(shard_.size));
         store_.values = std::move(gathered);
     }
     return stats.grad_norm;
 }
 
-StepStats Trainer::step(std::int64_t index, std::vector<core::TraceEvent>* trace) {
+StepStats CpuTrainer::step(std::int64_t index, std::vector<core::TraceEvent>* trace) {
     const auto start = Clock::now();
     StepStats stats;
     stats.step = index;
@@ -336,14 +342,14 @@ StepStats Trainer::step(std::int64_t index, std::vector<core::TraceEvent>* trace
     return stats;
 }
 
-double Trainer::evaluate(const SampleSource& samples, std::int64_t first_sample) {
+double CpuTrainer::evaluate(const SampleSource& samples, std::int64_t first_sample) {
     StepStats stats;
     run_schedule(samples, first_sample, true, stats, nullptr);
     return stats.loss;
 }
 
-TrainerState Trainer::state() {
-    return {store_.values, adam_m_, adam_v_, shard_begin_, &skipped_, &store_};
+TrainerState CpuTrainer::state() {
+    return {store_.values, adam_m_, adam_v_, shard_.begin, &skipped_, &store_};
 }
 
 } // namespace trident::executor

@@ -17,6 +17,7 @@
 // communicator (MPI_Bcast of the ncclUniqueId bytes), so every MPI group gets its own clique.
 #include "trident/executor/communicator.h"
 #include "trident/executor/process_groups.h"
+#include "trident/kernels/cuda/caching_allocator.h"
 #include "trident/kernels/cuda/device_buffer.h"
 
 #include <cuda_runtime_api.h>
@@ -64,13 +65,28 @@ public:
     void wait_sends() override; // issues deferred sends, waits for them, frees their staging
     void barrier() override;    // a one-element all-reduce, then a stream synchronize
 
+    // Typed forms (the fp32 overrides above call them): bf16 activations and their gradients
+    // travel as bf16, as in Megatron.
+    void all_reduce(void* data, std::size_t n, ncclDataType_t type, ncclRedOp_t op);
+    void send_typed(const void* data, std::size_t n, ncclDataType_t type, int peer);
+    void recv_typed(void* data, std::size_t n, ncclDataType_t type, int peer);
+
+    // Staging for sends from `allocator` (on this communicator's stream) instead of cudaMalloc:
+    // a staging block goes back as soon as its ncclSend is enqueued, since the allocator hands
+    // it out again only to work ordered after the send on the same stream. Borrowed.
+    void use_staging_allocator(kernels::cuda::CachingAllocator* allocator) {
+        staging_allocator_ = allocator;
+    }
+
     void synchronize() const;
     cudaStream_t stream() const { return stream_; }
     ncclComm_t handle() const { return comm_; }
 
 private:
     struct PendingSend {
-        kernels::cuda::DeviceBuffer<float> staging;
+        std::shared_ptr<void> staging; // freed by its deleter (cudaFree or the allocator)
+        std::size_t count;
+        ncclDataType_t type;
         int peer;
     };
     void issue_pending_sends(); // inside an open NCCL group
@@ -80,6 +96,7 @@ private:
     int rank_ = 0, size_ = 1;
     std::vector<PendingSend> pending_;
     std::vector<PendingSend> in_flight_; // issued sends whose staging the stream may still read
+    kernels::cuda::CachingAllocator* staging_allocator_ = nullptr;
     kernels::cuda::DeviceBuffer<float> barrier_word_{1};
 };
 
@@ -87,7 +104,10 @@ private:
 // embedding is on middle stages), all on `stream`. Collective over the world: every rank calls
 // it, in the same order.
 struct NcclProcessGroups {
-    NcclProcessGroups(const ProcessGroups& groups, cudaStream_t stream);
+    // The data-parallel and expert-data groups run on `data_stream` (gradient reduction that
+    // overlaps the backward pass) when it is given, on `stream` otherwise.
+    NcclProcessGroups(const ProcessGroups& groups, cudaStream_t stream,
+                      cudaStream_t data_stream = nullptr);
 
     std::unique_ptr<NcclCommunicator> world;
     std::unique_ptr<NcclCommunicator> tensor;

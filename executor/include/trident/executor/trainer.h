@@ -3,6 +3,11 @@
 // owns, the shared Schedule walked action by action (sends, receives, F, B, W), then the
 // tied-embedding sync, data-parallel gradient reduction (bucketed all-reduce, or reduce-scatter
 // with the distributed optimizer), global gradient-norm clipping and AdamW.
+//
+// `Trainer` is what `trident run`, evaluation and checkpoints need of either backend;
+// `CpuTrainer` (here, MPI) and the CUDA backend's trainer (cuda_trainer.h, NCCL) implement it
+// over the same Schedule, the same parameter layout (ParameterStore) and the same optimizer
+// shard, so checkpoints move between backends.
 #include "trident/core/job.h"
 #include "trident/core/schedule.h"
 #include "trident/core/trace.h"
@@ -51,26 +56,65 @@ struct TrainerState {
 
 class Trainer {
 public:
-    // An empty `samples` trains on synthetic_sequence(seed, …).
-    Trainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed,
-            SampleSource samples = {});
-
+    virtual ~Trainer() = default;
     // One optimizer step (0-based index); records events into `trace` when given.
-    StepStats step(std::int64_t index, std::vector<core::TraceEvent>* trace = nullptr);
+    virtual StepStats step(std::int64_t index, std::vector<core::TraceEvent>* trace = nullptr) = 0;
     // Mean loss over the global batch that starts at sample `first_sample` of `samples`,
     // forward passes only (the schedule's forward actions in its order); no state changes.
-    double evaluate(const SampleSource& samples, std::int64_t first_sample);
-    const ParameterStore& parameters() const { return store_; }
-    std::int64_t skipped_steps() const { return skipped_; }
-    TrainerState state();
-    double learning_rate(std::int64_t index) const;
+    virtual double evaluate(const SampleSource& samples, std::int64_t first_sample) = 0;
+    // The current parameters in host memory (the device backend copies them down first).
+    virtual const ParameterStore& parameters() = 0;
+    virtual std::int64_t skipped_steps() const = 0;
+    // Host views of the optimizer state; a checkpoint load writes into them and then calls
+    // state_loaded() (the device backend copies them up).
+    virtual TrainerState state() = 0;
+    virtual void state_loaded() {}
+};
+
+// Megatron's learning-rate schedule at 0-based step `index`: linear warm-up, then linear or
+// cosine decay to min_lr at decay_iters (or constant).
+double learning_rate(const core::LrSchedule& schedule, std::int64_t index);
+
+// Where this rank's optimizer works in the flat parameter buffer: all of it, or its 1/dp
+// shard with the distributed optimizer (ZeRO-1), and — within that shard — the runs that take
+// weight decay and the runs the global gradient norm counts.
+struct OptimizerShard {
+    struct Run {
+        std::int64_t begin = 0, end = 0; // relative to the shard
+        bool flag = false;               // decay runs: decayed; norm runs: an expert's
+    };
+    std::int64_t padded_size = 0; // the flat buffer, padded to a multiple of dp when sharded
+    std::int64_t begin = 0, size = 0;
+    std::vector<Run> decay_runs, norm_runs;
+};
+OptimizerShard optimizer_shard(const ParameterStore& store, bool distributed, std::int64_t dp,
+                               std::int64_t dp_rank, std::int64_t tp_rank);
+
+// Micro-batch `microbatch` of the global batch starting at `first_sample`, as this rank reads
+// it: each data-parallel rank its contiguous part, each context rank the tokens at `positions`
+// of every sequence; inputs and next-token targets, [micro_batch_size × positions].
+void microbatch_tokens(const core::JobSpec& job, std::int64_t dp_rank,
+                       const std::vector<std::int32_t>& positions, const SampleSource& samples,
+                       std::int64_t first_sample, std::int32_t microbatch,
+                       std::vector<std::int32_t>& inputs, std::vector<std::int32_t>& targets);
+
+// The CPU backend: fp32 model chunks over MPI.
+class CpuTrainer final : public Trainer {
+public:
+    // An empty `samples` trains on synthetic_sequence(seed, …).
+    CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed,
+               SampleSource samples = {});
+
+    StepStats step(std::int64_t index, std::vector<core::TraceEvent>* trace = nullptr) override;
+    double evaluate(const SampleSource& samples, std::int64_t first_sample) override;
+    const ParameterStore& parameters() override { return store_; }
+    std::int64_t skipped_steps() const override { return skipped_; }
+    TrainerState state() override;
 
 private:
     void run_schedule(const SampleSource& samples, std::int64_t first_sample, bool forward_only,
                       StepStats& stats, std::vector<core::TraceEvent>* trace);
     double reduce_and_update(std::int64_t index, StepStats& stats);
-    void tokens_for(const SampleSource& samples, std::int64_t first_sample, std::int32_t microbatch,
-                    std::vector<std::int32_t>& inputs, std::vector<std::int32_t>& targets) const;
 
     const core::JobSpec job_;
     ProcessGroups& groups_;
@@ -79,17 +123,9 @@ private:
     core::Schedule schedule_;
     ParameterStore store_;
     std::vector<GptChunk> chunks_;
-    // Optimizer: fp32 Adam moments over this rank's part of the flat parameters — all of
-    // them, or its 1/dp shard with the distributed optimizer — and, over that part, the runs
-    // that take weight decay and the runs the gradient norm counts (experts apart: they are
-    // summed over the expert group).
-    struct Run {
-        std::int64_t begin = 0, end = 0; // relative to the shard
-        bool flag = false;               // decay: decayed; norm: an expert's
-    };
+    // Optimizer: fp32 Adam moments over this rank's shard of the flat parameters.
+    OptimizerShard shard_;
     Vec adam_m_, adam_v_;
-    std::vector<Run> decay_runs_, norm_runs_;
-    std::int64_t shard_begin_ = 0, shard_size_ = 0, padded_size_ = 0;
     std::int64_t skipped_ = 0;
 };
 
@@ -97,5 +133,7 @@ private:
 // recurrence over the vocabulary), the same for every layout.
 void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t length,
                         std::int64_t vocab, std::int32_t* out);
+// synthetic_sequence as the SampleSource of `job` (what an empty SampleSource means).
+SampleSource synthetic_samples(const core::JobSpec& job, std::uint64_t seed);
 
 } // namespace trident::executor

@@ -1,0 +1,43 @@
+#include "trident/executor/backend.h"
+
+#include "trident/core/spec_error.h"
+
+namespace trident::executor {
+
+Backend choose_backend(const std::string& requested, bool cuda_built, int visible_devices) {
+    if (requested == "cpu") return Backend::cpu;
+    if (requested == "auto")
+        return cuda_built && visible_devices > 0 ? Backend::cuda : Backend::cpu;
+    if (requested != "cuda")
+        throw core::SpecError("--backend", "'" + requested + "' is not one of auto, cpu, cuda");
+    if (!cuda_built)
+        throw core::SpecError("--backend",
+                              "cuda: this trident was built without the CUDA "
+                              "backend (CUDA toolkit and NCCL not found at build time)");
+    if (visible_devices <= 0)
+        throw core::SpecError("--backend", "cuda: no CUDA device is visible on this machine");
+    return Backend::cuda;
+}
+
+void require_supported_on_cuda(const core::JobSpec& job) {
+    const core::ModelSpec& m = job.model;
+    const core::ParallelPlan& p = job.plan;
+    const auto no = [](const std::string& field, const std::string& what) {
+        throw core::SpecError(field, what + " is not run by the CUDA backend yet (--backend cpu "
+                                            "runs it)");
+    };
+    if (m.moe) no("model.moe", "mixture of experts");
+    if (p.cp > 1) no("parallel.cp", "context parallelism");
+    if (p.sequence_parallel) no("parallel.sequence_parallel", "sequence parallelism");
+    // What the flash-attention kernels take (kernels/cuda/flash_attention.h).
+    if (m.head_dim != 64 && m.head_dim != 128)
+        throw core::SpecError("model.head_dim", "the CUDA backend's flash attention takes head "
+                                                "dimension 64 or 128, not " +
+                                                    std::to_string(m.head_dim));
+    if (job.training.seq_length % 64 != 0)
+        throw core::SpecError("training.seq_length",
+                              "the CUDA backend's flash attention needs a multiple of 64, not " +
+                                  std::to_string(job.training.seq_length));
+}
+
+} // namespace trident::executor

@@ -1,0 +1,409 @@
+#include "cuda_gpt_chunk.h"
+
+#include "trident/core/spec_error.h"
+#include "trident/kernels/cuda/activation.h"
+#include "trident/kernels/cuda/cross_entropy.h"
+#include "trident/kernels/cuda/elementwise.h"
+#include "trident/kernels/cuda/embedding.h"
+#include "trident/kernels/cuda/flash_attention.h"
+#include "trident/kernels/cuda/norm.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+namespace trident::executor {
+
+namespace kc = kernels::cuda;
+
+namespace {
+
+constexpr float kNormEps = 1e-5f; // as the CPU kernels (kernels/cpu/src/norm.cpp)
+
+class TensorIndex {
+public:
+    explicit TensorIndex(const ParameterStore& store) {
+        for (std::size_t i = 0; i < store.tensors.size(); ++i) index_[store.tensors[i].name] = i;
+        store_ = &store;
+    }
+    // Offset of `name` in the flat buffer (-1 when absent and optional); records its index.
+    std::int64_t offset(const std::string& name, std::vector<std::size_t>& into,
+                        bool required = true) const {
+        const auto it = index_.find(name);
+        if (it == index_.end()) {
+            if (required)
+                throw core::SpecError("model", "the CUDA chunk found no tensor '" + name + "'");
+            return -1;
+        }
+        into.push_back(it->second);
+        return store_->tensors[it->second].offset;
+    }
+
+private:
+    std::map<std::string, std::size_t> index_;
+    const ParameterStore* store_ = nullptr;
+};
+
+} // namespace
+
+CudaGptChunk::CudaGptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
+                           int tp_rank, const ParameterStore& store) {
+    const core::ModelSpec& m = job.model;
+    const core::ParallelPlan& plan = job.plan;
+    const std::int64_t t = plan.tp;
+    layernorm_ = m.normalization == core::Normalization::layernorm;
+    swiglu_ = m.activation == core::Activation::swiglu;
+    bias_ = m.linear_bias;
+    B_ = plan.micro_batch_size;
+    T_ = job.training.seq_length;
+    N_ = B_ * T_;
+    h_ = m.hidden_size;
+    D_ = m.head_dim;
+    Hl_ = m.num_attention_heads / t;
+    KVl_ = m.num_query_groups / t;
+    Fl_ = m.ffn_hidden_size / t;
+    vocab_ = m.vocab_size;
+    Vl_ = (m.vocab_size + t - 1) / t;
+    vocab_start_ = tp_rank * Vl_;
+    kc::AttentionShape shape{B_, T_, Hl_, KVl_, D_, 0.0f};
+    try {
+        kc::check_attention_shape(shape);
+    } catch (const std::invalid_argument& e) {
+        throw core::SpecError("model",
+                              std::string("the CUDA backend's flash attention: ") + e.what());
+    }
+    const std::int64_t vs = std::int64_t(chunk) * plan.pp + pipeline_rank;
+    const std::int64_t per_chunk = job.layers_per_model_chunk();
+    first_ = vs == 0;
+    last_ = vs == plan.pp * plan.vpp - 1;
+    const TensorIndex index(store);
+    if (first_) {
+        wte_ = index.offset("embedding.word", embedding_tensors_);
+        wpe_ = index.offset("embedding.position", embedding_tensors_, false);
+    }
+    for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
+        const std::string p = "layer." + std::to_string(layer) + ".";
+        LayerParams lp;
+        auto& ts = lp.tensors;
+        lp.ln1_w = index.offset(p + "norm1.weight", ts);
+        lp.ln1_b = index.offset(p + "norm1.bias", ts, layernorm_);
+        lp.qkv_w = index.offset(p + "qkv.weight", ts);
+        lp.qkv_b = index.offset(p + "qkv.bias", ts, bias_);
+        lp.proj_w = index.offset(p + "proj.weight", ts);
+        lp.proj_b = index.offset(p + "proj.bias", ts, bias_);
+        lp.ln2_w = index.offset(p + "norm2.weight", ts);
+        lp.ln2_b = index.offset(p + "norm2.bias", ts, layernorm_);
+        lp.fc_w = index.offset(p + "fc1.weight", ts);
+        lp.fc_b = index.offset(p + "fc1.bias", ts, bias_);
+        lp.fc2_w = index.offset(p + "fc2.weight", ts);
+        lp.fc2_b = index.offset(p + "fc2.bias", ts, bias_);
+        layers_.push_back(std::move(lp));
+        recompute_.push_back(job.layer_recompute(layer));
+    }
+    if (last_) {
+        lnf_w_ = index.offset("final_norm.weight", head_tensors_);
+        lnf_b_ = index.offset("final_norm.bias", head_tensors_, layernorm_);
+        if (!m.tied_embeddings)
+            head_ = index.offset("output.weight", head_tensors_);
+        else if (first_)
+            head_ = wte_; // reported with the embedding, after its own backward
+        else
+            head_ = index.offset("embedding.word.tied_copy", head_tensors_);
+    }
+}
+
+void CudaGptChunk::tp_sum(bf16* data, std::int64_t n, const CudaChunkContext& ctx) const {
+    if (ctx.tensor && ctx.tensor->size() > 1)
+        ctx.tensor->all_reduce(data, std::size_t(n), ncclBfloat16, ncclSum);
+}
+
+void CudaGptChunk::norm_forward(bf16* sum, bf16* out, float* mean, float* rstd, const bf16* x,
+                                const bf16* residual, std::int64_t w, std::int64_t b,
+                                const CudaChunkContext& ctx) const {
+    if (layernorm_)
+        kc::residual_layernorm_forward<bf16>(sum, out, mean, rstd, x, residual, ctx.weights + w,
+                                             ctx.weights + b, N_, h_, kNormEps, ctx.stream);
+    else
+        kc::residual_rmsnorm_forward<bf16>(sum, out, rstd, x, residual, ctx.weights + w, N_, h_,
+                                           kNormEps, ctx.stream);
+}
+
+void CudaGptChunk::norm_backward(bf16* dsum, const bf16* dout, const bf16* dsum_in, const bf16* sum,
+                                 const float* mean, const float* rstd, std::int64_t w,
+                                 std::int64_t b, const CudaChunkContext& ctx) const {
+    if (layernorm_)
+        kc::residual_layernorm_backward<bf16>(dsum, ctx.grads + w, ctx.grads + b, dout, dsum_in,
+                                              sum, ctx.weights + w, mean, rstd, N_, h_, ctx.stream);
+    else
+        kc::residual_rmsnorm_backward<bf16>(dsum, ctx.grads + w, dout, dsum_in, sum,
+                                            ctx.weights + w, rstd, N_, h_, ctx.stream);
+}
+
+void CudaGptChunk::layer_forward(const LayerParams& lp, Layer& L, const bf16* x,
+                                 CudaTensor<bf16>& x_out, const CudaChunkContext& ctx) const {
+    const bf16* W = ctx.weights;
+    kc::LtGemm& gemm = *ctx.gemm;
+    const cudaStream_t s = ctx.stream;
+    const std::int64_t NH = N_ * h_, q_cols = Hl_ * D_, kv_cols = KVl_ * D_;
+    const std::int64_t gate = swiglu_ ? 2 : 1;
+    // Attention block. norm1 has no residual to add: its "sum" is x itself (aliased).
+    L.ln1 = tensor<bf16>(NH, ctx);
+    L.ln1_mean = tensor<float>(N_, ctx);
+    L.ln1_rstd = tensor<float>(N_, ctx);
+    norm_forward(const_cast<bf16*>(x), L.ln1.get(), L.ln1_mean.get(), L.ln1_rstd.get(), x, nullptr,
+                 lp.ln1_w, lp.ln1_b, ctx);
+    L.q = tensor<bf16>(N_ * q_cols, ctx);
+    L.k = tensor<bf16>(N_ * kv_cols, ctx);
+    L.v = tensor<bf16>(N_ * kv_cols, ctx);
+    const bf16* wq = W + lp.qkv_w;
+    const bf16* wk = wq + q_cols * h_;
+    const bf16* wv = wk + kv_cols * h_;
+    gemm.forward<bf16>(L.q.get(), L.ln1.get(), wq, N_, h_, q_cols, 1.0f, 0.0f, s);
+    gemm.forward<bf16>(L.k.get(), L.ln1.get(), wk, N_, h_, kv_cols, 1.0f, 0.0f, s);
+    gemm.forward<bf16>(L.v.get(), L.ln1.get(), wv, N_, h_, kv_cols, 1.0f, 0.0f, s);
+    if (bias_) {
+        kc::add_bias<bf16>(L.q.get(), W + lp.qkv_b, N_, q_cols, s);
+        kc::add_bias<bf16>(L.k.get(), W + lp.qkv_b + q_cols, N_, kv_cols, s);
+        kc::add_bias<bf16>(L.v.get(), W + lp.qkv_b + q_cols + kv_cols, N_, kv_cols, s);
+    }
+    const kc::AttentionShape shape{B_, T_, Hl_, KVl_, D_, 0.0f};
+    L.att = tensor<bf16>(N_ * q_cols, ctx);
+    L.lse = tensor<float>(B_ * Hl_ * T_, ctx);
+    kc::flash_attention_forward(L.att.get(), L.lse.get(), L.q.get(), L.k.get(), L.v.get(), shape,
+                                s);
+    CudaTensor<bf16> y = tensor<bf16>(NH, ctx);
+    gemm.forward<bf16>(y.get(), L.att.get(), W + lp.proj_w, N_, q_cols, h_, 1.0f, 0.0f, s);
+    tp_sum(y.get(), NH, ctx); // row-parallel: the partial products add up
+    if (bias_) kc::add_bias<bf16>(y.get(), W + lp.proj_b, N_, h_, s);
+    // MLP block: norm2 adds the residual (x_mid = x + y) and normalises it in one pass.
+    L.x_mid = tensor<bf16>(NH, ctx);
+    L.ln2 = tensor<bf16>(NH, ctx);
+    L.ln2_mean = tensor<float>(N_, ctx);
+    L.ln2_rstd = tensor<float>(N_, ctx);
+    norm_forward(L.x_mid.get(), L.ln2.get(), L.ln2_mean.get(), L.ln2_rstd.get(), y.get(), x,
+                 lp.ln2_w, lp.ln2_b, ctx);
+    L.fc = tensor<bf16>(N_ * gate * Fl_, ctx);
+    gemm.forward<bf16>(L.fc.get(), L.ln2.get(), W + lp.fc_w, N_, h_, gate * Fl_, 1.0f, 0.0f, s);
+    L.act = tensor<bf16>(N_ * Fl_, ctx);
+    if (swiglu_) {
+        if (bias_) kc::add_bias<bf16>(L.fc.get(), W + lp.fc_b, N_, gate * Fl_, s);
+        kc::swiglu_forward<bf16>(L.act.get(), L.fc.get(), N_, Fl_, s);
+    } else {
+        kc::bias_gelu_forward<bf16>(L.act.get(), L.fc.get(), bias_ ? W + lp.fc_b : nullptr, N_, Fl_,
+                                    s);
+    }
+    gemm.forward<bf16>(y.get(), L.act.get(), W + lp.fc2_w, N_, Fl_, h_, 1.0f, 0.0f, s);
+    tp_sum(y.get(), NH, ctx);
+    if (bias_) kc::add_bias<bf16>(y.get(), W + lp.fc2_b, N_, h_, s);
+    x_out = tensor<bf16>(NH, ctx);
+    kc::add<bf16>(x_out.get(), L.x_mid.get(), y.get(), NH, s);
+}
+
+void CudaGptChunk::forward(Activations& a, float grad_scale, float* loss_sum,
+                           const CudaChunkContext& ctx) const {
+    const cudaStream_t s = ctx.stream;
+    const std::int64_t NH = N_ * h_;
+    CudaTensor<bf16> x;
+    if (first_) {
+        // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them.
+        x = tensor<bf16>(NH, ctx);
+        kc::embedding_forward<bf16>(x.get(), ctx.weights + wte_, a.tokens.get(), N_, Vl_,
+                                    vocab_start_, h_, s);
+        tp_sum(x.get(), NH, ctx);
+        if (wpe_ >= 0) kc::add_position_embedding<bf16>(x.get(), ctx.weights + wpe_, N_, T_, h_, s);
+    } else {
+        x = std::move(a.input);
+    }
+    a.layers.clear();
+    a.layers.resize(layers_.size());
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+        Layer& L = a.layers[i];
+        L.x_in = std::move(x);
+        layer_forward(layers_[i], L, L.x_in.get(), x, ctx);
+        if (recompute_[i] == core::RecomputeGranularity::full) {
+            CudaTensor<bf16> input = std::move(L.x_in);
+            L = Layer{};
+            L.x_in = std::move(input); // only the layer's input stays until B
+        }
+    }
+    if (!last_) {
+        a.output = std::move(x);
+        return;
+    }
+    a.hidden_out = std::move(x);
+    a.lnf = tensor<bf16>(NH, ctx);
+    a.lnf_mean = tensor<float>(N_, ctx);
+    a.lnf_rstd = tensor<float>(N_, ctx);
+    // No residual here: the norm's sum output is its input (aliased).
+    norm_forward(a.hidden_out.get(), a.lnf.get(), a.lnf_mean.get(), a.lnf_rstd.get(),
+                 a.hidden_out.get(), nullptr, lnf_w_, lnf_b_, ctx);
+    a.logits = tensor<bf16>(N_ * Vl_, ctx);
+    ctx.gemm->forward<bf16>(a.logits.get(), a.lnf.get(), ctx.weights + head_, N_, h_, Vl_, 1.0f,
+                            0.0f, s);
+    a.row_loss = tensor<float>(N_, ctx);
+    const bool sharded = ctx.tensor && ctx.tensor->size() > 1;
+    if (!sharded) {
+        kc::cross_entropy_forward_backward<bf16>(a.row_loss.get(), a.logits.get(), a.targets.get(),
+                                                 N_, Vl_, grad_scale, s);
+    } else {
+        // Padding rows of the vocabulary are not classes: they get no probability.
+        kc::fill_columns<bf16>(a.logits.get(), N_, Vl_,
+                               std::max<std::int64_t>(0, vocab_ - vocab_start_), -1e30f, s);
+        CudaTensor<float> local_max = tensor<float>(N_, ctx), global_max = tensor<float>(N_, ctx);
+        CudaTensor<float> sumexp = tensor<float>(N_, ctx), target = tensor<float>(N_, ctx);
+        kc::cross_entropy_partials<bf16>(local_max.get(), sumexp.get(), target.get(),
+                                         a.logits.get(), a.targets.get(), N_, Vl_, vocab_start_, s);
+        cudaMemcpyAsync(global_max.get(), local_max.get(), std::size_t(N_) * sizeof(float),
+                        cudaMemcpyDeviceToDevice, s);
+        ctx.tensor->all_reduce(global_max.get(), std::size_t(N_), ncclFloat32, ncclMax);
+        kc::cross_entropy_rescale_sumexp(sumexp.get(), local_max.get(), global_max.get(), N_, s);
+        ctx.tensor->all_reduce(sumexp.get(), std::size_t(N_), ncclFloat32, ncclSum);
+        ctx.tensor->all_reduce(target.get(), std::size_t(N_), ncclFloat32, ncclSum);
+        kc::cross_entropy_loss_and_grad<bf16>(a.row_loss.get(), a.logits.get(), a.targets.get(),
+                                              global_max.get(), sumexp.get(), target.get(), N_, Vl_,
+                                              vocab_start_, grad_scale, s);
+    }
+    kc::accumulate_sum(loss_sum, a.row_loss.get(), N_, s);
+}
+
+void CudaGptChunk::backward_input(Activations& a, const bf16* dout,
+                                  const CudaChunkContext& ctx) const {
+    const cudaStream_t s = ctx.stream;
+    const bf16* W = ctx.weights;
+    kc::LtGemm& gemm = *ctx.gemm;
+    const std::int64_t NH = N_ * h_, q_cols = Hl_ * D_, kv_cols = KVl_ * D_;
+    const std::int64_t gate = swiglu_ ? 2 : 1;
+    CudaTensor<bf16> dx = tensor<bf16>(NH, ctx);
+    if (last_) {
+        // The forward left (softmax − onehot)·scale in the logits: the LM head's input grad.
+        CudaTensor<bf16> dlnf = tensor<bf16>(NH, ctx);
+        gemm.dgrad<bf16>(dlnf.get(), a.logits.get(), W + head_, N_, h_, Vl_, 1.0f, 0.0f, s);
+        tp_sum(dlnf.get(), NH, ctx); // the LM head is column-parallel
+        norm_backward(dx.get(), dlnf.get(), nullptr, a.hidden_out.get(), a.lnf_mean.get(),
+                      a.lnf_rstd.get(), lnf_w_, lnf_b_, ctx);
+        a.hidden_out.reset();
+        a.lnf_mean.reset();
+        a.lnf_rstd.reset();
+        a.row_loss.reset();
+    } else {
+        cudaMemcpyAsync(dx.get(), dout, std::size_t(NH) * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                        s);
+    }
+    for (std::size_t i = layers_.size(); i-- > 0;) {
+        const LayerParams& lp = layers_[i];
+        Layer& L = a.layers[i];
+        if (recompute_[i] == core::RecomputeGranularity::full) {
+            CudaTensor<bf16> discard;
+            layer_forward(lp, L, L.x_in.get(), discard, ctx); // the forward again, from x_in
+        }
+        // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))).
+        CudaTensor<bf16> d_act = tensor<bf16>(N_ * Fl_, ctx);
+        gemm.dgrad<bf16>(d_act.get(), dx.get(), W + lp.fc2_w, N_, Fl_, h_, 1.0f, 0.0f, s);
+        L.d_fc = tensor<bf16>(N_ * gate * Fl_, ctx);
+        if (swiglu_)
+            kc::swiglu_backward<bf16>(L.d_fc.get(), d_act.get(), L.fc.get(), N_, Fl_, s);
+        else
+            kc::bias_gelu_backward<bf16>(L.d_fc.get(), bias_ ? ctx.grads + lp.fc_b : nullptr,
+                                         d_act.get(), L.fc.get(), bias_ ? W + lp.fc_b : nullptr, N_,
+                                         Fl_, s);
+        d_act.reset();
+        CudaTensor<bf16> d_ln2 = tensor<bf16>(NH, ctx);
+        gemm.dgrad<bf16>(d_ln2.get(), L.d_fc.get(), W + lp.fc_w, N_, h_, gate * Fl_, 1.0f, 0.0f, s);
+        tp_sum(d_ln2.get(), NH, ctx); // column-parallel input gradient
+        // d(x_mid) = the residual's gradient + the norm's.
+        CudaTensor<bf16> d_mid = tensor<bf16>(NH, ctx);
+        norm_backward(d_mid.get(), d_ln2.get(), dx.get(), L.x_mid.get(), L.ln2_mean.get(),
+                      L.ln2_rstd.get(), lp.ln2_w, lp.ln2_b, ctx);
+        d_ln2.reset();
+        L.d_fc2_out = std::move(dx);
+        // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
+        CudaTensor<bf16> d_att = tensor<bf16>(N_ * q_cols, ctx);
+        gemm.dgrad<bf16>(d_att.get(), d_mid.get(), W + lp.proj_w, N_, q_cols, h_, 1.0f, 0.0f, s);
+        const kc::AttentionShape shape{B_, T_, Hl_, KVl_, D_, 0.0f};
+        CudaTensor<float> workspace =
+            tensor<float>(std::int64_t(kc::flash_attention_backward_workspace_floats(shape)), ctx);
+        L.d_q = tensor<bf16>(N_ * q_cols, ctx);
+        L.d_k = tensor<bf16>(N_ * kv_cols, ctx);
+        L.d_v = tensor<bf16>(N_ * kv_cols, ctx);
+        kc::flash_attention_backward(L.d_q.get(), L.d_k.get(), L.d_v.get(), d_att.get(), L.q.get(),
+                                     L.k.get(), L.v.get(), L.att.get(), L.lse.get(),
+                                     workspace.get(), shape, s);
+        d_att.reset();
+        workspace.reset();
+        const bf16* wq = W + lp.qkv_w;
+        const bf16* wk = wq + q_cols * h_;
+        const bf16* wv = wk + kv_cols * h_;
+        CudaTensor<bf16> d_ln1 = tensor<bf16>(NH, ctx);
+        gemm.dgrad<bf16>(d_ln1.get(), L.d_q.get(), wq, N_, h_, q_cols, 1.0f, 0.0f, s);
+        gemm.dgrad<bf16>(d_ln1.get(), L.d_k.get(), wk, N_, h_, kv_cols, 1.0f, 1.0f, s);
+        gemm.dgrad<bf16>(d_ln1.get(), L.d_v.get(), wv, N_, h_, kv_cols, 1.0f, 1.0f, s);
+        tp_sum(d_ln1.get(), NH, ctx);
+        dx = tensor<bf16>(NH, ctx);
+        norm_backward(dx.get(), d_ln1.get(), d_mid.get(), L.x_in.get(), L.ln1_mean.get(),
+                      L.ln1_rstd.get(), lp.ln1_w, lp.ln1_b, ctx);
+        L.d_proj_out = std::move(d_mid);
+        // What only B needed goes now; W keeps the linear layers' inputs and output grads.
+        for (CudaTensor<bf16>* t : {&L.x_in, &L.q, &L.k, &L.v, &L.x_mid}) t->reset();
+        for (CudaTensor<float>* t : {&L.ln1_mean, &L.ln1_rstd, &L.lse, &L.ln2_mean, &L.ln2_rstd})
+            t->reset();
+        if (!swiglu_ || !bias_) L.fc.reset(); // SwiGLU's bias gradient is W's, from d_fc
+    }
+    if (first_)
+        a.embedding_grad = std::move(dx);
+    else
+        a.dinput = std::move(dx);
+}
+
+void CudaGptChunk::backward_weight(Activations& a, const CudaChunkContext& ctx, bool report_final,
+                                   const std::function<void(std::size_t)>& final_tensor) const {
+    const cudaStream_t s = ctx.stream;
+    float* G = ctx.grads;
+    kc::LtGemm& gemm = *ctx.gemm;
+    const std::int64_t q_cols = Hl_ * D_, kv_cols = KVl_ * D_, gate = swiglu_ ? 2 : 1;
+    const auto report = [&](const std::vector<std::size_t>& tensors) {
+        if (report_final)
+            for (std::size_t t : tensors) final_tensor(t);
+    };
+    // The main gradients accumulate in fp32 across micro-batches (beta = 1).
+    if (last_) {
+        gemm.wgrad<float>(G + head_, a.logits.get(), a.lnf.get(), N_, h_, Vl_, 1.0f, 1.0f, s);
+        a.logits.reset();
+        a.lnf.reset();
+        report(head_tensors_);
+    }
+    for (std::size_t i = layers_.size(); i-- > 0;) {
+        const LayerParams& lp = layers_[i];
+        Layer& L = a.layers[i];
+        float* gq = G + lp.qkv_w;
+        gemm.wgrad<float>(gq, L.d_q.get(), L.ln1.get(), N_, h_, q_cols, 1.0f, 1.0f, s);
+        gemm.wgrad<float>(gq + q_cols * h_, L.d_k.get(), L.ln1.get(), N_, h_, kv_cols, 1.0f, 1.0f,
+                          s);
+        gemm.wgrad<float>(gq + (q_cols + kv_cols) * h_, L.d_v.get(), L.ln1.get(), N_, h_, kv_cols,
+                          1.0f, 1.0f, s);
+        gemm.wgrad<float>(G + lp.proj_w, L.d_proj_out.get(), L.att.get(), N_, q_cols, h_, 1.0f,
+                          1.0f, s);
+        gemm.wgrad<float>(G + lp.fc_w, L.d_fc.get(), L.ln2.get(), N_, h_, gate * Fl_, 1.0f, 1.0f,
+                          s);
+        gemm.wgrad<float>(G + lp.fc2_w, L.d_fc2_out.get(), L.act.get(), N_, Fl_, h_, 1.0f, 1.0f, s);
+        if (bias_) {
+            kc::bias_gradient<bf16>(G + lp.qkv_b, L.d_q.get(), N_, q_cols, s);
+            kc::bias_gradient<bf16>(G + lp.qkv_b + q_cols, L.d_k.get(), N_, kv_cols, s);
+            kc::bias_gradient<bf16>(G + lp.qkv_b + q_cols + kv_cols, L.d_v.get(), N_, kv_cols, s);
+            kc::bias_gradient<bf16>(G + lp.proj_b, L.d_proj_out.get(), N_, h_, s);
+            if (swiglu_) kc::bias_gradient<bf16>(G + lp.fc_b, L.d_fc.get(), N_, gate * Fl_, s);
+            kc::bias_gradient<bf16>(G + lp.fc2_b, L.d_fc2_out.get(), N_, h_, s);
+        }
+        L = Layer{};
+        report(lp.tensors);
+    }
+    if (first_) {
+        kc::embedding_backward<bf16>(G + wte_, a.embedding_grad.get(), a.tokens.get(), N_, Vl_,
+                                     vocab_start_, h_, s);
+        if (wpe_ >= 0)
+            kc::position_embedding_backward<bf16>(G + wpe_, a.embedding_grad.get(), N_, T_, h_, s);
+        a.embedding_grad.reset();
+        report(embedding_tensors_);
+    }
+}
+
+} // namespace trident::executor

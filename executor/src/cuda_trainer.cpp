@@ -1,0 +1,440 @@
+#include "trident/executor/cuda_trainer.h"
+
+#include "cuda_gpt_chunk.h"
+#include "trident/core/spec_error.h"
+#include "trident/executor/backend.h"
+#include "trident/executor/gradient_buckets.h"
+#include "trident/executor/nccl_communicator.h"
+#include "trident/kernels/cuda/adamw.h"
+#include "trident/kernels/cuda/caching_allocator.h"
+#include "trident/kernels/cuda/device_buffer.h"
+#include "trident/kernels/cuda/elementwise.h"
+#include "trident/kernels/cuda/error.h"
+#include "trident/kernels/cuda/gemm.h"
+#include "trident/kernels/cuda/stream.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mpi.h>
+#include <numeric>
+#include <optional>
+
+namespace trident::executor {
+
+namespace kc = kernels::cuda;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Megatron's default data-parallel bucket: 40 M parameters.
+constexpr std::int64_t kBucketElements = 40'000'000;
+
+// This rank's GPU: its rank among the ranks on the same node, modulo the visible devices
+// (mpirun places consecutive ranks on a node; one GPU per rank is the intended layout).
+int select_local_device() {
+    const int devices = kc::visible_device_count();
+    if (devices <= 0) throw core::SpecError("--backend", "cuda: no CUDA device is visible");
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int local = 0;
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    const int device = local % devices;
+    TRIDENT_CUDA_CHECK(cudaSetDevice(device));
+    return device;
+}
+
+// Makes `waiter` wait for everything enqueued on `signaller` so far.
+void join(cudaStream_t waiter, cudaStream_t signaller, const kc::Event& event) {
+    event.record(signaller);
+    TRIDENT_CUDA_CHECK(cudaStreamWaitEvent(waiter, event.get(), 0));
+}
+
+class CudaTrainer final : public Trainer {
+public:
+    CudaTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed,
+                SampleSource samples);
+    ~CudaTrainer() override {
+        cudaStreamSynchronize(data_stream_.get());
+        cudaStreamSynchronize(compute_.get());
+    }
+
+    StepStats step(std::int64_t index, std::vector<core::TraceEvent>* trace) override;
+    double evaluate(const SampleSource& samples, std::int64_t first_sample) override;
+    const ParameterStore& parameters() override;
+    std::int64_t skipped_steps() const override { return skipped_; }
+    TrainerState state() override;
+    void state_loaded() override;
+
+private:
+    struct Timed { // a trace event's device-side start and end
+        core::TraceEvent event;
+        std::unique_ptr<kc::Event> start, end;
+    };
+    void run_schedule(const SampleSource& samples, std::int64_t first_sample, bool forward_only,
+                      StepStats& stats, std::vector<Timed>* timed);
+    void reduce_bucket(std::int32_t bucket, std::vector<Timed>* timed);
+    void reduce_and_update(std::int64_t index, StepStats& stats, std::vector<Timed>* timed);
+    Timed begin_event(core::Stream stream, core::EventKind kind, std::int32_t mb,
+                      std::int32_t chunk, double bytes, cudaStream_t on);
+
+    const core::JobSpec job_;
+    ProcessGroups& groups_;
+    SampleSource samples_;
+    core::Schedule schedule_;
+    std::vector<std::int32_t> positions_; // of a sequence's tokens (all: no context parallelism)
+    int device_;
+    // Declared in the order they must outlive each other: streams, allocator, cuBLASLt, NCCL.
+    kc::Stream compute_, data_stream_;
+    kc::CachingAllocator allocator_;
+    kc::LtGemm gemm_;
+    NcclProcessGroups nccl_;
+    ParameterStore store_; // host: names, offsets, and the values checkpoints read
+    std::vector<CudaGptChunk> chunks_;
+    OptimizerShard shard_;
+    kc::DeviceBuffer<float> master_, grads_, adam_m_, adam_v_, scalars_;
+    kc::DeviceBuffer<bf16> weights_;
+    Vec host_m_, host_v_;
+    std::unique_ptr<GradientBuckets> buckets_; // null without data parallelism or with ZeRO-1
+    kc::Event join_event_, step_start_;
+    std::int64_t skipped_ = 0;
+};
+
+CudaTrainer::CudaTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed,
+                         SampleSource samples)
+    : job_(job), groups_(groups),
+      samples_(samples ? std::move(samples) : synthetic_samples(job, seed)),
+      schedule_(core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp),
+                                    std::int32_t(job.plan.vpp),
+                                    std::int32_t(job.micro_batches_per_step()))),
+      positions_(std::size_t(job.training.seq_length)), device_(select_local_device()),
+      nccl_(groups, compute_.get(), data_stream_.get()) {
+    require_supported(job);
+    require_supported_on_cuda(job);
+    std::iota(positions_.begin(), positions_.end(), 0);
+    nccl_.pipeline->use_staging_allocator(&allocator_);
+    // The CPU chunks lay out and initialise the parameters (the same values as --backend cpu);
+    // the CUDA chunks find their tensors in that layout by name.
+    const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
+    {
+        std::vector<GptChunk> cpu_chunks;
+        for (std::int32_t c = 0; c < job.plan.vpp; ++c)
+            cpu_chunks.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),
+                                    int(groups.coord.cp), store_, seed);
+    }
+    for (std::int32_t c = 0; c < job.plan.vpp; ++c)
+        chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), store_);
+    shard_ = optimizer_shard(store_, job.plan.distributed_optimizer, groups.data->size(),
+                             groups.data->rank(), groups.coord.tp);
+    store_.values.resize(std::size_t(shard_.padded_size), 0.0f);
+    Vec().swap(store_.grads); // gradients live on the device only
+    const auto n = std::size_t(shard_.padded_size);
+    master_ = kc::DeviceBuffer<float>(n);
+    grads_ = kc::DeviceBuffer<float>(n);
+    weights_ = kc::DeviceBuffer<bf16>(n);
+    adam_m_ = kc::DeviceBuffer<float>(std::size_t(shard_.size));
+    adam_v_ = kc::DeviceBuffer<float>(std::size_t(shard_.size));
+    scalars_ = kc::DeviceBuffer<float>(2); // [0] loss sum, [1] squared gradient norm
+    host_m_.assign(std::size_t(shard_.size), 0.0f);
+    host_v_.assign(std::size_t(shard_.size), 0.0f);
+    state_loaded(); // uploads the initial values and zero moments
+    if (groups.data->size() > 1 && !job.plan.distributed_optimizer)
+        buckets_ = std::make_unique<GradientBuckets>(store_, kBucketElements);
+}
+
+const ParameterStore& CudaTrainer::parameters() {
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    TRIDENT_CUDA_CHECK(cudaMemcpy(store_.values.data(), master_.get(), master_.size_bytes(),
+                                  cudaMemcpyDeviceToHost));
+    return store_;
+}
+
+TrainerState CudaTrainer::state() {
+    parameters();
+    TRIDENT_CUDA_CHECK(
+        cudaMemcpy(host_m_.data(), adam_m_.get(), adam_m_.size_bytes(), cudaMemcpyDeviceToHost));
+    TRIDENT_CUDA_CHECK(
+        cudaMemcpy(host_v_.data(), adam_v_.get(), adam_v_.size_bytes(), cudaMemcpyDeviceToHost));
+    return {store_.values, host_m_, host_v_, shard_.begin, &skipped_, &store_};
+}
+
+void CudaTrainer::state_loaded() {
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    TRIDENT_CUDA_CHECK(cudaMemcpy(master_.get(), store_.values.data(), master_.size_bytes(),
+                                  cudaMemcpyHostToDevice));
+    TRIDENT_CUDA_CHECK(
+        cudaMemcpy(adam_m_.get(), host_m_.data(), adam_m_.size_bytes(), cudaMemcpyHostToDevice));
+    TRIDENT_CUDA_CHECK(
+        cudaMemcpy(adam_v_.get(), host_v_.data(), adam_v_.size_bytes(), cudaMemcpyHostToDevice));
+    kc::convert<bf16, float>(weights_.get(), master_.get(), std::int64_t(master_.size()),
+                             compute_.get());
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+}
+
+CudaTrainer::Timed CudaTrainer::begin_event(core::Stream stream, core::EventKind kind,
+                                            std::int32_t mb, std::int32_t chunk, double bytes,
+                                            cudaStream_t on) {
+    Timed t{{groups_.world_rank, stream, kind, mb, chunk, 0.0, 0.0, bytes, 0.0},
+            std::make_unique<kc::Event>(),
+            std::make_unique<kc::Event>()};
+    t.start->record(on);
+    return t;
+}
+
+void CudaTrainer::reduce_bucket(std::int32_t b, std::vector<Timed>* timed) {
+    const GradientBuckets::Bucket& bucket = buckets_->buckets()[std::size_t(b)];
+    // The reduction reads gradients the compute stream has just finished writing.
+    join(data_stream_.get(), compute_.get(), join_event_);
+    const double bytes = double(bucket.end - bucket.begin) * sizeof(float);
+    std::optional<Timed> t;
+    if (timed)
+        t = begin_event(core::Stream::data_parallel, core::EventKind::gradient_reduce, -1, -1,
+                        bytes, data_stream_.get());
+    nccl_.data->all_reduce_sum(grads_.get() + bucket.begin, std::size_t(bucket.end - bucket.begin));
+    if (t) {
+        t->end->record(data_stream_.get());
+        timed->push_back(std::move(*t));
+    }
+}
+
+void CudaTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sample,
+                               bool forward_only, StepStats& stats, std::vector<Timed>* timed) {
+    const cudaStream_t s = compute_.get();
+    const std::int32_t pp_rank = std::int32_t(groups_.coord.pp);
+    const std::int32_t m = schedule_.microbatches;
+    const std::int64_t loss_tokens = job_.plan.micro_batch_size * job_.training.seq_length;
+    // The micro-batch's share of the step's mean loss, per token (as CpuTrainer's).
+    const float grad_scale = 1.0f / float(m * job_.plan.dp * loss_tokens);
+    const CudaChunkContext ctx{weights_.get(),    grads_.get(), &gemm_, &allocator_, s,
+                               nccl_.tensor.get()};
+    struct Slot {
+        CudaGptChunk::Activations acts;
+        CudaTensor<bf16> received_activation, received_gradient;
+    };
+    std::map<std::pair<std::int32_t, std::int32_t>, Slot> slots;
+    std::vector<std::int32_t> weight_passes(chunks_.size(), 0);
+    std::vector<std::int32_t> inputs, targets;
+    TRIDENT_CUDA_CHECK(cudaMemsetAsync(scalars_.get(), 0, sizeof(float), s));
+    for (const core::Action& a : schedule_.ranks[std::size_t(pp_rank)]) {
+        if (forward_only && a.kind != core::ActionKind::forward &&
+            a.kind != core::ActionKind::send_activation &&
+            a.kind != core::ActionKind::recv_activation)
+            continue;
+        Slot& slot = slots[{a.microbatch, a.chunk}];
+        const CudaGptChunk& chunk = chunks_[std::size_t(a.chunk)];
+        const std::int64_t hidden = chunk.hidden_elements();
+        const bool compute = core::is_compute(a.kind);
+        std::optional<Timed> t;
+        if (timed)
+            t = begin_event(compute ? core::Stream::compute : core::Stream::pipeline_p2p,
+                            core::to_event_kind(a.kind), a.microbatch, a.chunk,
+                            compute ? 0.0 : double(hidden) * sizeof(bf16), s);
+        switch (a.kind) {
+        case core::ActionKind::forward: {
+            microbatch_tokens(job_, groups_.coord.dp, positions_, samples, first_sample,
+                              a.microbatch, inputs, targets);
+            slot.acts.tokens = CudaTensor<std::int32_t>(allocator_, std::int64_t(inputs.size()), s);
+            slot.acts.targets =
+                CudaTensor<std::int32_t>(allocator_, std::int64_t(targets.size()), s);
+            // Pageable host memory: the copies finish before they return, so the host vectors
+            // may be refilled for the next micro-batch.
+            TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.tokens.get(), inputs.data(),
+                                               inputs.size() * sizeof(std::int32_t),
+                                               cudaMemcpyHostToDevice, s));
+            TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.targets.get(), targets.data(),
+                                               targets.size() * sizeof(std::int32_t),
+                                               cudaMemcpyHostToDevice, s));
+            if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
+            chunk.forward(slot.acts, grad_scale, scalars_.get(), ctx);
+            if (forward_only && chunk.last()) slots.erase({a.microbatch, a.chunk});
+            break;
+        }
+        case core::ActionKind::backward_input:
+            chunk.backward_input(slot.acts, slot.received_gradient.get(), ctx);
+            slot.received_gradient.reset();
+            break;
+        case core::ActionKind::backward_weight: {
+            const bool last_pass = ++weight_passes[std::size_t(a.chunk)] == m;
+            chunk.backward_weight(slot.acts, ctx, last_pass && buckets_, [&](std::size_t tensor) {
+                const std::int32_t b = buckets_->mark_final(tensor);
+                if (b >= 0) reduce_bucket(b, timed);
+            });
+            CudaTensor<bf16> dinput = std::move(slot.acts.dinput);
+            slot.acts = CudaGptChunk::Activations{};
+            slot.acts.dinput = std::move(dinput);
+            break;
+        }
+        case core::ActionKind::send_activation:
+            nccl_.pipeline->send_typed(slot.acts.output.get(), std::size_t(hidden), ncclBfloat16,
+                                       a.peer);
+            slot.acts.output.reset(); // the send copied it into staging
+            if (forward_only) slots.erase({a.microbatch, a.chunk});
+            break;
+        case core::ActionKind::recv_activation:
+            slot.received_activation = CudaTensor<bf16>(allocator_, hidden, s);
+            nccl_.pipeline->recv_typed(slot.received_activation.get(), std::size_t(hidden),
+                                       ncclBfloat16, a.peer);
+            break;
+        case core::ActionKind::send_gradient:
+            nccl_.pipeline->send_typed(slot.acts.dinput.get(), std::size_t(hidden), ncclBfloat16,
+                                       a.peer);
+            slot.acts.dinput.reset();
+            break;
+        case core::ActionKind::recv_gradient:
+            slot.received_gradient = CudaTensor<bf16>(allocator_, hidden, s);
+            nccl_.pipeline->recv_typed(slot.received_gradient.get(), std::size_t(hidden),
+                                       ncclBfloat16, a.peer);
+            break;
+        }
+        if (t) {
+            t->end->record(s);
+            timed->push_back(std::move(*t));
+        }
+    }
+    nccl_.pipeline->wait_sends();
+    slots.clear(); // back to the allocator, in stream order
+    float loss_sum = 0.0f;
+    TRIDENT_CUDA_CHECK(
+        cudaMemcpyAsync(&loss_sum, scalars_.get(), sizeof(float), cudaMemcpyDeviceToHost, s));
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(s));
+    // The step's loss: the last stage's tensor rank 0 of every data rank contributes its mean.
+    float contribution = 0.0f;
+    if (chunks_.back().last() && groups_.coord.tp == 0)
+        contribution = loss_sum / float(loss_tokens) / float(m) / float(job_.plan.dp);
+    groups_.world->all_reduce_sum(&contribution, 1);
+    stats.loss = contribution;
+}
+
+void CudaTrainer::reduce_and_update(std::int64_t index, StepStats& stats,
+                                    std::vector<Timed>* timed) {
+    const core::ParallelPlan& p = job_.plan;
+    const core::TrainingSpec& t = job_.training;
+    const cudaStream_t s = compute_.get();
+    float* grads = grads_.get();
+    std::optional<Timed> reduce;
+    if (timed && !buckets_ && groups_.data->size() > 1)
+        reduce = begin_event(core::Stream::data_parallel, core::EventKind::gradient_reduce, -1, -1,
+                             double(shard_.padded_size) * sizeof(float), data_stream_.get());
+    if (buckets_) {
+        for (std::int32_t b : buckets_->incomplete()) reduce_bucket(b, timed); // none normally
+    } else if (p.distributed_optimizer && groups_.data->size() > 1) {
+        join(data_stream_.get(), s, join_event_);
+        // In place: this rank's shard of the buffer receives the sum over the data ranks.
+        nccl_.data->reduce_scatter_sum(grads, grads + shard_.begin, std::size_t(shard_.size));
+    }
+    if (reduce) {
+        reduce->end->record(data_stream_.get());
+        timed->push_back(std::move(*reduce));
+    }
+    join(s, data_stream_.get(), join_event_); // the optimizer reads the reduced gradients
+    // Tied embeddings on two stages: both copies take the summed gradient (after the data
+    // reduction: the two reductions commute, but must not touch the buffer at once).
+    if (nccl_.embedding && job_.model.tied_embeddings && p.pp > 1)
+        for (const auto& tensor : store_.tensors)
+            if (tensor.name == "embedding.word" || tensor.name == "embedding.word.tied_copy")
+                nccl_.embedding->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
+    float* g = grads + shard_.begin;
+    // Global gradient norm over this rank's norm runs, then summed over the ranks (MPI: one
+    // float) as CpuTrainer does.
+    std::vector<kc::GradientView> views;
+    for (const OptimizerShard::Run& run : shard_.norm_runs)
+        views.push_back({g + run.begin, run.end - run.begin});
+    TRIDENT_CUDA_CHECK(cudaMemsetAsync(scalars_.get() + 1, 0, sizeof(float), s));
+    kc::gradient_squared_norm(scalars_.get() + 1, views, s);
+    float squares = 0.0f;
+    TRIDENT_CUDA_CHECK(
+        cudaMemcpyAsync(&squares, scalars_.get() + 1, sizeof(float), cudaMemcpyDeviceToHost, s));
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(s));
+    if (p.distributed_optimizer) groups_.data->all_reduce_sum(&squares, 1);
+    groups_.model->all_reduce_sum(&squares, 1);
+    stats.grad_norm = std::sqrt(double(squares));
+    stats.lr = learning_rate(t.lr, index);
+    if (!std::isfinite(stats.grad_norm)) {
+        stats.skipped = true;
+        ++skipped_;
+        return;
+    }
+    const float clip = t.clip_grad > 0 && stats.grad_norm > t.clip_grad
+                           ? float(t.clip_grad / (stats.grad_norm + 1e-6))
+                           : 1.0f;
+    std::optional<Timed> opt;
+    if (timed) opt = begin_event(core::Stream::compute, core::EventKind::optimizer, -1, -1, 0.0, s);
+    // AdamW with decay on matrices only: one multi-tensor launch per decay setting.
+    for (const bool decayed : {true, false}) {
+        std::vector<kc::AdamWTensor> tensors;
+        for (const OptimizerShard::Run& run : shard_.decay_runs)
+            if (run.flag == decayed)
+                tensors.push_back({master_.get() + shard_.begin + run.begin, g + run.begin,
+                                   adam_m_.get() + run.begin, adam_v_.get() + run.begin,
+                                   weights_.get() + shard_.begin + run.begin, run.end - run.begin});
+        if (tensors.empty()) continue;
+        kc::AdamWConfig config;
+        config.lr = float(stats.lr);
+        config.beta1 = float(t.adam_beta1);
+        config.beta2 = float(t.adam_beta2);
+        config.eps = 1e-8f;
+        config.weight_decay = decayed ? float(t.weight_decay) : 0.0f;
+        config.step = int(index + 1);
+        config.grad_scale = clip;
+        kc::adamw_step(tensors, config, s);
+    }
+    if (p.distributed_optimizer && groups_.data->size() > 1) {
+        // Every rank's updated shard to every rank (in place), and the bf16 copy from it.
+        join(data_stream_.get(), s, join_event_);
+        nccl_.data->all_gather(master_.get() + shard_.begin, master_.get(),
+                               std::size_t(shard_.size));
+        join(s, data_stream_.get(), join_event_);
+        kc::convert<bf16, float>(weights_.get(), master_.get(), shard_.padded_size, s);
+    }
+    if (opt) {
+        opt->end->record(s);
+        timed->push_back(std::move(*opt));
+    }
+}
+
+StepStats CudaTrainer::step(std::int64_t index, std::vector<core::TraceEvent>* trace) {
+    const auto start = Clock::now();
+    StepStats stats;
+    stats.step = index;
+    std::vector<Timed> timed;
+    std::vector<Timed>* timing = trace ? &timed : nullptr;
+    allocator_.reset_peaks();
+    const std::size_t resident = allocator_.stats().in_use_bytes;
+    step_start_.record(compute_.get());
+    TRIDENT_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.size_bytes(), compute_.get()));
+    if (buckets_) buckets_->reset();
+    run_schedule(samples_, index * job_.training.global_batch_size, false, stats, timing);
+    reduce_and_update(index, stats, timing);
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(data_stream_.get()));
+    stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    stats.peak_activation_bytes = double(allocator_.stats().peak_in_use_bytes - resident);
+    if (trace) {
+        // Device times relative to the step's first event; the host clock's start is the
+        // origin CpuTrainer's trace uses, so both backends' traces start near zero.
+        for (Timed& t : timed) {
+            t.event.start_s = double(t.start->elapsed_ms_since(step_start_)) / 1e3;
+            t.event.end_s = double(t.end->elapsed_ms_since(step_start_)) / 1e3;
+            trace->push_back(t.event);
+        }
+    }
+    return stats;
+}
+
+double CudaTrainer::evaluate(const SampleSource& samples, std::int64_t first_sample) {
+    StepStats stats;
+    run_schedule(samples, first_sample, true, stats, nullptr);
+    return stats.loss;
+}
+
+} // namespace
+
+std::unique_ptr<Trainer> make_cuda_trainer(const core::JobSpec& job, ProcessGroups& groups,
+                                           std::uint64_t seed, SampleSource samples) {
+    require_supported(job);
+    require_supported_on_cuda(job);
+    return std::make_unique<CudaTrainer>(job, groups, seed, std::move(samples));
+}
+
+} // namespace trident::executor
