@@ -11,9 +11,9 @@ Backend choose_backend(const std::string& requested, bool cuda_built, int visibl
     if (requested != "cuda")
         throw core::SpecError("--backend", "'" + requested + "' is not one of auto, cpu, cuda");
     if (!cuda_built)
-        throw core::SpecError("--backend",
-                              "cuda: this trident was built without the CUDA "
-                              "backend (CUDA toolkit and NCCL not found at build time)");
+        throw core::SpecError("--backend", "cuda: this trident was built without the CUDA backend "
+                                           "(it needs the CUDA toolkit and NCCL at configure "
+                                           "time, and TRIDENT_CUDA on)");
     if (visible_devices <= 0)
         throw core::SpecError("--backend", "cuda: no CUDA device is visible on this machine");
     return Backend::cuda;

@@ -5,6 +5,7 @@
 #include "trident/kernels/cuda/cross_entropy.h"
 #include "trident/kernels/cuda/elementwise.h"
 #include "trident/kernels/cuda/embedding.h"
+#include "trident/kernels/cuda/error.h"
 #include "trident/kernels/cuda/flash_attention.h"
 #include "trident/kernels/cuda/norm.h"
 
@@ -140,7 +141,7 @@ void CudaGptChunk::norm_backward(bf16* dsum, const bf16* dout, const bf16* dsum_
 }
 
 void CudaGptChunk::layer_forward(const LayerParams& lp, Layer& L, const bf16* x,
-                                 CudaTensor<bf16>& x_out, const CudaChunkContext& ctx) const {
+                                 CudaTensor<bf16>* x_out, const CudaChunkContext& ctx) const {
     const bf16* W = ctx.weights;
     kc::LtGemm& gemm = *ctx.gemm;
     const cudaStream_t s = ctx.stream;
@@ -192,11 +193,12 @@ void CudaGptChunk::layer_forward(const LayerParams& lp, Layer& L, const bf16* x,
         kc::bias_gelu_forward<bf16>(L.act.get(), L.fc.get(), bias_ ? W + lp.fc_b : nullptr, N_, Fl_,
                                     s);
     }
+    if (!x_out) return; // recomputation inside B: everything B needs is saved
     gemm.forward<bf16>(y.get(), L.act.get(), W + lp.fc2_w, N_, Fl_, h_, 1.0f, 0.0f, s);
     tp_sum(y.get(), NH, ctx);
     if (bias_) kc::add_bias<bf16>(y.get(), W + lp.fc2_b, N_, h_, s);
-    x_out = tensor<bf16>(NH, ctx);
-    kc::add<bf16>(x_out.get(), L.x_mid.get(), y.get(), NH, s);
+    *x_out = tensor<bf16>(NH, ctx);
+    kc::add<bf16>(x_out->get(), L.x_mid.get(), y.get(), NH, s);
 }
 
 void CudaGptChunk::forward(Activations& a, float grad_scale, float* loss_sum,
@@ -219,7 +221,7 @@ void CudaGptChunk::forward(Activations& a, float grad_scale, float* loss_sum,
     for (std::size_t i = 0; i < layers_.size(); ++i) {
         Layer& L = a.layers[i];
         L.x_in = std::move(x);
-        layer_forward(layers_[i], L, L.x_in.get(), x, ctx);
+        layer_forward(layers_[i], L, L.x_in.get(), &x, ctx);
         if (recompute_[i] == core::RecomputeGranularity::full) {
             CudaTensor<bf16> input = std::move(L.x_in);
             L = Layer{};
@@ -253,8 +255,9 @@ void CudaGptChunk::forward(Activations& a, float grad_scale, float* loss_sum,
         CudaTensor<float> sumexp = tensor<float>(N_, ctx), target = tensor<float>(N_, ctx);
         kc::cross_entropy_partials<bf16>(local_max.get(), sumexp.get(), target.get(),
                                          a.logits.get(), a.targets.get(), N_, Vl_, vocab_start_, s);
-        cudaMemcpyAsync(global_max.get(), local_max.get(), std::size_t(N_) * sizeof(float),
-                        cudaMemcpyDeviceToDevice, s);
+        TRIDENT_CUDA_CHECK(cudaMemcpyAsync(global_max.get(), local_max.get(),
+                                           std::size_t(N_) * sizeof(float),
+                                           cudaMemcpyDeviceToDevice, s));
         ctx.tensor->all_reduce(global_max.get(), std::size_t(N_), ncclFloat32, ncclMax);
         kc::cross_entropy_rescale_sumexp(sumexp.get(), local_max.get(), global_max.get(), N_, s);
         ctx.tensor->all_reduce(sumexp.get(), std::size_t(N_), ncclFloat32, ncclSum);
@@ -286,15 +289,14 @@ void CudaGptChunk::backward_input(Activations& a, const bf16* dout,
         a.lnf_rstd.reset();
         a.row_loss.reset();
     } else {
-        cudaMemcpyAsync(dx.get(), dout, std::size_t(NH) * sizeof(bf16), cudaMemcpyDeviceToDevice,
-                        s);
+        TRIDENT_CUDA_CHECK(cudaMemcpyAsync(dx.get(), dout, std::size_t(NH) * sizeof(bf16),
+                                           cudaMemcpyDeviceToDevice, s));
     }
     for (std::size_t i = layers_.size(); i-- > 0;) {
         const LayerParams& lp = layers_[i];
         Layer& L = a.layers[i];
         if (recompute_[i] == core::RecomputeGranularity::full) {
-            CudaTensor<bf16> discard;
-            layer_forward(lp, L, L.x_in.get(), discard, ctx); // the forward again, from x_in
+            layer_forward(lp, L, L.x_in.get(), nullptr, ctx); // the forward again, from x_in
         }
         // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))).
         CudaTensor<bf16> d_act = tensor<bf16>(N_ * Fl_, ctx);
@@ -333,10 +335,15 @@ void CudaGptChunk::backward_input(Activations& a, const bf16* dout,
         const bf16* wq = W + lp.qkv_w;
         const bf16* wk = wq + q_cols * h_;
         const bf16* wv = wk + kv_cols * h_;
+        // d(ln1) sums three products: accumulate them in fp32, round to bf16 once.
         CudaTensor<bf16> d_ln1 = tensor<bf16>(NH, ctx);
-        gemm.dgrad<bf16>(d_ln1.get(), L.d_q.get(), wq, N_, h_, q_cols, 1.0f, 0.0f, s);
-        gemm.dgrad<bf16>(d_ln1.get(), L.d_k.get(), wk, N_, h_, kv_cols, 1.0f, 1.0f, s);
-        gemm.dgrad<bf16>(d_ln1.get(), L.d_v.get(), wv, N_, h_, kv_cols, 1.0f, 1.0f, s);
+        {
+            CudaTensor<float> sum = tensor<float>(NH, ctx);
+            gemm.dgrad<float>(sum.get(), L.d_q.get(), wq, N_, h_, q_cols, 1.0f, 0.0f, s);
+            gemm.dgrad<float>(sum.get(), L.d_k.get(), wk, N_, h_, kv_cols, 1.0f, 1.0f, s);
+            gemm.dgrad<float>(sum.get(), L.d_v.get(), wv, N_, h_, kv_cols, 1.0f, 1.0f, s);
+            kc::convert<bf16, float>(d_ln1.get(), sum.get(), NH, s);
+        }
         tp_sum(d_ln1.get(), NH, ctx);
         dx = tensor<bf16>(NH, ctx);
         norm_backward(dx.get(), d_ln1.get(), d_mid.get(), L.x_in.get(), L.ln1_mean.get(),
@@ -346,7 +353,7 @@ void CudaGptChunk::backward_input(Activations& a, const bf16* dout,
         for (CudaTensor<bf16>* t : {&L.x_in, &L.q, &L.k, &L.v, &L.x_mid}) t->reset();
         for (CudaTensor<float>* t : {&L.ln1_mean, &L.ln1_rstd, &L.lse, &L.ln2_mean, &L.ln2_rstd})
             t->reset();
-        if (!swiglu_ || !bias_) L.fc.reset(); // SwiGLU's bias gradient is W's, from d_fc
+        L.fc.reset();
     }
     if (first_)
         a.embedding_grad = std::move(dx);

@@ -89,7 +89,9 @@ private:
         std::int64_t ln2_w = -1, ln2_b = -1, fc_w = -1, fc_b = -1, fc2_w = -1, fc2_b = -1;
         std::vector<std::size_t> tensors; // indices in the store
     };
-    void layer_forward(const LayerParams& lp, Layer& L, const bf16* x, CudaTensor<bf16>& x_out,
+    // Fills L from input x and writes the layer's output to *x_out; with x_out null (full
+    // recomputation inside B) it stops once everything B needs is saved.
+    void layer_forward(const LayerParams& lp, Layer& L, const bf16* x, CudaTensor<bf16>* x_out,
                        const CudaChunkContext& ctx) const;
     void norm_forward(bf16* sum, bf16* out, float* mean, float* rstd, const bf16* x,
                       const bf16* residual, std::int64_t w, std::int64_t b,

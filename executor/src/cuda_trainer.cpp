@@ -13,6 +13,7 @@
 #include "trident/kernels/cuda/gemm.h"
 #include "trident/kernels/cuda/stream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -95,6 +96,7 @@ private:
     OptimizerShard shard_;
     kc::DeviceBuffer<float> master_, grads_, adam_m_, adam_v_, scalars_;
     kc::DeviceBuffer<bf16> weights_;
+    PinnedHostBuffer<std::int32_t> token_staging_; // inputs and targets per (micro-batch, chunk)
     Vec host_m_, host_v_;
     std::unique_ptr<GradientBuckets> buckets_; // null without data parallelism or with ZeRO-1
     kc::Event join_event_, step_start_;
@@ -136,6 +138,9 @@ CudaTrainer::CudaTrainer(const core::JobSpec& job, ProcessGroups& groups, std::u
     adam_m_ = kc::DeviceBuffer<float>(std::size_t(shard_.size));
     adam_v_ = kc::DeviceBuffer<float>(std::size_t(shard_.size));
     scalars_ = kc::DeviceBuffer<float>(2); // [0] loss sum, [1] squared gradient norm
+    token_staging_ =
+        PinnedHostBuffer<std::int32_t>(2 * job.micro_batches_per_step() * job.plan.vpp *
+                                       job.plan.micro_batch_size * job.training.seq_length);
     host_m_.assign(std::size_t(shard_.size), 0.0f);
     host_v_.assign(std::size_t(shard_.size), 0.0f);
     state_loaded(); // uploads the initial values and zero moments
@@ -144,32 +149,35 @@ CudaTrainer::CudaTrainer(const core::JobSpec& job, ProcessGroups& groups, std::u
 }
 
 const ParameterStore& CudaTrainer::parameters() {
-    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
-    TRIDENT_CUDA_CHECK(cudaMemcpy(store_.values.data(), master_.get(), master_.size_bytes(),
-                                  cudaMemcpyDeviceToHost));
+    const cudaStream_t s = compute_.get();
+    TRIDENT_CUDA_CHECK(cudaMemcpyAsync(store_.values.data(), master_.get(), master_.size_bytes(),
+                                       cudaMemcpyDeviceToHost, s));
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(s));
     return store_;
 }
 
 TrainerState CudaTrainer::state() {
-    parameters();
-    TRIDENT_CUDA_CHECK(
-        cudaMemcpy(host_m_.data(), adam_m_.get(), adam_m_.size_bytes(), cudaMemcpyDeviceToHost));
-    TRIDENT_CUDA_CHECK(
-        cudaMemcpy(host_v_.data(), adam_v_.get(), adam_v_.size_bytes(), cudaMemcpyDeviceToHost));
+    const cudaStream_t s = compute_.get();
+    TRIDENT_CUDA_CHECK(cudaMemcpyAsync(host_m_.data(), adam_m_.get(), adam_m_.size_bytes(),
+                                       cudaMemcpyDeviceToHost, s));
+    TRIDENT_CUDA_CHECK(cudaMemcpyAsync(host_v_.data(), adam_v_.get(), adam_v_.size_bytes(),
+                                       cudaMemcpyDeviceToHost, s));
+    parameters(); // and waits for all three
     return {store_.values, host_m_, host_v_, shard_.begin, &skipped_, &store_};
 }
 
 void CudaTrainer::state_loaded() {
-    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
-    TRIDENT_CUDA_CHECK(cudaMemcpy(master_.get(), store_.values.data(), master_.size_bytes(),
-                                  cudaMemcpyHostToDevice));
-    TRIDENT_CUDA_CHECK(
-        cudaMemcpy(adam_m_.get(), host_m_.data(), adam_m_.size_bytes(), cudaMemcpyHostToDevice));
-    TRIDENT_CUDA_CHECK(
-        cudaMemcpy(adam_v_.get(), host_v_.data(), adam_v_.size_bytes(), cudaMemcpyHostToDevice));
-    kc::convert<bf16, float>(weights_.get(), master_.get(), std::int64_t(master_.size()),
-                             compute_.get());
-    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    // On the compute stream: the legacy stream's cudaMemcpy would not be ordered before the
+    // conversion below on this non-blocking stream.
+    const cudaStream_t s = compute_.get();
+    TRIDENT_CUDA_CHECK(cudaMemcpyAsync(master_.get(), store_.values.data(), master_.size_bytes(),
+                                       cudaMemcpyHostToDevice, s));
+    TRIDENT_CUDA_CHECK(cudaMemcpyAsync(adam_m_.get(), host_m_.data(), adam_m_.size_bytes(),
+                                       cudaMemcpyHostToDevice, s));
+    TRIDENT_CUDA_CHECK(cudaMemcpyAsync(adam_v_.get(), host_v_.data(), adam_v_.size_bytes(),
+                                       cudaMemcpyHostToDevice, s));
+    kc::convert<bf16, float>(weights_.get(), master_.get(), std::int64_t(master_.size()), s);
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
 CudaTrainer::Timed CudaTrainer::begin_event(core::Stream stream, core::EventKind kind,
@@ -237,13 +245,18 @@ void CudaTrainer::run_schedule(const SampleSource& samples, std::int64_t first_s
             slot.acts.tokens = CudaTensor<std::int32_t>(allocator_, std::int64_t(inputs.size()), s);
             slot.acts.targets =
                 CudaTensor<std::int32_t>(allocator_, std::int64_t(targets.size()), s);
-            // Pageable host memory: the copies finish before they return, so the host vectors
-            // may be refilled for the next micro-batch.
-            TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.tokens.get(), inputs.data(),
-                                               inputs.size() * sizeof(std::int32_t),
+            // Through this (micro-batch, chunk)'s own pinned region, so the copies are
+            // asynchronous and no later micro-batch overwrites them before they run.
+            const std::int64_t n = std::int64_t(inputs.size());
+            std::int32_t* staged = token_staging_.get() +
+                                   2 * n * (std::int64_t(a.microbatch) * job_.plan.vpp + a.chunk);
+            std::copy(inputs.begin(), inputs.end(), staged);
+            std::copy(targets.begin(), targets.end(), staged + n);
+            TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.tokens.get(), staged,
+                                               std::size_t(n) * sizeof(std::int32_t),
                                                cudaMemcpyHostToDevice, s));
-            TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.targets.get(), targets.data(),
-                                               targets.size() * sizeof(std::int32_t),
+            TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.targets.get(), staged + n,
+                                               std::size_t(n) * sizeof(std::int32_t),
                                                cudaMemcpyHostToDevice, s));
             if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
             chunk.forward(slot.acts, grad_scale, scalars_.get(), ctx);
@@ -256,10 +269,14 @@ void CudaTrainer::run_schedule(const SampleSource& samples, std::int64_t first_s
             break;
         case core::ActionKind::backward_weight: {
             const bool last_pass = ++weight_passes[std::size_t(a.chunk)] == m;
-            chunk.backward_weight(slot.acts, ctx, last_pass && buckets_, [&](std::size_t tensor) {
-                const std::int32_t b = buckets_->mark_final(tensor);
-                if (b >= 0) reduce_bucket(b, timed);
-            });
+            // With overlap_grad_reduce (Megatron's flag) each bucket's all-reduce starts as
+            // soon as its last gradient is enqueued; without it, all start after the walk.
+            chunk.backward_weight(slot.acts, ctx,
+                                  last_pass && buckets_ && job_.plan.overlap_grad_reduce,
+                                  [&](std::size_t tensor) {
+                                      const std::int32_t b = buckets_->mark_final(tensor);
+                                      if (b >= 0) reduce_bucket(b, timed);
+                                  });
             CudaTensor<bf16> dinput = std::move(slot.acts.dinput);
             slot.acts = CudaGptChunk::Activations{};
             slot.acts.dinput = std::move(dinput);
@@ -316,24 +333,33 @@ void CudaTrainer::reduce_and_update(std::int64_t index, StepStats& stats,
     if (timed && !buckets_ && groups_.data->size() > 1)
         reduce = begin_event(core::Stream::data_parallel, core::EventKind::gradient_reduce, -1, -1,
                              double(shard_.padded_size) * sizeof(float), data_stream_.get());
+    // Tied embeddings on two stages: both copies take the summed gradient. Before a
+    // reduce-scatter (the first and last stages' shards do not line up, so the sum must be
+    // whole first); after bucketed all-reduces, which it commutes with but must not overlap.
+    const auto sync_tied_embedding = [&] {
+        if (nccl_.embedding && job_.model.tied_embeddings && p.pp > 1)
+            for (const auto& tensor : store_.tensors)
+                if (tensor.name == "embedding.word" || tensor.name == "embedding.word.tied_copy")
+                    nccl_.embedding->all_reduce_sum(grads + tensor.offset,
+                                                    std::size_t(tensor.size));
+    };
     if (buckets_) {
-        for (std::int32_t b : buckets_->incomplete()) reduce_bucket(b, timed); // none normally
-    } else if (p.distributed_optimizer && groups_.data->size() > 1) {
-        join(data_stream_.get(), s, join_event_);
-        // In place: this rank's shard of the buffer receives the sum over the data ranks.
-        nccl_.data->reduce_scatter_sum(grads, grads + shard_.begin, std::size_t(shard_.size));
+        for (std::int32_t b : buckets_->incomplete()) reduce_bucket(b, timed); // not overlapped
+        join(s, data_stream_.get(), join_event_);
+        sync_tied_embedding();
+    } else {
+        sync_tied_embedding();
+        if (p.distributed_optimizer && groups_.data->size() > 1) {
+            join(data_stream_.get(), s, join_event_);
+            // In place: this rank's shard of the buffer receives the sum over the data ranks.
+            nccl_.data->reduce_scatter_sum(grads, grads + shard_.begin, std::size_t(shard_.size));
+        }
     }
     if (reduce) {
         reduce->end->record(data_stream_.get());
         timed->push_back(std::move(*reduce));
     }
     join(s, data_stream_.get(), join_event_); // the optimizer reads the reduced gradients
-    // Tied embeddings on two stages: both copies take the summed gradient (after the data
-    // reduction: the two reductions commute, but must not touch the buffer at once).
-    if (nccl_.embedding && job_.model.tied_embeddings && p.pp > 1)
-        for (const auto& tensor : store_.tensors)
-            if (tensor.name == "embedding.word" || tensor.name == "embedding.word.tied_copy")
-                nccl_.embedding->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
     float* g = grads + shard_.begin;
     // Global gradient norm over this rank's norm runs, then summed over the ranks (MPI: one
     // float) as CpuTrainer does.

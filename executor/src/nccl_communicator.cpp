@@ -154,11 +154,15 @@ void NcclCommunicator::send_typed(const void* data, std::size_t n, ncclDataType_
 void NcclCommunicator::issue_pending_sends() {
     for (auto& s : pending_)
         NCCL_CHECK(ncclSend(s.staging.get(), s.count, s.type, s.peer, comm_, stream_));
-    // Allocator blocks return at once (stream-ordered reuse); cudaMalloc'd ones after the
-    // stream has passed the sends (wait_sends).
-    if (!staging_allocator_)
-        for (auto& s : pending_) in_flight_.push_back(std::move(s));
+    for (auto& s : pending_) in_flight_.push_back(std::move(s));
     pending_.clear();
+}
+
+void NcclCommunicator::release_issued_staging() {
+    // Allocator blocks may go back once the group has ended (its kernels are enqueued): the
+    // allocator hands them out again only to work ordered after them on this stream.
+    // cudaMalloc'd ones wait for wait_sends(), after the stream has passed the sends.
+    if (staging_allocator_) in_flight_.clear();
 }
 
 void NcclCommunicator::recv(float* data, std::size_t n, int peer, int /*tag*/) {
@@ -166,9 +170,12 @@ void NcclCommunicator::recv(float* data, std::size_t n, int peer, int /*tag*/) {
 }
 
 void NcclCommunicator::recv_typed(void* data, std::size_t n, ncclDataType_t type, int peer) {
-    NcclGroup group;
-    issue_pending_sends();
-    NCCL_CHECK(ncclRecv(data, n, type, peer, comm_, stream_));
+    {
+        NcclGroup group;
+        issue_pending_sends();
+        NCCL_CHECK(ncclRecv(data, n, type, peer, comm_, stream_));
+    }
+    release_issued_staging();
 }
 
 void NcclCommunicator::wait_sends() {

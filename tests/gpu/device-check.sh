@@ -14,7 +14,10 @@
 # with the whole project, which they need (MPI, JSON, CLI11) — the NCCL communicator tests
 # (one rank, then one rank per GPU under mpirun when there are several), `trident profile
 # --backend cuda --quick` and `trident simulate` of a one-GPU GPT-2 350M plan with the profile
-# it wrote, beside the same plan with the shipped (derived) h200 profile.
+# it wrote, beside the same plan with the shipped (derived) h200 profile; the CUDA trainer's
+# tests (losses against the CPU backend's); and end-to-end one-GPU training with
+# `trident run --backend cuda` of GPT-2 350M and GPT-3 1.3B (tokens/s, MFU), each beside
+# `trident simulate` of the same plan with the measured profile (measured vs simulated step).
 # Environment: JOBS (default: all cores), CUDA_ARCH (default 90).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,6 +49,7 @@ if cmake -S "$ROOT" -B "$BUILD/full" "${GEN[@]}" "${common[@]}" -DTRIDENT_CUDA=O
   BENCH=$BDIR/bench/cuda_kernels_bench
   ALLOC=$BDIR/tests/gpu/cuda_allocator_tests
   NCCL_TESTS=$BDIR/tests/gpu/nccl_communicator_tests
+  TRAINER_TESTS=$BDIR/tests/gpu/cuda_trainer_tests
   TRIDENT=$BDIR/cli/trident
 else
   stamp "whole project did not configure (see configure.log); stand-alone tests/gpu project"
@@ -58,6 +62,7 @@ else
   BENCH=$BDIR/cuda_kernels_bench
   ALLOC=$BDIR/cuda_allocator_tests
   NCCL_TESTS=""
+  TRAINER_TESTS=""
   TRIDENT=""
 fi
 stamp "build (-j$JOBS): cuda_kernel_tests cuda_kernels_bench"
@@ -78,12 +83,13 @@ if ! cmake --build "$BDIR" -j "$JOBS" --target cuda_kernel_tests cuda_kernels_be
 fi
 stamp "built"
 if [ -n "$TRIDENT" ]; then
-  stamp "build (-j$JOBS): nccl_communicator_tests trident"
-  if ! timeout 300 cmake --build "$BDIR" -j "$JOBS" --target nccl_communicator_tests trident \
-       >"$OUT/build-backend.log" 2>&1; then
+  stamp "build (-j$JOBS): nccl_communicator_tests cuda_trainer_tests trident"
+  if ! timeout 300 cmake --build "$BDIR" -j "$JOBS" --target nccl_communicator_tests \
+       cuda_trainer_tests trident >"$OUT/build-backend.log" 2>&1; then
     stamp "backend build FAILED (see build-backend.log)"
     grep -E "error|Error" "$OUT/build-backend.log" | head -20
     NCCL_TESTS=""
+    TRAINER_TESTS=""
     TRIDENT=""
   fi
 fi
@@ -147,6 +153,34 @@ if [ -n "$TRIDENT" ]; then
   fi
 fi
 
+trainer_summary="not built (needs the whole project)"
+train_lines=()
+if [ -n "$TRAINER_TESTS" ]; then
+  stamp "CUDA trainer tests (against the CPU backend)"
+  timeout 180 "$TRAINER_TESTS" --gtest_color=no >"$OUT/trainer.log" 2>&1
+  trainer_summary="exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUT/trainer.log" | tr '\n' ' '))"
+fi
+if [ -n "$TRIDENT" ]; then
+  # End-to-end one-GPU training on synthetic data: the last step's log line (tokens/s, MFU
+  # against the h200 preset's bf16 peak), then the same plan simulated with the measured
+  # profile when there is one (else the shipped one).
+  sim_profile=()
+  [ -f "$OUT/cuda-quick.json" ] && sim_profile=(--profile "$OUT/cuda-quick.json")
+  for model in gpt2-350m gpt3-1.3b; do
+    plan=(--model "$model" --cluster hgx-h200 --nodes 1 --devices-per-node 1 --tp 1 --pp 1
+          --dp 1 --mbs 8 --gbs 64 --seq-length 1024)
+    stamp "trident run --backend cuda: $model"
+    timeout 240 "$TRIDENT" run --backend cuda "${plan[@]}" --train-iters 6 \
+      --trace "$OUT/run-$model-trace.json" >"$OUT/run-$model.log" 2>&1
+    run_rc=$?
+    timeout 30 "$TRIDENT" simulate "${plan[@]}" "${sim_profile[@]}" \
+      --trace "$OUT/sim-$model-trace.json" >"$OUT/sim-$model.log" 2>&1
+    train_lines+=("$model: run exit $run_rc | $(grep '^step ' "$OUT/run-$model.log" | tail -1)")
+    train_lines+=("$model: simulated $(grep -m1 '^step time' "$OUT/sim-$model.log")")
+    [ "$run_rc" -ne 0 ] && train_lines+=("$(tail -3 "$OUT/run-$model.log")")
+  done
+fi
+
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 san_summary="compute-sanitizer not found"
 if [ -n "$SAN" ]; then
@@ -180,6 +214,9 @@ echo "================ CUDA backend ================"
 echo "caching allocator: exit $alloc_rc ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUT/allocator.log" | tr '\n' ' '))"
 echo "NCCL communicator: $nccl_summary"
 echo "$profile_summary"
+echo "CUDA trainer tests: $trainer_summary"
+grep -E -A5 "Failure$" "$OUT/trainer.log" 2>/dev/null | head -30
+for line in "${train_lines[@]}"; do echo "$line"; done
 for f in measured derived; do
   [ -f "$OUT/simulate-$f.log" ] && echo "simulate gpt2-350m, 1 GPU, $f profile: $(grep -m1 '^step time' "$OUT/simulate-$f.log")"
 done

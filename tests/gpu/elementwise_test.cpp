@@ -33,8 +33,8 @@ TEST_F(ElementwiseTest, AddAndConvertRoundTrip) {
     DeviceBuffer<float> da(a), db(b), back(n);
     DeviceBuffer<bf16> half(n);
     add<float>(da.get(), da.get(), db.get(), n, nullptr); // out aliases a
-    convert<bf16, float>(half.get(), da.get(), n, nullptr);
-    convert<float, bf16>(back.get(), half.get(), n, nullptr);
+    cuda::convert<bf16, float>(half.get(), da.get(), n, nullptr);
+    cuda::convert<float, bf16>(back.get(), half.get(), n, nullptr);
     TRIDENT_CUDA_CHECK(cudaDeviceSynchronize());
     const auto sum = da.to_host(), rounded = back.to_host();
     for (std::int64_t i = 0; i < n; ++i) {

@@ -90,6 +90,7 @@ private:
         int peer;
     };
     void issue_pending_sends(); // inside an open NCCL group
+    void release_issued_staging(); // after the group has ended
 
     ncclComm_t comm_ = nullptr;
     cudaStream_t stream_;

@@ -1,0 +1,181 @@
+// The CUDA backend's bookkeeping that needs no GPU: which backend a run gets, what the CUDA
+// backend refuses, and the data-parallel gradient buckets.
+#include "trident/core/job_loader.h"
+#include "trident/core/spec_error.h"
+#include "trident/executor/backend.h"
+#include "trident/executor/gradient_buckets.h"
+#include "trident/executor/trainer.h"
+
+#include <gtest/gtest.h>
+#include <stdexcept>
+
+using namespace trident;
+using executor::Backend;
+using executor::GradientBuckets;
+using executor::ParameterStore;
+
+namespace {
+
+std::string field_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const core::SpecError& e) {
+        return e.field() + ": " + e.reason();
+    }
+    return "(no error)";
+}
+
+TEST(Backend, AutoPicksCudaOnlyWithABuildAndAGpu) {
+    EXPECT_EQ(executor::choose_backend("auto", true, 1), Backend::cuda);
+    EXPECT_EQ(executor::choose_backend("auto", true, 0), Backend::cpu);
+    EXPECT_EQ(executor::choose_backend("auto", false, 8), Backend::cpu);
+    EXPECT_EQ(executor::choose_backend("cpu", true, 8), Backend::cpu);
+    EXPECT_EQ(executor::choose_backend("cuda", true, 2), Backend::cuda);
+}
+
+TEST(Backend, CudaWithoutBuildOrDeviceAndUnknownNamesAreRefused) {
+    EXPECT_EQ(field_of([] { executor::choose_backend("cuda", false, 1); }).rfind("--backend: ", 0),
+              0u);
+    EXPECT_NE(field_of([] { executor::choose_backend("cuda", true, 0); }).find("no CUDA device"),
+              std::string::npos);
+    EXPECT_NE(field_of([] { executor::choose_backend("gpu", true, 1); }).find("'gpu'"),
+              std::string::npos);
+}
+
+core::JobSpec job_with(core::JobInputs in) {
+    in.cluster = "localhost";
+    in.devices_per_node = in.devices_per_node.value_or(1);
+    in.tp = in.tp.value_or(1);
+    in.pp = in.pp.value_or(1);
+    in.dp = in.dp.value_or("1");
+    in.micro_batch_size = 1;
+    in.global_batch_size = in.global_batch_size.value_or(2);
+    in.seq_length = in.seq_length.value_or(64);
+    return core::load_job(in);
+}
+
+TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
+    core::JobInputs dense;
+    dense.model = std::string(TRIDENT_TEST_DATA) + "/models/gpt-cuda-test.json";
+    EXPECT_NO_THROW(executor::require_supported_on_cuda(job_with(dense)));
+    core::JobInputs moe;
+    moe.model = "moe-tiny";
+    moe.seq_length = 16; // within its position table
+    EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(moe)); }).substr(0, 10),
+              "model.moe:");
+    core::JobInputs small_heads; // gpt-demo: 128 hidden over 4 heads = head dim 32
+    small_heads.model = "gpt-demo";
+    EXPECT_EQ(
+        field_of([&] { executor::require_supported_on_cuda(job_with(small_heads)); }).substr(0, 15),
+        "model.head_dim:");
+    core::JobInputs odd_seq = dense;
+    odd_seq.seq_length = 96;
+    EXPECT_EQ(
+        field_of([&] { executor::require_supported_on_cuda(job_with(odd_seq)); }).substr(0, 20),
+        "training.seq_length:");
+    core::JobInputs sp = dense;
+    sp.tp = 2;
+    sp.devices_per_node = 2;
+    sp.sequence_parallel = true;
+    EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(sp)); }).substr(0, 27),
+              "parallel.sequence_parallel:");
+}
+
+ParameterStore store_of(const std::vector<std::int64_t>& sizes) {
+    ParameterStore s;
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+        s.add("t" + std::to_string(i), sizes[i], true, false);
+    return s;
+}
+
+TEST(GradientBuckets, GroupTensorsFromTheEndOfTheBuffer) {
+    // Offsets 0, 10, 30, 60, 100; buckets close once they reach 35 elements.
+    const ParameterStore store = store_of({10, 20, 30, 40, 5});
+    const GradientBuckets b(store, 35);
+    ASSERT_EQ(b.buckets().size(), 3u);
+    EXPECT_EQ(b.buckets()[0].begin, 60); // t4 (5) + t3 (40) = 45 ≥ 35
+    EXPECT_EQ(b.buckets()[0].end, 105);
+    EXPECT_EQ(b.buckets()[0].tensors, 2);
+    EXPECT_EQ(b.buckets()[1].begin, 10); // t2 (30) + t1 (20)
+    EXPECT_EQ(b.buckets()[1].end, 60);
+    EXPECT_EQ(b.buckets()[2].begin, 0); // t0 alone, the remainder
+    EXPECT_EQ(b.buckets()[2].end, 10);
+    EXPECT_EQ(b.bucket_of(4), 0);
+    EXPECT_EQ(b.bucket_of(3), 0);
+    EXPECT_EQ(b.bucket_of(0), 2);
+    // Every element of the buffer in exactly one bucket.
+    std::int64_t covered = 0;
+    for (const auto& bucket : b.buckets()) covered += bucket.end - bucket.begin;
+    EXPECT_EQ(covered, 105);
+}
+
+TEST(GradientBuckets, ABucketIsReadyWhenItsLastTensorIsFinal) {
+    const ParameterStore store = store_of({10, 20, 30, 40, 5});
+    GradientBuckets b(store, 35);
+    EXPECT_EQ(b.mark_final(4), -1);
+    EXPECT_EQ(b.mark_final(3), 0);
+    EXPECT_EQ(b.mark_final(1), -1); // out of order within a bucket is fine
+    EXPECT_EQ(b.mark_final(2), 1);
+    EXPECT_EQ(b.incomplete(), std::vector<std::int32_t>{2});
+    EXPECT_THROW(b.mark_final(2), std::logic_error); // twice in one step
+    EXPECT_EQ(b.mark_final(0), 2);
+    EXPECT_TRUE(b.incomplete().empty());
+    b.reset(); // the next step waits for everything again
+    EXPECT_EQ(b.incomplete().size(), 3u);
+    EXPECT_EQ(b.mark_final(0), 2);
+}
+
+TEST(GradientBuckets, ExcludedTensorsSplitRunsAndAreNotBucketed) {
+    const ParameterStore store = store_of({10, 20, 30, 40, 5});
+    GradientBuckets b(store, 1000, [](const ParameterStore::Tensor& t) { return t.name != "t2"; });
+    ASSERT_EQ(b.buckets().size(), 2u); // [t3 t4] and [t0 t1]: t2 interrupts the run
+    EXPECT_EQ(b.buckets()[0].begin, 60);
+    EXPECT_EQ(b.buckets()[1].end, 30);
+    EXPECT_EQ(b.bucket_of(2), -1);
+    EXPECT_THROW(b.mark_final(2), std::logic_error);
+    EXPECT_THROW(GradientBuckets(store, 0), std::invalid_argument);
+}
+
+TEST(GradientBuckets, ABucketLargerThanTheLimitHoldsOneTensor) {
+    const ParameterStore store = store_of({100, 3, 100});
+    const GradientBuckets b(store, 50);
+    ASSERT_EQ(b.buckets().size(), 2u);
+    EXPECT_EQ(b.buckets()[0].tensors, 1); // t2 alone reaches the limit
+    EXPECT_EQ(b.buckets()[1].tensors, 2); // t1 + t0
+}
+
+TEST(OptimizerShard, ShardsCoverTheBufferAndRunsFollowTheTensors) {
+    ParameterStore store;
+    store.add("w", 10, true, false);
+    store.add("norm", 3, false, true);
+    store.add("w2", 8, true, false);
+    const auto whole = executor::optimizer_shard(store, false, 4, 1, 1);
+    EXPECT_EQ(whole.begin, 0);
+    EXPECT_EQ(whole.size, 21);
+    ASSERT_EQ(whole.decay_runs.size(), 3u);
+    // Tensor rank 1 does not count the replicated norm in the global norm.
+    ASSERT_EQ(whole.norm_runs.size(), 2u);
+    std::int64_t covered = 0;
+    for (std::int64_t r = 0; r < 4; ++r) {
+        const auto shard = executor::optimizer_shard(store, true, 4, r, 0);
+        EXPECT_EQ(shard.padded_size, 24); // 21 rounded up to a multiple of dp
+        EXPECT_EQ(shard.begin, r * 6);
+        for (const auto& run : shard.decay_runs) covered += run.end - run.begin;
+    }
+    EXPECT_EQ(covered, 21); // the padding is in no run
+}
+
+TEST(LearningRate, WarmupThenCosineToMin) {
+    core::LrSchedule s;
+    s.lr = 1.0;
+    s.min_lr = 0.1;
+    s.warmup_iters = 10;
+    s.decay_iters = 110;
+    s.decay_style = core::LrDecayStyle::cosine;
+    EXPECT_DOUBLE_EQ(executor::learning_rate(s, 0), 0.1);
+    EXPECT_DOUBLE_EQ(executor::learning_rate(s, 9), 1.0);
+    EXPECT_NEAR(executor::learning_rate(s, 60), 0.55, 1e-12); // half way: (1 + 0.1) / 2
+    EXPECT_DOUBLE_EQ(executor::learning_rate(s, 500), 0.1);
+}
+
+} // namespace
