@@ -57,15 +57,15 @@ int profile_cuda(const ProfileOptions& o, int world_size) {
     options.name = o.name;
     options.command = std::string("trident profile --backend cuda") + (o.quick ? " --quick" : "");
     options.on_progress = progress_bar();
-    const executor::CudaMeasurements m = executor::measure_cuda(options);
-    const core::Json profile = executor::cuda_profile_json(m);
+    const executor::ProfileMeasurements m = executor::measure_cuda(options);
+    const core::Json profile = executor::measured_profile_json(m);
     clear_progress();
     core::Profile::from_json(profile, "profile"); // what we write must load
     core::write_file_atomically(o.out, profile.dump(1) + "\n", "--out");
-    std::printf("wrote %s: %d × %s, bf16 GEMM %.1f TFLOP/s, copy %.0f GB/s%s\n", o.out.c_str(),
-                m.visible_devices, m.device_name.c_str(),
+    std::printf("wrote %s: %s, bf16 GEMM %.1f TFLOP/s, copy %.0f GB/s%s\n", o.out.c_str(),
+                m.measured_on.c_str(),
                 profile["device"]["peak_flops_per_s"]["bf16"].get<double>() / 1e12,
-                m.copy_bytes_per_s / 1e9,
+                m.memory_bandwidth_bytes_per_s / 1e9,
                 m.collectives.empty() ? ", no collective tables (one GPU)" : "");
     return 0;
 #else

@@ -1,5 +1,6 @@
 #include "trident/executor/cpu_profiler.h"
 
+#include "trident/executor/measured_profile.h"
 #include "trident/kernels/cpu.h"
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <mpi.h>
 #include <random>
 #include <unistd.h>
@@ -67,9 +70,9 @@ double memory_total_bytes() {
     return 0.0;
 }
 
-core::Json measure_gemm(const std::vector<std::int64_t>& sizes,
-                        const std::function<void(double)>& progress) {
-    core::Json rows = core::Json::array();
+std::vector<GemmTiming> measure_gemm(const std::vector<std::int64_t>& sizes,
+                                     const std::function<void(double)>& progress) {
+    std::vector<GemmTiming> rows;
     const std::size_t total = sizes.size() * sizes.size() * sizes.size();
     std::size_t done = 0;
     const std::int64_t largest = sizes.back();
@@ -106,10 +109,10 @@ core::Json measure_gemm(const std::vector<std::int64_t>& sizes,
     return rows;
 }
 
-core::Json measure_attention(const std::vector<std::int64_t>& batch_heads,
-                             const std::vector<std::int64_t>& seqs,
-                             const std::vector<std::int64_t>& head_dims) {
-    core::Json rows = core::Json::array();
+std::vector<AttentionTiming> measure_attention(const std::vector<std::int64_t>& batch_heads,
+                                               const std::vector<std::int64_t>& seqs,
+                                               const std::vector<std::int64_t>& head_dims) {
+    std::vector<AttentionTiming> rows;
     for (std::int64_t D : head_dims)
         for (std::int64_t bh : batch_heads)
             for (std::int64_t T : seqs) {
@@ -124,16 +127,17 @@ core::Json measure_attention(const std::vector<std::int64_t>& batch_heads,
                     k::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), bh, T,
                                           1, 1, D);
                 });
-                rows.push_back({bh, T, D, 1, f, b});
+                rows.push_back({bh, T, D, f, b});
             }
     return rows;
 }
 
-core::Json measure_memory_bound(const std::vector<double>& sizes) {
-    core::Json tables = core::Json::object();
+std::map<std::string, std::vector<MemoryTiming>>
+measure_memory_bound(const std::vector<double>& sizes) {
+    std::map<std::string, std::vector<MemoryTiming>> tables;
     const auto table = [&](const char* name, double bytes_per_element,
                            const std::function<void(std::int64_t)>& run) {
-        core::Json rows = core::Json::array();
+        std::vector<MemoryTiming> rows;
         for (double bytes : sizes) {
             const auto n = std::int64_t(bytes / bytes_per_element);
             if (n < 64) continue;
@@ -175,14 +179,14 @@ core::Json measure_memory_bound(const std::vector<double>& sizes) {
 }
 
 // Collectives among groups of `group` consecutive world ranks; the slowest rank's time.
-core::Json measure_collectives(const std::vector<double>& sizes, int world, int rank,
-                               const std::function<void(double)>& progress) {
-    core::Json tables = core::Json::object();
+std::vector<CollectiveTiming> measure_collectives(const std::vector<double>& sizes, int world,
+                                                  int rank,
+                                                  const std::function<void(double)>& progress) {
+    std::vector<CollectiveTiming> rows;
     std::vector<int> groups;
     for (int g = 2; g <= world; g *= 2) groups.push_back(g);
     const char* names[] = {"all_reduce", "all_gather", "reduce_scatter",
                            "all_to_all", "broadcast",  "send_recv"};
-    for (const char* name : names) tables[name] = core::Json::array();
     const double largest = sizes.back();
     Vec send = filled(std::size_t(largest / 4) + 16), recv(send.size() + 16);
     std::size_t done = 0;
@@ -233,12 +237,12 @@ core::Json measure_collectives(const std::vector<double>& sizes, int world, int 
                                               double(n) * 4,         double(n) * 4};
             for (int c = 0; c < 6; ++c)
                 if (times[c] > 0 && (c != 5 || g == 2))
-                    tables[names[c]].push_back({g, measured_bytes[c], times[c]});
+                    rows.push_back({names[c], g, measured_bytes[c], times[c]});
             progress(double(++done) / double(total));
         }
         if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
     }
-    return tables;
+    return rows;
 }
 
 } // namespace
@@ -260,78 +264,43 @@ core::Json measure_cpu_profile(const CpuProfileOptions& o) {
 
     // Every rank measures the kernels at once, as they run during training (sharing memory
     // bandwidth and clocks); rank 0's figures go into the profile.
-    core::Json gemm, attention, memory;
-    {
-        gemm = measure_gemm(gemm_sizes, [&](double f) { report(0.4 * f, "gemm"); });
-        attention = measure_attention(o.quick ? std::vector<std::int64_t>{1, 8}
-                                              : std::vector<std::int64_t>{1, 4, 16},
-                                      o.quick ? std::vector<std::int64_t>{32, 128, 512}
-                                              : std::vector<std::int64_t>{32, 128, 512, 1024},
-                                      {16, 64});
-        report(0.5, "attention");
-        memory = measure_memory_bound(memory_sizes);
-        report(0.6, "memory-bound kernels");
-    }
+    ProfileMeasurements m;
+    m.gemm = measure_gemm(gemm_sizes, [&](double f) { report(0.4 * f, "gemm"); });
+    m.attention = measure_attention(o.quick ? std::vector<std::int64_t>{1, 8}
+                                            : std::vector<std::int64_t>{1, 4, 16},
+                                    o.quick ? std::vector<std::int64_t>{32, 128, 512}
+                                            : std::vector<std::int64_t>{32, 128, 512, 1024},
+                                    {16, 64});
+    report(0.5, "attention");
+    m.memory_bound = measure_memory_bound(memory_sizes);
+    report(0.6, "memory-bound kernels");
     MPI_Barrier(MPI_COMM_WORLD);
-    core::Json collectives = measure_collectives(
-        message_sizes, world, rank, [&](double f) { report(0.6 + 0.4 * f, "collectives"); });
+    m.collectives = measure_collectives(message_sizes, world, rank,
+                                        [&](double f) { report(0.6 + 0.4 * f, "collectives"); });
     if (rank != 0) return {};
 
-    // Device figures from the measurements: the best sgemm rate stands for the fp32 peak, and
-    // the elementwise kernel's best rate for the memory bandwidth.
-    double peak = 0.0, bandwidth = 0.0;
-    for (const auto& row : gemm)
-        peak = std::max(peak, 2.0 * row[0].get<double>() * row[1].get<double>() *
-                                  row[2].get<double>() / row[3].get<double>());
-    // The largest elementwise size measures main memory rather than cache.
-    const auto& streams = memory["elementwise"];
-    if (!streams.empty())
-        bandwidth = streams.back()[0].get<double>() / streams.back()[1].get<double>();
-    double alpha = 1e-6, busbw = 1e9;
-    for (const auto& row : collectives["send_recv"]) {
-        if (row[1].get<double>() <= 1024.0) alpha = row[2].get<double>();
-        busbw = std::max(busbw, row[1].get<double>() / row[2].get<double>());
-    }
+    // The largest elementwise size streams main memory rather than cache.
+    const auto& streams = m.memory_bound.at("elementwise");
+    m.memory_bandwidth_bytes_per_s = streams.back().bytes / streams.back().seconds;
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
     char date[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-
-    core::Json j;
-    j["format"] = "trident.profile/1";
-    j["name"] = o.name;
-    j["provenance"] = {
-        {"kind", "measured"},
-        {"method",
-         "Measured by trident profile --backend cpu with the executor's own CPU kernels "
-         "(OpenBLAS sgemm, one thread per rank) and MPI collectives among " +
-             std::to_string(world) +
-             " local ranks; medians of repeated runs. fp32 peak = best measured sgemm rate; memory "
-             "bandwidth = elementwise rate at the largest size; memory = this machine's RAM, "
-             "shared by its ranks."},
-        {"measured_on",
-         std::string(host) + ": " + cpu_model() + ", " + std::to_string(world) + " ranks"},
-        {"date", date},
-        {"command", o.command}};
-    j["device"] = {{"peak_flops_per_s", {{"fp32", peak}}},
-                   {"memory_bytes", memory_total_bytes()},
-                   {"memory_bandwidth_bytes_per_s", bandwidth}};
-    j["kernels"] = {
-        {"gemm", {{"fp32", gemm}}}, {"attention", {{"fp32", attention}}}, {"memory_bound", memory}};
-    if (world >= 2)
-        j["fabrics"] = {{"shm",
-                         {{"scope", "intra_node"},
-                          {"alpha_s", alpha},
-                          {"bus_bandwidth_bytes_per_s", busbw},
-                          {"collectives", collectives}}}};
-    else
-        j["fabrics"] = {{"shm",
-                         {{"scope", "intra_node"},
-                          {"alpha_s", 1e-6},
-                          {"bus_bandwidth_bytes_per_s", bandwidth},
-                          {"collectives", core::Json::object()}}}};
-    return j;
+    m.name = o.name;
+    m.dtype = core::Dtype::fp32;
+    m.fabric = "shm";
+    m.method = "Measured by trident profile --backend cpu with the executor's own CPU kernels "
+               "(OpenBLAS sgemm, one thread per rank) and MPI collectives among " +
+               std::to_string(world) +
+               " local ranks; medians of repeated runs. Memory bandwidth = elementwise rate at "
+               "the largest size; memory = this machine's RAM, shared by its ranks.";
+    m.measured_on =
+        std::string(host) + ": " + cpu_model() + ", " + std::to_string(world) + " ranks";
+    m.date = date;
+    m.command = o.command;
+    m.memory_bytes = memory_total_bytes();
+    return measured_profile_json(m);
 }
 
 } // namespace trident::executor

@@ -329,7 +329,7 @@ std::vector<CollectiveTiming> measure_collectives(int devices, const std::vector
 
 } // namespace
 
-CudaMeasurements measure_cuda(const CudaProfileOptions& o) {
+ProfileMeasurements measure_cuda(const CudaProfileOptions& o) {
     const int devices = kc::visible_device_count();
     if (devices == 0)
         throw core::SpecError("--backend",
@@ -344,20 +344,20 @@ CudaMeasurements measure_cuda(const CudaProfileOptions& o) {
     kc::Stream stream;
     const cudaStream_t s = stream.get();
 
-    CudaMeasurements m;
+    ProfileMeasurements m;
     m.name = o.name;
-    m.device_name = prop.name;
-    m.visible_devices = devices;
+    m.dtype = core::Dtype::bf16;
+    m.fabric = "nvlink";
     m.memory_bytes = double(prop.totalGlobalMem);
     m.command = o.command;
-    m.copy_bytes_per_s = copy_rate(o.quick ? (256u << 20) : (1u << 30), s);
+    m.memory_bandwidth_bytes_per_s = copy_rate(o.quick ? (256u << 20) : (1u << 30), s);
     report(0.02, "copy bandwidth");
 
     const std::vector<std::int64_t> gemm_sizes =
         o.quick ? std::vector<std::int64_t>{256, 2048, 8192}
                 : std::vector<std::int64_t>{128, 512, 2048, 8192, 16384};
-    m.gemm_bf16 = measure_gemm(gemm_sizes, s, [&](double f) { report(0.02 + 0.5 * f, "gemm"); });
-    m.attention_bf16 = measure_attention(
+    m.gemm = measure_gemm(gemm_sizes, s, [&](double f) { report(0.02 + 0.5 * f, "gemm"); });
+    m.attention = measure_attention(
         o.quick ? std::vector<std::int64_t>{16, 128} : std::vector<std::int64_t>{8, 32, 128},
         o.quick ? std::vector<std::int64_t>{512, 2048}
                 : std::vector<std::int64_t>{512, 1024, 2048, 4096, 8192},
@@ -379,7 +379,15 @@ CudaMeasurements measure_cuda(const CudaProfileOptions& o) {
 
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
-    m.host = host;
+    m.measured_on = std::string(host) + ": " + std::to_string(devices) + " × " + prop.name;
+    m.method = std::string("Measured by trident profile --backend cuda on ") + prop.name +
+               ": cuBLASLt bf16 GEMMs (fp32 accumulate; mean of the forward, dgrad and wgrad "
+               "layouts), Trident's causal flash attention (bf16) and fused memory-bound "
+               "kernels, medians of CUDA-event-timed launches; memory bandwidth = "
+               "device-to-device copy rate (read + write). " +
+               (devices >= 2 ? "NCCL collectives and send/recv over " + std::to_string(devices) +
+                                   " visible GPUs (one process, groups of consecutive devices)."
+                             : std::string("One GPU visible: NCCL needs two or more."));
     char date[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));

@@ -2,9 +2,9 @@
 // `trident profile --backend cuda`: measures the visible GPUs — cuBLASLt bf16 GEMMs over an
 // m×n×k grid, Trident's causal flash attention over (batch·heads, seq, head_dim), the fused
 // memory-bound kernels, and NCCL collectives over groups of 2..N visible GPUs driven from this
-// one process — and returns the measurements; cuda_profile_json() turns them into the
+// one process — and returns the measurements; measured_profile_json() turns them into the
 // simulator's profile. Library trident::executor_cuda (TRIDENT_CUDA only).
-#include "trident/executor/cuda_profile_json.h"
+#include "trident/executor/measured_profile.h"
 
 #include <functional>
 #include <string>
@@ -20,6 +20,6 @@ struct CudaProfileOptions {
 
 // Throws core::SpecError("--backend", ...) when no CUDA device is visible; CudaError or
 // NcclError naming the call for a failure on the device.
-CudaMeasurements measure_cuda(const CudaProfileOptions& options);
+ProfileMeasurements measure_cuda(const CudaProfileOptions& options);
 
 } // namespace trident::executor

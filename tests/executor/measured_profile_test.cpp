@@ -1,9 +1,11 @@
-// The profile `trident profile --backend cuda` writes, from made-up timings: it must load with
-// core::Profile::from_json and answer lookups from the tables it was given.
+// The profile `trident profile --backend cpu|cuda` writes, from made-up timings: it must load
+// with core::Profile::from_json, answer lookups from the tables it was given, and derive the
+// peak and the fabric's α and bandwidth by the same rule for both backends.
 #include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
-#include "trident/executor/cuda_profile_json.h"
+#include "trident/executor/measured_profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 
@@ -11,25 +13,26 @@ namespace trident::executor {
 namespace {
 
 // A GPU at ~500 TFLOP/s for GEMMs and 3 TB/s for memory, with optional 2- and 4-GPU NCCL tables.
-CudaMeasurements made_up(bool collectives) {
-    CudaMeasurements m;
+ProfileMeasurements made_up(bool collectives) {
+    ProfileMeasurements m;
     m.name = "test-gpu";
-    m.device_name = "Made-up GPU";
-    m.visible_devices = collectives ? 4 : 1;
+    m.dtype = core::Dtype::bf16;
+    m.fabric = "nvlink";
+    m.method = "Made up for a test.";
+    m.measured_on = std::string("testhost: ") + (collectives ? "4" : "1") + " × Made-up GPU";
     m.memory_bytes = 80e9;
-    m.copy_bytes_per_s = 3e12;
-    m.host = "testhost";
+    m.memory_bandwidth_bytes_per_s = 3e12;
     m.date = "2026-11-30T00:00:00Z";
     m.command = "trident profile --backend cuda --quick";
     for (std::int64_t a : {256, 1024, 4096})
         for (std::int64_t b : {256, 1024, 4096})
             for (std::int64_t c : {256, 1024, 4096})
-                m.gemm_bf16.push_back({a, b, c, 2.0 * double(a * b * c) / 5e14 + 5e-6});
+                m.gemm.push_back({a, b, c, 2.0 * double(a * b * c) / 5e14 + 5e-6});
     for (std::int64_t d : {64, 128})
         for (std::int64_t bh : {8, 32})
             for (std::int64_t t : {512, 2048}) {
                 const double f = 2.0 * double(bh * t * t * d) / 2e14;
-                m.attention_bf16.push_back({bh, t, d, f, 2.5 * f});
+                m.attention.push_back({bh, t, d, f, 2.5 * f});
             }
     for (const auto name : core::kMemoryKernelNames)
         for (double bytes : {1e6, 1e8, 1e9})
@@ -43,24 +46,26 @@ CudaMeasurements made_up(bool collectives) {
     return m;
 }
 
-TEST(CudaProfileJson, OneGpuLoadsWithoutCollectiveTables) {
-    const core::Json j = cuda_profile_json(made_up(false));
+TEST(MeasuredProfile, OneGpuLoadsWithoutCollectiveTables) {
+    const core::Json j = measured_profile_json(made_up(false));
     const core::Profile p = core::Profile::from_json(j);
     EXPECT_EQ(p.name(), "test-gpu");
     EXPECT_EQ(p.provenance().kind, "measured");
-    EXPECT_NE(p.provenance().method.find("One GPU visible: no collective tables"),
-              std::string::npos);
+    EXPECT_NE(p.provenance().method.find("No collective tables"), std::string::npos);
     EXPECT_TRUE(p.has_fabric("nvlink"));
     EXPECT_TRUE(j["fabrics"]["nvlink"]["collectives"].empty());
-    // Peak = the best GEMM rate; bandwidth = the copy rate.
+    // Peak = the best GEMM rate; bandwidth = the streaming rate given; placeholders for the
+    // fabric.
+    EXPECT_DOUBLE_EQ(j["fabrics"]["nvlink"]["alpha_s"].get<double>(), 1e-6);
+    EXPECT_DOUBLE_EQ(j["fabrics"]["nvlink"]["bus_bandwidth_bytes_per_s"].get<double>(), 3e12);
     EXPECT_NEAR(p.peak_flops_per_s(core::Dtype::bf16),
                 2.0 * 4096.0 * 4096 * 4096 / (2.0 * 4096.0 * 4096 * 4096 / 5e14 + 5e-6), 1e9);
     EXPECT_DOUBLE_EQ(p.memory_bandwidth_bytes_per_s(), 3e12);
     EXPECT_DOUBLE_EQ(p.memory_bytes(), 80e9);
 }
 
-TEST(CudaProfileJson, LookupsReturnTheMeasuredTimes) {
-    const core::Profile p = core::Profile::from_json(cuda_profile_json(made_up(false)));
+TEST(MeasuredProfile, LookupsReturnTheMeasuredTimes) {
+    const core::Profile p = core::Profile::from_json(measured_profile_json(made_up(false)));
     const core::Timing g = p.gemm(core::Dtype::bf16, 1024, 1024, 1024);
     EXPECT_TRUE(g.fallback.empty());
     EXPECT_NEAR(g.seconds, 2.0 * 1024.0 * 1024 * 1024 / 5e14 + 5e-6, 1e-9);
@@ -71,10 +76,10 @@ TEST(CudaProfileJson, LookupsReturnTheMeasuredTimes) {
     EXPECT_NEAR(mb.seconds, 1e8 / 3e12 + 3e-6, 1e-9);
 }
 
-TEST(CudaProfileJson, CollectivesBecomeTheNvlinkFabric) {
-    const core::Json j = cuda_profile_json(made_up(true));
+TEST(MeasuredProfile, CollectivesBecomeTheNvlinkFabric) {
+    const core::Json j = measured_profile_json(made_up(true));
     const core::Profile p = core::Profile::from_json(j);
-    EXPECT_NE(p.provenance().method.find("over 4 visible GPUs"), std::string::npos);
+    EXPECT_NE(p.provenance().method.find("smallest send/recv"), std::string::npos);
     const core::Timing t = p.collective("nvlink", core::Collective::all_reduce, 4, 1e6);
     EXPECT_TRUE(t.fallback.empty());
     EXPECT_NEAR(t.seconds, 1e-5 + 1e6 / 2e11, 1e-9);
@@ -84,16 +89,36 @@ TEST(CudaProfileJson, CollectivesBecomeTheNvlinkFabric) {
                 1e9 / (1e-5 + 1e9 / 2e11) * 1.5, 1e3);
 }
 
-TEST(CudaProfileJson, RejectsMissingOrNonPositiveTables) {
-    CudaMeasurements m = made_up(false);
+TEST(MeasuredProfile, RejectsMissingOrNonPositiveTables) {
+    ProfileMeasurements m = made_up(false);
     m.memory_bound.erase("swiglu");
-    EXPECT_THROW(cuda_profile_json(m), std::invalid_argument);
+    EXPECT_THROW(measured_profile_json(m), std::invalid_argument);
     m = made_up(false);
-    m.gemm_bf16[3].seconds = 0.0;
-    EXPECT_THROW(cuda_profile_json(m), std::invalid_argument);
+    m.gemm[3].seconds = 0.0;
+    EXPECT_THROW(measured_profile_json(m), std::invalid_argument);
     m = made_up(true);
     m.collectives[0].collective = "all_reduce_fast";
-    EXPECT_THROW(cuda_profile_json(m), std::invalid_argument);
+    EXPECT_THROW(measured_profile_json(m), std::invalid_argument);
+}
+
+TEST(MeasuredProfile, ACpuProfileUsesFp32AndTheShmFabricByTheSameRule) {
+    ProfileMeasurements m = made_up(true);
+    m.name = "cpu-host";
+    m.dtype = core::Dtype::fp32;
+    m.fabric = "shm";
+    m.collectives.erase(std::remove_if(m.collectives.begin(), m.collectives.end(),
+                                       [](const CollectiveTiming& c) { return c.group != 2; }),
+                        m.collectives.end());
+    const core::Json j = measured_profile_json(m);
+    const core::Profile p = core::Profile::from_json(j);
+    EXPECT_TRUE(p.has_fabric("shm"));
+    EXPECT_FALSE(p.has_fabric("nvlink"));
+    EXPECT_GT(p.peak_flops_per_s(core::Dtype::fp32), 4e14);
+    EXPECT_TRUE(p.gemm(core::Dtype::fp32, 1024, 1024, 1024).fallback.empty());
+    // α from the smallest send/recv; bandwidth: all-reduce of 2 (bus factor 1).
+    EXPECT_DOUBLE_EQ(j["fabrics"]["shm"]["alpha_s"].get<double>(), 1e-5 + 1e3 / 2e11);
+    EXPECT_NEAR(j["fabrics"]["shm"]["bus_bandwidth_bytes_per_s"].get<double>(),
+                1e9 / (1e-5 + 1e9 / 2e11), 1e3);
 }
 
 } // namespace

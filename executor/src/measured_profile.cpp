@@ -1,0 +1,108 @@
+#include "trident/executor/measured_profile.h"
+
+#include "trident/core/profile.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace trident::executor {
+namespace {
+
+void require_positive(double value, const std::string& what) {
+    if (!(value > 0.0))
+        throw std::invalid_argument("measured_profile_json: " + what + " must be > 0");
+}
+
+} // namespace
+
+core::Json measured_profile_json(const ProfileMeasurements& m) {
+    if (m.gemm.empty()) throw std::invalid_argument("measured_profile_json: no GEMM timings");
+    if (m.attention.empty())
+        throw std::invalid_argument("measured_profile_json: no attention timings");
+    require_positive(m.memory_bytes, "memory_bytes");
+    require_positive(m.memory_bandwidth_bytes_per_s, "memory_bandwidth_bytes_per_s");
+
+    double peak = 0.0;
+    core::Json gemm = core::Json::array();
+    for (const auto& g : m.gemm) {
+        require_positive(g.seconds, "gemm time");
+        peak = std::max(peak, 2.0 * double(g.m) * double(g.n) * double(g.k) / g.seconds);
+        gemm.push_back({g.m, g.n, g.k, g.seconds});
+    }
+    core::Json attention = core::Json::array();
+    for (const auto& a : m.attention) {
+        require_positive(a.forward_s, "attention forward time");
+        require_positive(a.backward_s, "attention backward time");
+        attention.push_back({a.batch_heads, a.seq, a.head_dim, 1, a.forward_s, a.backward_s});
+    }
+    core::Json memory = core::Json::object();
+    for (const auto name : core::kMemoryKernelNames) {
+        const auto it = m.memory_bound.find(std::string(name));
+        if (it == m.memory_bound.end() || it->second.empty())
+            throw std::invalid_argument(
+                "measured_profile_json: no timings for memory-bound kernel " + std::string(name));
+        core::Json rows = core::Json::array();
+        for (const auto& t : it->second) {
+            require_positive(t.seconds, std::string(name) + " time");
+            rows.push_back({t.bytes, t.seconds});
+        }
+        memory[std::string(name)] = rows;
+    }
+
+    core::Json collectives = core::Json::object();
+    double alpha = 0.0, smallest_message = 0.0, busbw = 0.0;
+    for (const auto& c : m.collectives) {
+        const auto* known =
+            std::find(core::kCollectiveNames.begin(), core::kCollectiveNames.end(), c.collective);
+        if (known == core::kCollectiveNames.end())
+            throw std::invalid_argument("measured_profile_json: unknown collective " +
+                                        c.collective);
+        require_positive(c.seconds, c.collective + " time");
+        collectives[c.collective].push_back({c.group, c.bytes, c.seconds});
+        if (c.collective == "send_recv" && (alpha == 0.0 || c.bytes < smallest_message ||
+                                            (c.bytes == smallest_message && c.seconds < alpha))) {
+            alpha = c.seconds;
+            smallest_message = c.bytes;
+        }
+        if (c.collective == "all_reduce")
+            busbw = std::max(busbw,
+                             c.bytes / c.seconds *
+                                 core::bus_bandwidth_factor(core::Collective::all_reduce, c.group));
+    }
+    std::string method = m.method;
+    if (!method.empty() && method.back() != ' ') method += ' ';
+    method += "Peak " + core::to_string(m.dtype) + " = the best measured GEMM rate. ";
+    if (m.collectives.empty()) {
+        method += "No collective tables (one rank or one device): the " + m.fabric +
+                  " fabric's alpha and bandwidth are placeholders.";
+        alpha = 1e-6;
+        busbw = m.memory_bandwidth_bytes_per_s;
+    } else {
+        method += "Fabric alpha = the smallest send/recv message's time; bandwidth = the best "
+                  "all-reduce bus bandwidth.";
+        if (alpha == 0.0) alpha = 1e-6; // collectives without a send/recv table
+        if (busbw == 0.0) busbw = m.memory_bandwidth_bytes_per_s;
+    }
+    core::Json j;
+    j["format"] = "trident.profile/1";
+    j["name"] = m.name;
+    j["provenance"] = {{"kind", "measured"},
+                       {"method", method},
+                       {"measured_on", m.measured_on},
+                       {"date", m.date},
+                       {"command", m.command}};
+    const std::string dtype = core::to_string(m.dtype);
+    j["device"] = {{"peak_flops_per_s", {{dtype, peak}}},
+                   {"memory_bytes", m.memory_bytes},
+                   {"memory_bandwidth_bytes_per_s", m.memory_bandwidth_bytes_per_s}};
+    j["kernels"] = {
+        {"gemm", {{dtype, gemm}}}, {"attention", {{dtype, attention}}}, {"memory_bound", memory}};
+    j["fabrics"] = {{m.fabric,
+                     {{"scope", "intra_node"},
+                      {"alpha_s", alpha},
+                      {"bus_bandwidth_bytes_per_s", busbw},
+                      {"collectives", collectives}}}};
+    return j;
+}
+
+} // namespace trident::executor
