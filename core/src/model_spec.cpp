@@ -109,6 +109,7 @@ ModelSpec model_from_json(const Json& j, const std::string& path) {
     m.activation = read_enum<Activation>(r, "activation", kActivationNames);
     m.normalization = read_enum<Normalization>(r, "normalization", kNormalizationNames);
     m.position_embedding = read_enum<PositionEmbedding>(r, "position_embedding", kPositionNames);
+    m.rotary_base = r.number_or("rotary_base", 10000.0, 1.0 + 1e-9, 1e12);
     m.tied_embeddings = r.boolean("tied_embeddings");
     m.linear_bias = r.boolean("linear_bias");
     m.dropout = r.boolean_or("dropout", false);
@@ -184,6 +185,7 @@ Json to_json(const ModelSpec& m) {
     j["activation"] = to_string(m.activation);
     j["normalization"] = to_string(m.normalization);
     j["position_embedding"] = to_string(m.position_embedding);
+    if (m.position_embedding == PositionEmbedding::rope) j["rotary_base"] = m.rotary_base;
     j["tied_embeddings"] = m.tied_embeddings;
     j["linear_bias"] = m.linear_bias;
     j["dropout"] = m.dropout;

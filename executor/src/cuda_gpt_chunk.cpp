@@ -8,6 +8,7 @@
 #include "trident/kernels/cuda/error.h"
 #include "trident/kernels/cuda/flash_attention.h"
 #include "trident/kernels/cuda/norm.h"
+#include "trident/kernels/cuda/rope.h"
 
 #include <algorithm>
 #include <map>
@@ -53,6 +54,8 @@ CudaGptChunk::CudaGptChunk(const core::JobSpec& job, std::int32_t pipeline_rank,
     const core::ParallelPlan& plan = job.plan;
     const std::int64_t t = plan.tp;
     layernorm_ = m.normalization == core::Normalization::layernorm;
+    rope_ = m.position_embedding == core::PositionEmbedding::rope;
+    rotary_base_ = m.rotary_base;
     swiglu_ = m.activation == core::Activation::swiglu;
     bias_ = m.linear_bias;
     B_ = plan.micro_batch_size;
@@ -166,6 +169,10 @@ void CudaGptChunk::layer_forward(const LayerParams& lp, Layer& L, const bf16* x,
         kc::add_bias<bf16>(L.q.get(), W + lp.qkv_b, N_, q_cols, s);
         kc::add_bias<bf16>(L.k.get(), W + lp.qkv_b + q_cols, N_, kv_cols, s);
         kc::add_bias<bf16>(L.v.get(), W + lp.qkv_b + q_cols + kv_cols, N_, kv_cols, s);
+    }
+    if (rope_) { // queries and keys turn by their positions; values do not
+        kc::rope_forward<bf16>(L.q.get(), N_, q_cols, Hl_, D_, T_, rotary_base_, s);
+        kc::rope_forward<bf16>(L.k.get(), N_, kv_cols, KVl_, D_, T_, rotary_base_, s);
     }
     const kc::AttentionShape shape{B_, T_, Hl_, KVl_, D_, 0.0f};
     L.att = tensor<bf16>(N_ * q_cols, ctx);
@@ -332,6 +339,10 @@ void CudaGptChunk::backward_input(Activations& a, const bf16* dout,
                                      workspace.get(), shape, s);
         d_att.reset();
         workspace.reset();
+        if (rope_) { // back through the rotation, before the QKV GEMMs' gradients
+            kc::rope_backward<bf16>(L.d_q.get(), N_, q_cols, Hl_, D_, T_, rotary_base_, s);
+            kc::rope_backward<bf16>(L.d_k.get(), N_, kv_cols, KVl_, D_, T_, rotary_base_, s);
+        }
         const bf16* wq = W + lp.qkv_w;
         const bf16* wk = wq + q_cols * h_;
         const bf16* wv = wk + kv_cols * h_;

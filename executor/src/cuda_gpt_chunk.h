@@ -7,6 +7,7 @@
 //
 // Per layer (Shoeybi et al. 2019 tensor parallelism, without sequence parallelism):
 //   ln1 = norm1(x);  q,k,v = ln1·Wqᵀ, ln1·Wkᵀ, ln1·Wvᵀ (+ bias)   — column-parallel over heads
+//   q, k = rope(q), rope(k)                                        — with rotary positions
 //   att = flash_attention(q, k, v)                                 — causal, GQA
 //   x_mid = x + all_reduce(att·Wprojᵀ) + b_proj                    — row-parallel
 //   ln2 = norm2(x_mid);  fc = ln2·W1ᵀ;  act = gelu(fc + b1) | swiglu(fc + b1)
@@ -106,6 +107,8 @@ private:
     }
 
     bool first_ = false, last_ = false, layernorm_ = true, swiglu_ = false, bias_ = true;
+    bool rope_ = false;
+    double rotary_base_ = 10000.0;
     std::int64_t B_ = 0, T_ = 0, N_ = 0, h_ = 0, Hl_ = 0, KVl_ = 0, D_ = 0, Fl_ = 0, Vl_ = 0;
     std::int64_t vocab_ = 0, vocab_start_ = 0;
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;

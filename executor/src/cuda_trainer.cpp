@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <mpi.h>
 #include <numeric>
@@ -44,6 +45,26 @@ int select_local_device() {
     const int device = local % devices;
     TRIDENT_CUDA_CHECK(cudaSetDevice(device));
     return device;
+}
+
+// Refuses (SpecError "model", on every rank) a job whose weights, gradients and optimizer
+// state alone would not fit in some rank's free GPU memory: fp32 master weights and main
+// gradients, the bf16 copy, and Adam's moments over this rank's optimizer shard.
+void require_device_memory(const core::JobSpec& job) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    TRIDENT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const double moments = job.plan.distributed_optimizer ? 8.0 / double(job.plan.dp) : 8.0;
+    const double needed = rank_parameters_estimate(job) * (4.0 + 4.0 + 2.0 + moments);
+    int fits = needed <= double(free_bytes) ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (fits) return;
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "needs about %.1f GiB of GPU memory per rank for weights, gradients and Adam "
+                  "state before any activation; the GPU has %.1f GiB free: use more tensor or "
+                  "pipeline ranks, or --distributed-optimizer",
+                  needed / 1073741824.0, double(free_bytes) / 1073741824.0);
+    throw core::SpecError("model", text);
 }
 
 // Makes `waiter` wait for everything enqueued on `signaller` so far.
@@ -114,6 +135,10 @@ CudaTrainer::CudaTrainer(const core::JobSpec& job, ProcessGroups& groups, std::u
       nccl_(groups, compute_.get(), data_stream_.get()) {
     require_supported(job);
     require_supported_on_cuda(job);
+    // Host: fp32 values and (while the CPU chunks initialise them) gradients, then the Adam
+    // moments' host copies for checkpoints.
+    require_host_memory(job, 16.0, "the host copies of the parameters and Adam state");
+    require_device_memory(job);
     std::iota(positions_.begin(), positions_.end(), 0);
     nccl_.pipeline->use_staging_allocator(&allocator_);
     // The CPU chunks lay out and initialise the parameters (the same values as --backend cpu);

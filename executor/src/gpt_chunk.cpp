@@ -100,6 +100,11 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     T_ = std::int64_t(positions_[std::size_t(cp_rank)].size()); // this rank's tokens per sequence
     for (auto p : positions_[std::size_t(cp_rank)]) visible_.push_back(p + 1);
     N_ = B_ * T_;
+    rope_ = m.position_embedding == core::PositionEmbedding::rope;
+    rotary_base_ = m.rotary_base;
+    for (std::int64_t b = 0; b < B_; ++b)
+        row_positions_.insert(row_positions_.end(), positions_[std::size_t(cp_rank)].begin(),
+                              positions_[std::size_t(cp_rank)].end());
     loss_tokens_ = B_ * seq_;
     sp_ = plan.sequence_parallel;
     Nl_ = sp_ ? N_ / t : N_;
@@ -309,6 +314,11 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     L.qkv.resize(std::size_t(N_ * Wl));
     k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr, N_,
                       h_, Wl);
+    if (rope_) { // queries and keys turn by their tokens' positions; values do not
+        k::rope_forward(L.qkv.data(), N_, Wl, Hl_, D_, row_positions_.data(), rotary_base_);
+        k::rope_forward(L.qkv.data() + Hl_ * D_, N_, Wl, KVl_, D_, row_positions_.data(),
+                        rotary_base_);
+    }
     attention_forward(L, comms.context);
     Vec y(static_cast<std::size_t>(N_ * h_));
     k::matmul_forward(y.data(), L.att.data(), p(lp.proj_w), nullptr, N_, Hl_ * D_, h_);
@@ -459,6 +469,11 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
         Vec d_att(static_cast<std::size_t>(N_ * Hl_ * D_), 0.0f);
         k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), N_, Hl_ * D_, h_);
         attention_backward(L, d_att, comms.context);
+        if (rope_) { // back through the rotation: the gradients of the unrotated q and k
+            k::rope_backward(L.d_qkv.data(), N_, Wl, Hl_, D_, row_positions_.data(), rotary_base_);
+            k::rope_backward(L.d_qkv.data() + Hl_ * D_, N_, Wl, KVl_, D_, row_positions_.data(),
+                             rotary_base_);
+        }
         Vec d_ln1(static_cast<std::size_t>(NH), 0.0f);
         k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), N_, h_, Wl);
         d_ln1 = reduce_rows(std::move(d_ln1), tp);

@@ -1,12 +1,15 @@
 #include "trident/executor/trainer.h"
 
 #include "trident/core/hash.h"
+#include "trident/core/parameter_count.h"
 #include "trident/core/spec_error.h"
 #include "trident/kernels/cpu.h"
 
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 
 namespace trident::executor {
 
@@ -27,8 +30,6 @@ void require_supported(const core::JobSpec& job) {
             no("model.moe.shared_expert_ffn_hidden_size", "shared experts");
     }
     if (job.model.mla) no("model.mla", "multi-head latent attention");
-    if (job.model.position_embedding == core::PositionEmbedding::rope)
-        no("model.position_embedding", "rope");
 }
 
 std::vector<std::string> ignored_by_executor(const core::JobSpec& job) {
@@ -81,6 +82,51 @@ OptimizerShard optimizer_shard(const ParameterStore& store, bool distributed, st
     return s;
 }
 
+double rank_parameters_estimate(const core::JobSpec& job) {
+    const core::ParameterCounts c = core::count_parameters(job.model);
+    const core::ParallelPlan& p = job.plan;
+    const double dense_layers = double(c.layers_total - c.routed_experts);
+    return dense_layers / double(p.tp * p.pp) + double(c.routed_experts) / double(p.ep * p.pp) +
+           double(std::max(c.word_embedding, c.output_layer)) / double(p.tp) +
+           double(c.position_embedding);
+}
+
+namespace {
+
+double available_memory_bytes() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    double kib = 0.0;
+    while (in >> key >> kib) {
+        if (key == "MemAvailable:") return kib * 1024.0;
+        in.ignore(1 << 10, '\n');
+    }
+    return -1.0; // unknown: no check
+}
+
+} // namespace
+
+void require_host_memory(const core::JobSpec& job, double bytes_per_parameter,
+                         const std::string& what) {
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int local_ranks = 1;
+    MPI_Comm_size(node, &local_ranks);
+    MPI_Comm_free(&node);
+    const double per_rank = rank_parameters_estimate(job) * bytes_per_parameter;
+    const double available = available_memory_bytes();
+    int fits = available < 0.0 || per_rank * local_ranks <= available ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (fits) return;
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "needs about %.1f GiB per rank for %s (%d rank%s on a node), more than the "
+                  "%.1f GiB available; use more ranks or nodes",
+                  per_rank / 1073741824.0, what.c_str(), local_ranks, local_ranks == 1 ? "" : "s",
+                  available / 1073741824.0);
+    throw core::SpecError("model", text);
+}
+
 double learning_rate(const core::LrSchedule& s, std::int64_t it) {
     if (s.warmup_iters > 0 && it < s.warmup_iters)
         return s.lr * double(it + 1) / double(s.warmup_iters);
@@ -131,6 +177,9 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
                                     std::int32_t(job.plan.vpp),
                                     std::int32_t(job.micro_batches_per_step()))) {
     require_supported(job);
+    // fp32 parameters and gradients, and Adam's two moments (over 1/dp with ZeRO-1).
+    const double moments = job.plan.distributed_optimizer ? 8.0 / double(job.plan.dp) : 8.0;
+    require_host_memory(job, 8.0 + moments, "fp32 parameters, gradients and Adam state");
     const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
     for (std::int32_t c = 0; c < job.plan.vpp; ++c)
         chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),

@@ -209,6 +209,11 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
         const std::int64_t q = heads * m.head_dim;
         const std::int64_t kv = (m.num_query_groups / t) * m.head_dim;
         b.linear("qkv", tokens, q + 2 * kv, h);
+        if (m.position_embedding == core::PositionEmbedding::rope) {
+            // RoPE turns the queries and keys in place (Su et al. 2021), and B their gradients.
+            const double qk = double(tokens) * double(q + kv) * element_bytes(m);
+            b.memory("rope", MemoryKernel::elementwise, 2 * qk, 2 * qk);
+        }
     }
     // Context parallelism: each rank gathers the keys and values of the whole sequence and
     // computes 1/cp of the attention (Megatron-Core's all-gather flavour of ring attention).

@@ -95,6 +95,15 @@ TEST(GptGradient, DenseModel) {
           0.05);
 }
 
+TEST(GptGradient, RotaryPositionEmbedding) {
+    // GQA with RoPE on queries and keys: the rotation's backward must bring the gradients of
+    // the QKV weights back to the unrotated products.
+    check(std::string(TRIDENT_TEST_DATA) + "/models/llama-tiny-rope.json",
+          {"embedding.word", "layer.0.qkv.weight", "layer.1.proj.weight", "layer.2.fc1.weight",
+           "layer.3.norm1.weight", "output.weight"},
+          0.05);
+}
+
 TEST(GptGradient, MixtureOfExperts) {
     // The reported loss leaves out the load-balancing term the gradient includes, so the test
     // model sets its coefficient to 0 and both describe the same function.

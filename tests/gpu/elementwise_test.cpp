@@ -1,6 +1,7 @@
 // The element-wise steps of the CUDA model (elementwise.h) against CPU loops.
 #include "gpu_test_support.h"
 #include "trident/kernels/cuda/elementwise.h"
+#include "trident/kernels/cuda/rope.h"
 
 namespace trident::kernels::cuda::testing {
 namespace {
@@ -76,6 +77,53 @@ TEST_F(ElementwiseTest, FillColumnsAndAccumulateSum) {
         for (std::int64_t c = 0; c < cols; ++c)
             ASSERT_EQ(got[r * cols + c], c >= first ? -1e30f : x[r * cols + c]) << r << "," << c;
     EXPECT_NEAR(total.to_host()[0], sum, 1e-4 * (1 + std::abs(sum)));
+}
+
+// The rotation on the host in double, as kernels/cpu's rope does it.
+std::vector<double> rope_reference(const std::vector<float>& x, std::int64_t rows,
+                                   std::int64_t stride, std::int64_t heads, std::int64_t D,
+                                   std::int64_t seq, double base, double direction) {
+    std::vector<double> out(x.begin(), x.end());
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t h = 0; h < heads; ++h)
+            for (std::int64_t i = 0; i < D / 2; ++i) {
+                const double angle = double(r % seq) * std::pow(base, -2.0 * double(i) / double(D));
+                const double c = std::cos(angle), s = direction * std::sin(angle);
+                const std::int64_t a = r * stride + h * D + i, b = a + D / 2;
+                out[a] = x[a] * c - x[b] * s;
+                out[b] = x[b] * c + x[a] * s;
+            }
+    return out;
+}
+
+TEST_F(ElementwiseTest, RopeForwardBackwardFp32) {
+    const std::int64_t seq = 96, rows = 2 * seq, heads = 3, D = 64, stride = heads * D + 64;
+    const auto x = random_floats(rows * stride, 8);
+    DeviceBuffer<float> dx(x);
+    rope_forward<float>(dx.get(), rows, stride, heads, D, seq, 500000.0, nullptr);
+    TRIDENT_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto turned = dx.to_host();
+    EXPECT_LT(relative_error(turned, rope_reference(x, rows, stride, heads, D, seq, 500000.0, 1.0)),
+              1e-6);
+    for (std::int64_t r = 0; r < rows; ++r) // the padding after the heads is not touched
+        ASSERT_EQ(turned[r * stride + stride - 1], x[r * stride + stride - 1]);
+    rope_backward<float>(dx.get(), rows, stride, heads, D, seq, 500000.0, nullptr);
+    TRIDENT_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_LT(relative_error(dx.to_host(), std::vector<double>(x.begin(), x.end())), 1e-6)
+        << "the backward undoes the forward";
+}
+
+TEST_F(ElementwiseTest, RopeBf16) {
+    const std::int64_t seq = 128, rows = seq, heads = 4, D = 128;
+    const auto x = convert<bf16>(random_floats(rows * heads * D, 9));
+    std::vector<float> xf(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) xf[i] = to_float(x[i]);
+    DeviceBuffer<bf16> dx(x);
+    rope_backward<bf16>(dx.get(), rows, heads * D, heads, D, seq, 10000.0, nullptr);
+    TRIDENT_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_LT(relative_error(dx.to_host(),
+                             rope_reference(xf, rows, heads * D, heads, D, seq, 10000.0, -1.0)),
+              4e-3);
 }
 
 } // namespace

@@ -234,3 +234,44 @@ TEST(CpuKernels, AdamWMatchesTheFormula) {
     EXPECT_NEAR(p[0], 1.0f - 0.1f * (1.0f + 0.01f * 1.0f), 1e-6);
     EXPECT_NEAR(p[1], -2.0f - 0.1f * (-1.0f + 0.01f * -2.0f), 1e-6);
 }
+
+TEST(CpuKernels, RopeRotatesPairsAndItsBackwardIsTheTranspose) {
+    const std::int64_t rows = 5, heads = 3, D = 8, stride = heads * D + 4; // padded rows
+    const std::vector<std::int32_t> positions = {0, 1, 7, 100, 3};
+    const Vec x0 = random_vec(std::size_t(rows * stride), 40);
+    Vec x = x0;
+    rope_forward(x.data(), rows, stride, heads, D, positions.data(), 10000.0);
+    // Position 0 does not move; pair (0, D/2) of position p turns by p radians; each pair keeps
+    // its length; padding is untouched.
+    for (std::int64_t i = 0; i < heads * D; ++i)
+        EXPECT_FLOAT_EQ(x[std::size_t(i)], x0[std::size_t(i)]);
+    const std::int64_t r = 3, h = 2, at = r * stride + h * D;
+    const double a = x0[std::size_t(at)], b = x0[std::size_t(at + D / 2)];
+    EXPECT_NEAR(x[std::size_t(at)], a * std::cos(100.0) - b * std::sin(100.0), 1e-5);
+    EXPECT_NEAR(x[std::size_t(at + D / 2)], b * std::cos(100.0) + a * std::sin(100.0), 1e-5);
+    const std::size_t i3 = std::size_t(at + 3), j3 = std::size_t(at + 3 + D / 2);
+    EXPECT_NEAR(std::hypot(x[i3], x[j3]), std::hypot(x0[i3], x0[j3]), 1e-5);
+    EXPECT_EQ(x[std::size_t(stride - 1)], x0[std::size_t(stride - 1)]);
+    // ⟨rope(x), y⟩ = ⟨x, rope_backward(y)⟩, and backward undoes forward.
+    const Vec y0 = random_vec(x.size(), 41);
+    Vec y = y0;
+    rope_backward(y.data(), rows, stride, heads, D, positions.data(), 10000.0);
+    EXPECT_NEAR(dot(x, y0), dot(x0, y), 1e-4 * (1.0 + std::fabs(dot(x, y0))));
+    rope_backward(x.data(), rows, stride, heads, D, positions.data(), 10000.0);
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], x0[i], 1e-5) << i;
+}
+
+TEST(CpuKernels, RopeScoresDependOnlyOnRelativePosition) {
+    // q at position p and k at position p − 3 score the same for every p.
+    const std::int64_t D = 16;
+    const Vec q0 = random_vec(D, 42), k0 = random_vec(D, 43);
+    std::vector<double> scores;
+    for (std::int32_t p : {3, 10, 57, 1000}) {
+        Vec q = q0, k = k0;
+        const std::int32_t pq = p, pk = p - 3;
+        rope_forward(q.data(), 1, D, 1, D, &pq, 500000.0);
+        rope_forward(k.data(), 1, D, 1, D, &pk, 500000.0);
+        scores.push_back(dot(q, k));
+    }
+    for (double s : scores) EXPECT_NEAR(s, scores.front(), 1e-4 * (1.0 + std::fabs(s)));
+}

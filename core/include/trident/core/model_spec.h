@@ -60,6 +60,7 @@ struct ModelSpec {
     Activation activation = Activation::gelu;
     Normalization normalization = Normalization::layernorm;
     PositionEmbedding position_embedding = PositionEmbedding::learned;
+    double rotary_base = 10000.0; // RoPE's θ base (Megatron --rotary-base; Llama 3: 500000)
     bool tied_embeddings = true;
     bool linear_bias = true; // biases on the linear layers (GPT yes, Llama no)
     bool dropout = false;    // attention and hidden dropout (GPT trained with 0.1; Llama none)

@@ -11,6 +11,9 @@
 // probabilities and recomputes them from the saved QKV. Sequence parallelism (Korthikanti et al.
 // 2022): outside the tensor-parallel regions — norms, residuals, the embedding sum — each
 // tensor rank holds 1/tp of the rows; all-gather enters a region, reduce-scatter leaves it.
+// Rotary position embedding (Su et al. 2021) turns the queries and keys after the QKV GEMM, by
+// each token's position in its sequence (its context rank's positions); B turns their
+// gradients back before the GEMM's backward.
 #include "trident/core/job.h"
 #include "trident/executor/communicator.h"
 
@@ -187,6 +190,9 @@ private:
     std::int64_t cp_ = 1, seq_ = 0, loss_tokens_ = 0;  // T_ is this rank's part of seq_
     std::vector<std::vector<std::int32_t>> positions_; // per context rank
     std::vector<std::int32_t> visible_;                // keys each local query sees
+    std::vector<std::int32_t> row_positions_; // sequence position of each of the N rows (RoPE)
+    bool rope_ = false;
+    double rotary_base_ = 10000.0;
     int cp_rank_ = 0;
     std::int64_t B_, T_, N_, Nl_, h_, Hl_, KVl_, D_, Fl_, Vl_, vocab_start_, vocab_;
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;

@@ -71,6 +71,16 @@ public:
     virtual void state_loaded() {}
 };
 
+// About how many parameters one rank of `job` holds: its share of the layers (experts over ep),
+// the larger of the embedding and the output layer over tp, and the position table. An upper
+// estimate for the memory checks made before anything is allocated.
+double rank_parameters_estimate(const core::JobSpec& job);
+// Refuses, on every rank (SpecError "model"), a job whose ranks on some node would need more
+// than that node's available memory (MemAvailable) for `bytes_per_parameter` × their
+// parameters; `what` names what those bytes hold. Collective over MPI_COMM_WORLD.
+void require_host_memory(const core::JobSpec& job, double bytes_per_parameter,
+                         const std::string& what);
+
 // Megatron's learning-rate schedule at 0-based step `index`: linear warm-up, then linear or
 // cosine decay to min_lr at decay_iters (or constant).
 double learning_rate(const core::LrSchedule& schedule, std::int64_t index);

@@ -65,6 +65,18 @@ void attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
                              std::int64_t Tq, std::int64_t Tk, std::int64_t H, std::int64_t KV,
                              std::int64_t D);
 
+// Rotary position embedding (Su et al. 2021, RoFormer), in place, in the "rotate half" layout
+// of GPT-NeoX, Llama and Megatron-LM: within each head of D values, element i pairs with
+// i + D/2 and the pair turns by angle pos·base^(−2i/D):
+//   x'_i = x_i·cos − x_{i+D/2}·sin,   x'_{i+D/2} = x_{i+D/2}·cos + x_i·sin.
+// x holds `rows` rows of stride `row_stride`, each with `heads` heads of D at h·D; row r is at
+// sequence position positions[r]. The backward turns gradients by the opposite angle (the
+// rotation's transpose). D must be even.
+void rope_forward(float* x, std::int64_t rows, std::int64_t row_stride, std::int64_t heads,
+                  std::int64_t D, const std::int32_t* positions, double base);
+void rope_backward(float* dx, std::int64_t rows, std::int64_t row_stride, std::int64_t heads,
+                   std::int64_t D, const std::int32_t* positions, double base);
+
 // Vocabulary-parallel embedding: this shard holds rows [vocab_start, vocab_start + V_local) of
 // the table; tokens outside it contribute zero (the tensor group sums the shards).
 void embedding_forward(float* out, const std::int32_t* tokens, const float* table, std::int64_t N,
