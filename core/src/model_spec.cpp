@@ -109,7 +109,7 @@ ModelSpec model_from_json(const Json& j, const std::string& path) {
     m.activation = read_enum<Activation>(r, "activation", kActivationNames);
     m.normalization = read_enum<Normalization>(r, "normalization", kNormalizationNames);
     m.position_embedding = read_enum<PositionEmbedding>(r, "position_embedding", kPositionNames);
-    m.rotary_base = r.number_or("rotary_base", 10000.0, 1.0 + 1e-9, 1e12);
+    m.rotary_base = r.number_or("rotary_base", 10000.0, 2.0, 1e12);
     m.tied_embeddings = r.boolean("tied_embeddings");
     m.linear_bias = r.boolean("linear_bias");
     m.dropout = r.boolean_or("dropout", false);
