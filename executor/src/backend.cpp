@@ -28,7 +28,6 @@ void require_supported_on_cuda(const core::JobSpec& job) {
     };
     if (m.moe) no("model.moe", "mixture of experts");
     if (p.cp > 1) no("parallel.cp", "context parallelism");
-    if (p.sequence_parallel) no("parallel.sequence_parallel", "sequence parallelism");
     // What the flash-attention kernels take (kernels/cuda/flash_attention.h).
     if (m.head_dim != 64 && m.head_dim != 128)
         throw core::SpecError("model.head_dim", "the CUDA backend's flash attention takes head "

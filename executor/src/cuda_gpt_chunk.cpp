@@ -61,6 +61,9 @@ CudaGptChunk::CudaGptChunk(const core::JobSpec& job, std::int32_t pipeline_rank,
     B_ = plan.micro_batch_size;
     T_ = job.training.seq_length;
     N_ = B_ * T_;
+    sp_ = plan.sequence_parallel && t > 1;
+    Nl_ = sp_ ? N_ / t : N_;
+    first_row_ = sp_ ? tp_rank * Nl_ : 0;
     h_ = m.hidden_size;
     D_ = m.head_dim;
     Hl_ = m.num_attention_heads / t;
@@ -121,14 +124,38 @@ void CudaGptChunk::tp_sum(bf16* data, std::int64_t n, const CudaChunkContext& ct
         ctx.tensor->all_reduce(data, std::size_t(n), ncclBfloat16, ncclSum);
 }
 
+CudaTensor<bf16> CudaGptChunk::all_rows(const bf16* local, const CudaChunkContext& ctx) const {
+    CudaTensor<bf16> all = tensor<bf16>(N_ * h_, ctx);
+    ctx.tensor->all_gather_typed(local, all.get(), std::size_t(Nl_ * h_), ncclBfloat16);
+    return all;
+}
+
+CudaTensor<bf16> CudaGptChunk::gather_rows(CudaTensor<bf16> local,
+                                           const CudaChunkContext& ctx) const {
+    if (!sp_) return local;
+    return all_rows(local.get(), ctx);
+}
+
+CudaTensor<bf16> CudaGptChunk::reduce_rows(CudaTensor<bf16> partial,
+                                           const CudaChunkContext& ctx) const {
+    if (!sp_) {
+        tp_sum(partial.get(), N_ * h_, ctx);
+        return partial;
+    }
+    CudaTensor<bf16> mine = tensor<bf16>(Nl_ * h_, ctx);
+    ctx.tensor->reduce_scatter_typed(partial.get(), mine.get(), std::size_t(Nl_ * h_),
+                                     ncclBfloat16);
+    return mine;
+}
+
 void CudaGptChunk::norm_forward(bf16* sum, bf16* out, float* mean, float* rstd, const bf16* x,
                                 const bf16* residual, std::int64_t w, std::int64_t b,
                                 const CudaChunkContext& ctx) const {
     if (layernorm_)
         kc::residual_layernorm_forward<bf16>(sum, out, mean, rstd, x, residual, ctx.weights + w,
-                                             ctx.weights + b, N_, h_, kNormEps, ctx.stream);
+                                             ctx.weights + b, Nl_, h_, kNormEps, ctx.stream);
     else
-        kc::residual_rmsnorm_forward<bf16>(sum, out, rstd, x, residual, ctx.weights + w, N_, h_,
+        kc::residual_rmsnorm_forward<bf16>(sum, out, rstd, x, residual, ctx.weights + w, Nl_, h_,
                                            kNormEps, ctx.stream);
 }
 
@@ -137,10 +164,11 @@ void CudaGptChunk::norm_backward(bf16* dsum, const bf16* dout, const bf16* dsum_
                                  std::int64_t b, const CudaChunkContext& ctx) const {
     if (layernorm_)
         kc::residual_layernorm_backward<bf16>(dsum, ctx.grads + w, ctx.grads + b, dout, dsum_in,
-                                              sum, ctx.weights + w, mean, rstd, N_, h_, ctx.stream);
+                                              sum, ctx.weights + w, mean, rstd, Nl_, h_,
+                                              ctx.stream);
     else
         kc::residual_rmsnorm_backward<bf16>(dsum, ctx.grads + w, dout, dsum_in, sum,
-                                            ctx.weights + w, rstd, N_, h_, ctx.stream);
+                                            ctx.weights + w, rstd, Nl_, h_, ctx.stream);
 }
 
 void CudaGptChunk::layer_forward(const LayerParams& lp, Layer& L, const bf16* x,
@@ -148,14 +176,16 @@ void CudaGptChunk::layer_forward(const LayerParams& lp, Layer& L, const bf16* x,
     const bf16* W = ctx.weights;
     kc::LtGemm& gemm = *ctx.gemm;
     const cudaStream_t s = ctx.stream;
-    const std::int64_t NH = N_ * h_, q_cols = Hl_ * D_, kv_cols = KVl_ * D_;
+    const std::int64_t NH = N_ * h_, NLH = Nl_ * h_, q_cols = Hl_ * D_, kv_cols = KVl_ * D_;
     const std::int64_t gate = swiglu_ ? 2 : 1;
-    // Attention block. norm1 has no residual to add: its "sum" is x itself (aliased).
-    L.ln1 = tensor<bf16>(NH, ctx);
-    L.ln1_mean = tensor<float>(N_, ctx);
-    L.ln1_rstd = tensor<float>(N_, ctx);
-    norm_forward(const_cast<bf16*>(x), L.ln1.get(), L.ln1_mean.get(), L.ln1_rstd.get(), x, nullptr,
+    // Attention block. norm1 has no residual to add: its "sum" is x itself (aliased). x holds
+    // this rank's rows; the GEMMs and attention see all N rows.
+    CudaTensor<bf16> normed = tensor<bf16>(NLH, ctx);
+    L.ln1_mean = tensor<float>(Nl_, ctx);
+    L.ln1_rstd = tensor<float>(Nl_, ctx);
+    norm_forward(const_cast<bf16*>(x), normed.get(), L.ln1_mean.get(), L.ln1_rstd.get(), x, nullptr,
                  lp.ln1_w, lp.ln1_b, ctx);
+    L.ln1 = gather_rows(std::move(normed), ctx);
     L.q = tensor<bf16>(N_ * q_cols, ctx);
     L.k = tensor<bf16>(N_ * kv_cols, ctx);
     L.v = tensor<bf16>(N_ * kv_cols, ctx);
@@ -181,15 +211,16 @@ void CudaGptChunk::layer_forward(const LayerParams& lp, Layer& L, const bf16* x,
                                 s);
     CudaTensor<bf16> y = tensor<bf16>(NH, ctx);
     gemm.forward<bf16>(y.get(), L.att.get(), W + lp.proj_w, N_, q_cols, h_, 1.0f, 0.0f, s);
-    tp_sum(y.get(), NH, ctx); // row-parallel: the partial products add up
-    if (bias_) kc::add_bias<bf16>(y.get(), W + lp.proj_b, N_, h_, s);
+    y = reduce_rows(std::move(y), ctx); // row-parallel: the partial products add up
+    if (bias_) kc::add_bias<bf16>(y.get(), W + lp.proj_b, Nl_, h_, s);
     // MLP block: norm2 adds the residual (x_mid = x + y) and normalises it in one pass.
-    L.x_mid = tensor<bf16>(NH, ctx);
-    L.ln2 = tensor<bf16>(NH, ctx);
-    L.ln2_mean = tensor<float>(N_, ctx);
-    L.ln2_rstd = tensor<float>(N_, ctx);
-    norm_forward(L.x_mid.get(), L.ln2.get(), L.ln2_mean.get(), L.ln2_rstd.get(), y.get(), x,
+    L.x_mid = tensor<bf16>(NLH, ctx);
+    normed = tensor<bf16>(NLH, ctx);
+    L.ln2_mean = tensor<float>(Nl_, ctx);
+    L.ln2_rstd = tensor<float>(Nl_, ctx);
+    norm_forward(L.x_mid.get(), normed.get(), L.ln2_mean.get(), L.ln2_rstd.get(), y.get(), x,
                  lp.ln2_w, lp.ln2_b, ctx);
+    L.ln2 = gather_rows(std::move(normed), ctx);
     L.fc = tensor<bf16>(N_ * gate * Fl_, ctx);
     gemm.forward<bf16>(L.fc.get(), L.ln2.get(), W + lp.fc_w, N_, h_, gate * Fl_, 1.0f, 0.0f, s);
     L.act = tensor<bf16>(N_ * Fl_, ctx);
@@ -201,25 +232,29 @@ void CudaGptChunk::layer_forward(const LayerParams& lp, Layer& L, const bf16* x,
                                     s);
     }
     if (!x_out) return; // recomputation inside B: everything B needs is saved
+    y = tensor<bf16>(NH, ctx);
     gemm.forward<bf16>(y.get(), L.act.get(), W + lp.fc2_w, N_, Fl_, h_, 1.0f, 0.0f, s);
-    tp_sum(y.get(), NH, ctx);
-    if (bias_) kc::add_bias<bf16>(y.get(), W + lp.fc2_b, N_, h_, s);
-    *x_out = tensor<bf16>(NH, ctx);
-    kc::add<bf16>(x_out->get(), L.x_mid.get(), y.get(), NH, s);
+    y = reduce_rows(std::move(y), ctx);
+    if (bias_) kc::add_bias<bf16>(y.get(), W + lp.fc2_b, Nl_, h_, s);
+    *x_out = tensor<bf16>(NLH, ctx);
+    kc::add<bf16>(x_out->get(), L.x_mid.get(), y.get(), NLH, s);
 }
 
 void CudaGptChunk::forward(Activations& a, float grad_scale, float* loss_sum,
                            const CudaChunkContext& ctx) const {
     const cudaStream_t s = ctx.stream;
-    const std::int64_t NH = N_ * h_;
+    const std::int64_t NH = N_ * h_, NLH = Nl_ * h_;
     CudaTensor<bf16> x;
     if (first_) {
-        // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them.
+        // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them
+        // (into this rank's rows under sequence parallelism).
         x = tensor<bf16>(NH, ctx);
         kc::embedding_forward<bf16>(x.get(), ctx.weights + wte_, a.tokens.get(), N_, Vl_,
                                     vocab_start_, h_, s);
-        tp_sum(x.get(), NH, ctx);
-        if (wpe_ >= 0) kc::add_position_embedding<bf16>(x.get(), ctx.weights + wpe_, N_, T_, h_, s);
+        x = reduce_rows(std::move(x), ctx);
+        if (wpe_ >= 0)
+            kc::add_position_embedding<bf16>(x.get(), ctx.weights + wpe_, Nl_, first_row_, T_, h_,
+                                             s);
     } else {
         x = std::move(a.input);
     }
@@ -240,12 +275,13 @@ void CudaGptChunk::forward(Activations& a, float grad_scale, float* loss_sum,
         return;
     }
     a.hidden_out = std::move(x);
-    a.lnf = tensor<bf16>(NH, ctx);
-    a.lnf_mean = tensor<float>(N_, ctx);
-    a.lnf_rstd = tensor<float>(N_, ctx);
+    CudaTensor<bf16> normed = tensor<bf16>(NLH, ctx);
+    a.lnf_mean = tensor<float>(Nl_, ctx);
+    a.lnf_rstd = tensor<float>(Nl_, ctx);
     // No residual here: the norm's sum output is its input (aliased).
-    norm_forward(a.hidden_out.get(), a.lnf.get(), a.lnf_mean.get(), a.lnf_rstd.get(),
+    norm_forward(a.hidden_out.get(), normed.get(), a.lnf_mean.get(), a.lnf_rstd.get(),
                  a.hidden_out.get(), nullptr, lnf_w_, lnf_b_, ctx);
+    a.lnf = gather_rows(std::move(normed), ctx); // the LM head sees every row
     a.logits = tensor<bf16>(N_ * Vl_, ctx);
     ctx.gemm->forward<bf16>(a.logits.get(), a.lnf.get(), ctx.weights + head_, N_, h_, Vl_, 1.0f,
                             0.0f, s);
@@ -281,14 +317,14 @@ void CudaGptChunk::backward_input(Activations& a, const bf16* dout,
     const cudaStream_t s = ctx.stream;
     const bf16* W = ctx.weights;
     kc::LtGemm& gemm = *ctx.gemm;
-    const std::int64_t NH = N_ * h_, q_cols = Hl_ * D_, kv_cols = KVl_ * D_;
+    const std::int64_t NH = N_ * h_, NLH = Nl_ * h_, q_cols = Hl_ * D_, kv_cols = KVl_ * D_;
     const std::int64_t gate = swiglu_ ? 2 : 1;
-    CudaTensor<bf16> dx = tensor<bf16>(NH, ctx);
+    CudaTensor<bf16> dx = tensor<bf16>(NLH, ctx); // the gradient of this rank's rows
     if (last_) {
         // The forward left (softmax − onehot)·scale in the logits: the LM head's input grad.
         CudaTensor<bf16> dlnf = tensor<bf16>(NH, ctx);
         gemm.dgrad<bf16>(dlnf.get(), a.logits.get(), W + head_, N_, h_, Vl_, 1.0f, 0.0f, s);
-        tp_sum(dlnf.get(), NH, ctx); // the LM head is column-parallel
+        dlnf = reduce_rows(std::move(dlnf), ctx); // the LM head is column-parallel
         norm_backward(dx.get(), dlnf.get(), nullptr, a.hidden_out.get(), a.lnf_mean.get(),
                       a.lnf_rstd.get(), lnf_w_, lnf_b_, ctx);
         a.hidden_out.reset();
@@ -296,7 +332,7 @@ void CudaGptChunk::backward_input(Activations& a, const bf16* dout,
         a.lnf_rstd.reset();
         a.row_loss.reset();
     } else {
-        TRIDENT_CUDA_CHECK(cudaMemcpyAsync(dx.get(), dout, std::size_t(NH) * sizeof(bf16),
+        TRIDENT_CUDA_CHECK(cudaMemcpyAsync(dx.get(), dout, std::size_t(NLH) * sizeof(bf16),
                                            cudaMemcpyDeviceToDevice, s));
     }
     for (std::size_t i = layers_.size(); i-- > 0;) {
@@ -305,9 +341,12 @@ void CudaGptChunk::backward_input(Activations& a, const bf16* dout,
         if (recompute_[i] == core::RecomputeGranularity::full) {
             layer_forward(lp, L, L.x_in.get(), nullptr, ctx); // the forward again, from x_in
         }
-        // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))).
+        // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))). Under sequence parallelism the
+        // output gradient of fc2 is every rank's rows, gathered (and kept for W).
+        CudaTensor<bf16> dx_all = sp_ ? all_rows(dx.get(), ctx) : CudaTensor<bf16>{};
+        const bf16* d_fc2_out = sp_ ? dx_all.get() : dx.get();
         CudaTensor<bf16> d_act = tensor<bf16>(N_ * Fl_, ctx);
-        gemm.dgrad<bf16>(d_act.get(), dx.get(), W + lp.fc2_w, N_, Fl_, h_, 1.0f, 0.0f, s);
+        gemm.dgrad<bf16>(d_act.get(), d_fc2_out, W + lp.fc2_w, N_, Fl_, h_, 1.0f, 0.0f, s);
         L.d_fc = tensor<bf16>(N_ * gate * Fl_, ctx);
         if (swiglu_)
             kc::swiglu_backward<bf16>(L.d_fc.get(), d_act.get(), L.fc.get(), N_, Fl_, s);
@@ -318,16 +357,19 @@ void CudaGptChunk::backward_input(Activations& a, const bf16* dout,
         d_act.reset();
         CudaTensor<bf16> d_ln2 = tensor<bf16>(NH, ctx);
         gemm.dgrad<bf16>(d_ln2.get(), L.d_fc.get(), W + lp.fc_w, N_, h_, gate * Fl_, 1.0f, 0.0f, s);
-        tp_sum(d_ln2.get(), NH, ctx); // column-parallel input gradient
+        d_ln2 = reduce_rows(std::move(d_ln2), ctx); // column-parallel input gradient
         // d(x_mid) = the residual's gradient + the norm's.
-        CudaTensor<bf16> d_mid = tensor<bf16>(NH, ctx);
+        CudaTensor<bf16> d_mid = tensor<bf16>(NLH, ctx);
         norm_backward(d_mid.get(), d_ln2.get(), dx.get(), L.x_mid.get(), L.ln2_mean.get(),
                       L.ln2_rstd.get(), lp.ln2_w, lp.ln2_b, ctx);
         d_ln2.reset();
-        L.d_fc2_out = std::move(dx);
+        L.d_fc2_out = sp_ ? std::move(dx_all) : std::move(dx);
+        dx.reset();
         // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
+        CudaTensor<bf16> d_mid_all = sp_ ? all_rows(d_mid.get(), ctx) : CudaTensor<bf16>{};
+        const bf16* d_proj_out = sp_ ? d_mid_all.get() : d_mid.get();
         CudaTensor<bf16> d_att = tensor<bf16>(N_ * q_cols, ctx);
-        gemm.dgrad<bf16>(d_att.get(), d_mid.get(), W + lp.proj_w, N_, q_cols, h_, 1.0f, 0.0f, s);
+        gemm.dgrad<bf16>(d_att.get(), d_proj_out, W + lp.proj_w, N_, q_cols, h_, 1.0f, 0.0f, s);
         const kc::AttentionShape shape{B_, T_, Hl_, KVl_, D_, 0.0f};
         CudaTensor<float> workspace =
             tensor<float>(std::int64_t(kc::flash_attention_backward_workspace_floats(shape)), ctx);
@@ -355,19 +397,20 @@ void CudaGptChunk::backward_input(Activations& a, const bf16* dout,
             gemm.dgrad<float>(sum.get(), L.d_v.get(), wv, N_, h_, kv_cols, 1.0f, 1.0f, s);
             kc::convert<bf16, float>(d_ln1.get(), sum.get(), NH, s);
         }
-        tp_sum(d_ln1.get(), NH, ctx);
-        dx = tensor<bf16>(NH, ctx);
+        d_ln1 = reduce_rows(std::move(d_ln1), ctx);
+        dx = tensor<bf16>(NLH, ctx);
         norm_backward(dx.get(), d_ln1.get(), d_mid.get(), L.x_in.get(), L.ln1_mean.get(),
                       L.ln1_rstd.get(), lp.ln1_w, lp.ln1_b, ctx);
-        L.d_proj_out = std::move(d_mid);
+        L.d_proj_out = sp_ ? std::move(d_mid_all) : std::move(d_mid);
         // What only B needed goes now; W keeps the linear layers' inputs and output grads.
         for (CudaTensor<bf16>* t : {&L.x_in, &L.q, &L.k, &L.v, &L.x_mid}) t->reset();
         for (CudaTensor<float>* t : {&L.ln1_mean, &L.ln1_rstd, &L.lse, &L.ln2_mean, &L.ln2_rstd})
             t->reset();
         L.fc.reset();
     }
+    // The embedding's weight gradient needs every row (the table is split by vocabulary).
     if (first_)
-        a.embedding_grad = std::move(dx);
+        a.embedding_grad = gather_rows(std::move(dx), ctx);
     else
         a.dinput = std::move(dx);
 }

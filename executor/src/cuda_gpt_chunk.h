@@ -5,7 +5,9 @@
 // checkpoints. bf16 weights and activations, fp32 statistics and fp32 gradient accumulation
 // (the "main gradients" of Megatron's mixed precision, Micikevicius et al. 2018).
 //
-// Per layer (Shoeybi et al. 2019 tensor parallelism, without sequence parallelism):
+// Per layer (Shoeybi et al. 2019 tensor parallelism; with sequence parallelism, Korthikanti et
+// al. 2022, the norms and residuals hold 1/tp of the rows, all-gathered before the column-
+// parallel GEMMs and reduce-scattered after the row-parallel ones instead of all-reduced):
 //   ln1 = norm1(x);  q,k,v = ln1·Wqᵀ, ln1·Wkᵀ, ln1·Wvᵀ (+ bias)   — column-parallel over heads
 //   q, k = rope(q), rope(k)                                        — with rotary positions
 //   att = flash_attention(q, k, v)                                 — causal, GQA
@@ -54,7 +56,9 @@ public:
 
     bool first() const { return first_; }
     bool last() const { return last_; }
-    std::int64_t hidden_elements() const { return N_ * h_; } // bf16 elements between stages
+    // bf16 elements between stages: [N×h], or this rank's 1/tp of the rows under sequence
+    // parallelism.
+    std::int64_t hidden_elements() const { return Nl_ * h_; }
 
     struct Layer {
         CudaTensor<bf16> x_in, ln1, q, k, v, att, x_mid, ln2, fc, act;
@@ -101,13 +105,21 @@ private:
                        const float* mean, const float* rstd, std::int64_t w, std::int64_t b,
                        const CudaChunkContext& ctx) const;
     void tp_sum(bf16* data, std::int64_t n, const CudaChunkContext& ctx) const;
+    // Sequence parallelism (Korthikanti et al. 2022): entering a tensor-parallel region, this
+    // rank's rows → all rows (an all-gather; without SP, `local` itself); leaving it, every
+    // rank's partial sums over all rows → the sum over this rank's rows (a reduce-scatter;
+    // without SP, an all-reduce in place). all_rows always gathers into a new tensor.
+    CudaTensor<bf16> all_rows(const bf16* local, const CudaChunkContext& ctx) const;
+    CudaTensor<bf16> gather_rows(CudaTensor<bf16> local, const CudaChunkContext& ctx) const;
+    CudaTensor<bf16> reduce_rows(CudaTensor<bf16> partial, const CudaChunkContext& ctx) const;
     template <typename T>
     CudaTensor<T> tensor(std::int64_t n, const CudaChunkContext& ctx) const {
         return CudaTensor<T>(*ctx.allocator, n, ctx.stream);
     }
 
     bool first_ = false, last_ = false, layernorm_ = true, swiglu_ = false, bias_ = true;
-    bool rope_ = false;
+    bool rope_ = false, sp_ = false;
+    std::int64_t Nl_ = 0, first_row_ = 0; // this rank's rows outside the tensor-parallel regions
     double rotary_base_ = 10000.0;
     std::int64_t B_ = 0, T_ = 0, N_ = 0, h_ = 0, Hl_ = 0, KVl_ = 0, D_ = 0, Fl_ = 0, Vl_ = 0;
     std::int64_t vocab_ = 0, vocab_start_ = 0;

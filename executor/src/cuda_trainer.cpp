@@ -358,22 +358,28 @@ void CudaTrainer::reduce_and_update(std::int64_t index, StepStats& stats,
     if (timed && !buckets_ && groups_.data->size() > 1)
         reduce = begin_event(core::Stream::data_parallel, core::EventKind::gradient_reduce, -1, -1,
                              double(shard_.padded_size) * sizeof(float), data_stream_.get());
-    // Tied embeddings on two stages: both copies take the summed gradient. Before a
-    // reduce-scatter (the first and last stages' shards do not line up, so the sum must be
-    // whole first); after bucketed all-reduces, which it commutes with but must not overlap.
-    const auto sync_tied_embedding = [&] {
+    // Tied embeddings on two stages: both copies take the summed gradient; under sequence
+    // parallelism each tensor rank holds the norms' gradients of its rows only: summed over the
+    // tensor group. Before a reduce-scatter (the stages' shards do not line up with these
+    // tensors, so the sums must be whole first); after bucketed all-reduces, which they
+    // commute with but must not overlap.
+    const auto sync_partial_gradients = [&] {
         if (nccl_.embedding && job_.model.tied_embeddings && p.pp > 1)
             for (const auto& tensor : store_.tensors)
                 if (tensor.name == "embedding.word" || tensor.name == "embedding.word.tied_copy")
                     nccl_.embedding->all_reduce_sum(grads + tensor.offset,
                                                     std::size_t(tensor.size));
+        if (p.sequence_parallel && p.tp > 1)
+            for (const auto& tensor : store_.tensors)
+                if (tensor.sequence_partial)
+                    nccl_.tensor->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
     };
     if (buckets_) {
         for (std::int32_t b : buckets_->incomplete()) reduce_bucket(b, timed); // not overlapped
         join(s, data_stream_.get(), join_event_);
-        sync_tied_embedding();
+        sync_partial_gradients();
     } else {
-        sync_tied_embedding();
+        sync_partial_gradients();
         if (p.distributed_optimizer && groups_.data->size() > 1) {
             join(data_stream_.get(), s, join_event_);
             // In place: this rank's shard of the buffer receives the sum over the data ranks.

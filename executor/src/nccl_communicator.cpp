@@ -87,12 +87,22 @@ void NcclCommunicator::all_reduce_max(float* data, std::size_t n) {
     all_reduce(data, n, ncclFloat32, ncclMax);
 }
 
+void NcclCommunicator::all_gather_typed(const void* in, void* out, std::size_t n_per_rank,
+                                        ncclDataType_t type) {
+    NCCL_CHECK(ncclAllGather(in, out, n_per_rank, type, comm_, stream_));
+}
+
+void NcclCommunicator::reduce_scatter_typed(const void* in, void* out, std::size_t n_per_rank,
+                                            ncclDataType_t type) {
+    NCCL_CHECK(ncclReduceScatter(in, out, n_per_rank, type, ncclSum, comm_, stream_));
+}
+
 void NcclCommunicator::all_gather(const float* in, float* out, std::size_t n_per_rank) {
-    NCCL_CHECK(ncclAllGather(in, out, n_per_rank, ncclFloat32, comm_, stream_));
+    all_gather_typed(in, out, n_per_rank, ncclFloat32);
 }
 
 void NcclCommunicator::reduce_scatter_sum(const float* in, float* out, std::size_t n_per_rank) {
-    NCCL_CHECK(ncclReduceScatter(in, out, n_per_rank, ncclFloat32, ncclSum, comm_, stream_));
+    reduce_scatter_typed(in, out, n_per_rank, ncclFloat32);
 }
 
 void NcclCommunicator::all_to_all(const float* in, float* out, std::size_t n_per_rank) {

@@ -73,12 +73,16 @@ TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
     EXPECT_EQ(
         field_of([&] { executor::require_supported_on_cuda(job_with(odd_seq)); }).substr(0, 20),
         "training.seq_length:");
-    core::JobInputs sp = dense;
+    core::JobInputs cp = dense;
+    cp.cp = 2;
+    cp.devices_per_node = 2;
+    EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(cp)); }).substr(0, 12),
+              "parallel.cp:");
+    core::JobInputs sp = dense; // sequence parallelism runs on both backends
     sp.tp = 2;
     sp.devices_per_node = 2;
     sp.sequence_parallel = true;
-    EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(sp)); }).substr(0, 27),
-              "parallel.sequence_parallel:");
+    EXPECT_NO_THROW(executor::require_supported_on_cuda(job_with(sp)));
 }
 
 ParameterStore store_of(const std::vector<std::int64_t>& sizes) {

@@ -48,7 +48,7 @@ TEST_F(ElementwiseTest, PositionEmbeddingForwardBackward) {
     const std::int64_t batch = 3, seq = 64, cols = 48;
     const auto x = random_floats(batch * seq * cols, 5), table = random_floats(seq * cols, 6);
     DeviceBuffer<float> dx(x), dtable(table), dgrad(std::vector<float>(seq * cols, 1.0f));
-    add_position_embedding<float>(dx.get(), dtable.get(), batch * seq, seq, cols, nullptr);
+    add_position_embedding<float>(dx.get(), dtable.get(), batch * seq, 0, seq, cols, nullptr);
     position_embedding_backward<float>(dgrad.get(), dx.get(), batch * seq, seq, cols, nullptr);
     TRIDENT_CUDA_CHECK(cudaDeviceSynchronize());
     const auto got = dx.to_host();
@@ -60,6 +60,20 @@ TEST_F(ElementwiseTest, PositionEmbeddingForwardBackward) {
         }
     EXPECT_LT(relative_error(got, ref), 1e-7);
     EXPECT_LT(relative_error(dgrad.to_host(), grad_ref), 1e-6);
+}
+
+TEST_F(ElementwiseTest, PositionEmbeddingOfALaterBlockOfRows) {
+    // Sequence parallelism: rank 1 of 4 holds rows 24..47 of two sequences of 48.
+    const std::int64_t seq = 48, first = 24, rows = 24, cols = 16;
+    const auto x = random_floats(rows * cols, 10), table = random_floats(seq * cols, 11);
+    DeviceBuffer<float> dx(x), dtable(table);
+    add_position_embedding<float>(dx.get(), dtable.get(), rows, first, seq, cols, nullptr);
+    TRIDENT_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<double> ref(x.size());
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c)
+            ref[r * cols + c] = double(x[r * cols + c]) + table[((first + r) % seq) * cols + c];
+    EXPECT_LT(relative_error(dx.to_host(), ref), 1e-7);
 }
 
 TEST_F(ElementwiseTest, FillColumnsAndAccumulateSum) {

@@ -57,11 +57,11 @@ __global__ void convert_kernel(Out* out, const In* in, std::int64_t n) {
 }
 
 template <typename T>
-__global__ void add_position_kernel(T* x, const T* table, std::int64_t n, std::int64_t seq,
-                                    std::int64_t cols) {
+__global__ void add_position_kernel(T* x, const T* table, std::int64_t n, std::int64_t first_row,
+                                    std::int64_t seq, std::int64_t cols) {
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
          i += std::int64_t(gridDim.x) * blockDim.x) {
-        const std::int64_t r = i / cols, c = i % cols;
+        const std::int64_t r = first_row + i / cols, c = i % cols;
         x[i] = from_float<T>(to_float(x[i]) + to_float(table[(r % seq) * cols + c]));
     }
 }
@@ -135,12 +135,13 @@ void convert(Out* out, const In* in, std::int64_t n, cudaStream_t stream) {
 }
 
 template <typename T>
-void add_position_embedding(T* x, const T* table, std::int64_t rows, std::int64_t seq,
-                            std::int64_t cols, cudaStream_t stream) {
-    require(rows >= 0 && seq > 0 && cols > 0, "add_position_embedding", "bad shape");
+void add_position_embedding(T* x, const T* table, std::int64_t rows, std::int64_t first_row,
+                            std::int64_t seq, std::int64_t cols, cudaStream_t stream) {
+    require(rows >= 0 && first_row >= 0 && seq > 0 && cols > 0, "add_position_embedding",
+            "bad shape");
     if (rows == 0) return;
     add_position_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(x, table, rows * cols,
-                                                                          seq, cols);
+                                                                          first_row, seq, cols);
     check_launch("add_position_kernel");
 }
 
@@ -177,7 +178,7 @@ void accumulate_sum(float* out, const float* in, std::int64_t n, cudaStream_t st
     template void bias_gradient<T>(float*, const T*, std::int64_t, std::int64_t, cudaStream_t);    \
     template void add<T>(T*, const T*, const T*, std::int64_t, cudaStream_t);                      \
     template void add_position_embedding<T>(T*, const T*, std::int64_t, std::int64_t,              \
-                                            std::int64_t, cudaStream_t);                           \
+                                            std::int64_t, std::int64_t, cudaStream_t);             \
     template void position_embedding_backward<T>(float*, const T*, std::int64_t, std::int64_t,     \
                                                  std::int64_t, cudaStream_t);                      \
     template void fill_columns<T>(T*, std::int64_t, std::int64_t, std::int64_t, float,             \

@@ -68,6 +68,9 @@ public:
     // Typed forms (the fp32 overrides above call them): bf16 activations and their gradients
     // travel as bf16, as in Megatron.
     void all_reduce(void* data, std::size_t n, ncclDataType_t type, ncclRedOp_t op);
+    void all_gather_typed(const void* in, void* out, std::size_t n_per_rank, ncclDataType_t type);
+    void reduce_scatter_typed(const void* in, void* out, std::size_t n_per_rank,
+                              ncclDataType_t type);
     void send_typed(const void* data, std::size_t n, ncclDataType_t type, int peer);
     void recv_typed(void* data, std::size_t n, ncclDataType_t type, int peer);
 
@@ -89,7 +92,7 @@ private:
         ncclDataType_t type;
         int peer;
     };
-    void issue_pending_sends(); // inside an open NCCL group
+    void issue_pending_sends();    // inside an open NCCL group
     void release_issued_staging(); // after the group has ended
 
     ncclComm_t comm_ = nullptr;
