@@ -18,6 +18,9 @@
 # tests (losses against the CPU backend's); and end-to-end one-GPU training with
 # `trident run --backend cuda` of GPT-2 350M and GPT-3 1.3B (tokens/s, MFU), each beside
 # `trident simulate` of the same plan with the measured profile (measured vs simulated step).
+# Where the image lacks the project's build dependencies, carry build-cuda/device-deps.tar.xz
+# (made here by tests/gpu/device-deps.sh); where it lacks MPI, the single-process stand-in is
+# used, and the multi-rank NCCL run is skipped.
 # Environment: JOBS (default: all cores), CUDA_ARCH (default 90).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,13 +40,49 @@ command -v ninja >/dev/null && GEN=(-G Ninja)
 t0=$(date +%s)
 stamp() { echo "[device-check $(( $(date +%s) - t0 ))s] $*"; }
 
+: >"$OUT/configure.log"
 { nvidia-smi; nvcc --version; cmake --version | head -1; } >"$OUT/machine.log" 2>&1
 stamp "machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
 
 common=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH")
+# NCCL: the toolkit's, else the one PyTorch's image carries as a Python package.
+if [ ! -f /usr/local/cuda/include/nccl.h ]; then
+  nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' \
+             2>/dev/null || true)
+  nccl_lib=$(ls "$nccl_dir"/lib/libnccl.so* 2>/dev/null | head -1)
+  if [ -n "$nccl_lib" ] && [ -f "$nccl_dir/include/nccl.h" ]; then
+    common+=(-DNCCL_INCLUDE_DIR="$nccl_dir/include" -DNCCL_LIBRARY="$nccl_lib")
+    export LD_LIBRARY_PATH=$nccl_dir/lib:${LD_LIBRARY_PATH:-}
+    stamp "NCCL from $nccl_dir"
+  fi
+fi
+# The whole project with the image's own packages; else with the packed dependencies
+# (tests/gpu/device-deps.sh: JSON, CLI11, GoogleTest, OpenBLAS), with real MPI if the image has
+# it, else the single-process MPI stand-in. The last resort is the stand-alone kernel project.
+DEPS_TAR=$ROOT/build-cuda/device-deps.tar.xz
+whole=(-DTRIDENT_CUDA=ON -DTRIDENT_GUI=OFF -DTRIDENT_TESTS=ON)
+configure_whole() {
+  rm -rf "$BUILD/full"
+  cmake -S "$ROOT" -B "$BUILD/full" "${GEN[@]}" "${common[@]}" "${whole[@]}" "$@" \
+    >>"$OUT/configure.log" 2>&1
+}
 stamp "configure (whole project)"
-if cmake -S "$ROOT" -B "$BUILD/full" "${GEN[@]}" "${common[@]}" -DTRIDENT_CUDA=ON \
-     -DTRIDENT_GUI=OFF -DTRIDENT_TESTS=ON >"$OUT/configure.log" 2>&1; then
+configured=0
+if configure_whole; then
+  configured=1
+elif [ -f "$DEPS_TAR" ]; then
+  mkdir -p "$BUILD" && tar -C "$BUILD" -xJf "$DEPS_TAR"
+  export LD_LIBRARY_PATH=$BUILD/device-deps/lib:${LD_LIBRARY_PATH:-}
+  stamp "configure with the packed dependencies"
+  if configure_whole -DCMAKE_PREFIX_PATH="$BUILD/device-deps"; then
+    configured=1
+  else
+    stamp "configure with the packed dependencies and the single-process MPI stand-in"
+    configure_whole -DCMAKE_PREFIX_PATH="$BUILD/device-deps" -DTRIDENT_MPI_SINGLE=ON &&
+      configured=1
+  fi
+fi
+if [ "$configured" -eq 1 ]; then
   BDIR=$BUILD/full
   TESTS=$BDIR/tests/gpu/cuda_kernel_tests
   BENCH=$BDIR/bench/cuda_kernels_bench
@@ -128,7 +167,8 @@ if [ -n "$NCCL_TESTS" ]; then
   timeout 90 "$NCCL_TESTS" --gtest_color=no >"$OUT/nccl.log" 2>&1
   nccl_rc=$?
   nccl_summary="1 rank: exit $nccl_rc ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUT/nccl.log" | tr '\n' ' '))"
-  if [ "${NGPU:-0}" -ge 2 ] && command -v mpirun >/dev/null; then
+  if [ "${NGPU:-0}" -ge 2 ] && command -v mpirun >/dev/null &&
+     ! grep -q "TRIDENT_MPI_SINGLE:BOOL=ON" "$BDIR/CMakeCache.txt" 2>/dev/null; then
     stamp "NCCL communicator tests: $NGPU ranks"
     timeout 120 mpirun --allow-run-as-root --oversubscribe -np "$NGPU" "$NCCL_TESTS" \
       --gtest_color=no >"$OUT/nccl-mpi.log" 2>&1

@@ -4,7 +4,8 @@
 //
 // Every operation is enqueued on the communicator's CUDA stream and returns at once; its result
 // is ready for work ordered after it on that stream (call synchronize() before the host reads
-// it). Buffers are device pointers to fp32 elements.
+// it). Buffers are device pointers: fp32 elements through the Communicator interface, any NCCL
+// type through the *_typed forms.
 //
 // Point to point: NCCL has no tags, and a lone ncclSend to a peer whose matching ncclRecv sits
 // behind it on the same stream (a rank sending to itself, or two ranks that both send first)
@@ -76,7 +77,9 @@ public:
 
     // Staging for sends from `allocator` (on this communicator's stream) instead of cudaMalloc:
     // a staging block goes back as soon as its ncclSend is enqueued, since the allocator hands
-    // it out again only to work ordered after the send on the same stream. Borrowed.
+    // it out again only to work ordered after the send on the same stream. (Should the
+    // allocator run out and release its cache, cudaFree waits for the device, so for a send
+    // in flight and the peer's matching receive: a stall, never a reuse.) Borrowed.
     void use_staging_allocator(kernels::cuda::CachingAllocator* allocator) {
         staging_allocator_ = allocator;
     }
