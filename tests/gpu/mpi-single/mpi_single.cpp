@@ -35,14 +35,18 @@ State& state() {
 std::size_t bytes_of(MPI_Datatype type) {
     switch (type) {
     case MPI_CHAR:
-    case MPI_BYTE: return 1;
+    case MPI_BYTE:
+        return 1;
     case MPI_INT:
-    case MPI_FLOAT: return 4;
+    case MPI_FLOAT:
+        return 4;
     case MPI_DOUBLE:
     case MPI_LONG_LONG:
     case MPI_INT64_T:
-    case MPI_UINT64_T: return 8;
-    default: fail("unknown datatype " + std::to_string(type));
+    case MPI_UINT64_T:
+        return 8;
+    default:
+        fail("unknown datatype " + std::to_string(type));
     }
 }
 
@@ -155,8 +159,8 @@ int MPI_Reduce_scatter_block(const void* in, void* out, int count, MPI_Datatype 
     copy_unless_in_place(in, out, count, type);
     return MPI_SUCCESS;
 }
-int MPI_Allgather(const void* in, int in_count, MPI_Datatype in_type, void* out, int,
-                  MPI_Datatype, MPI_Comm) {
+int MPI_Allgather(const void* in, int in_count, MPI_Datatype in_type, void* out, int, MPI_Datatype,
+                  MPI_Comm) {
     copy_unless_in_place(in, out, in_count, in_type);
     return MPI_SUCCESS;
 }
@@ -171,12 +175,12 @@ int MPI_Gatherv(const void* in, int in_count, MPI_Datatype in_type, void* out, c
     check_peer(root, "MPI_Gatherv");
     if (in == MPI_IN_PLACE) return MPI_SUCCESS;
     copy_unless_in_place(
-        in, static_cast<char*>(out) + std::size_t(displacements[0]) * bytes_of(out_type),
-        in_count, in_type);
+        in, static_cast<char*>(out) + std::size_t(displacements[0]) * bytes_of(out_type), in_count,
+        in_type);
     return MPI_SUCCESS;
 }
-int MPI_Alltoall(const void* in, int in_count, MPI_Datatype in_type, void* out, int,
-                 MPI_Datatype, MPI_Comm) {
+int MPI_Alltoall(const void* in, int in_count, MPI_Datatype in_type, void* out, int, MPI_Datatype,
+                 MPI_Comm) {
     copy_unless_in_place(in, out, in_count, in_type);
     return MPI_SUCCESS;
 }
