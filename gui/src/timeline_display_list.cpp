@@ -13,6 +13,21 @@ namespace {
 constexpr double kDigitWidthEm = 0.65; // DejaVu Sans digits are 0.636 em wide
 constexpr double kMaxTextPx = 11.0;
 constexpr double kMinTextPx = 6.0;
+constexpr double kRowLabelWidthPx = 44.0; // "compute" at 10 px
+
+QString short_stream_name(core::Stream stream) {
+    switch (stream) {
+    case core::Stream::compute:
+        return QStringLiteral("compute");
+    case core::Stream::pipeline_p2p:
+        return QStringLiteral("p2p");
+    case core::Stream::data_parallel:
+        return QStringLiteral("dp");
+    case core::Stream::tensor_parallel:
+        return QStringLiteral("tp");
+    }
+    return {};
+}
 // A merged block stops growing at this width, so a zoomed-out row still shows where forwards
 // (warm-up) and backwards (cool-down) dominate instead of one colour for the whole row.
 constexpr double kMaxMergedPx = 3.0;
@@ -214,7 +229,10 @@ private:
                                  : QStringLiteral("rank %1").arg(data.rank());
         const QString bubble =
             QStringLiteral("bubble %1%").arg(100.0 * data.bubble_fraction, 0, 'f', 1);
-        const double width_px = layout_.plot.left() - 8.0;
+        // A lane with several rows names each row's stream at the right of the label column.
+        const bool row_names = lane.rows.size() > 1;
+        const double width_px = layout_.plot.left() - 8.0 - (row_names ? kRowLabelWidthPx : 0.0);
+        if (row_names) add_row_labels(lane);
         // Hundreds of ranks leave lanes too thin to label: the tooltip still names them.
         if (width_px <= 0.0 || lane.height_px < kMinTextPx) return;
         if (lane.height_px >= 2.0 * kMaxTextPx + 4.0) {
@@ -237,6 +255,18 @@ private:
             {QRectF(4.0, lane.top_px, width_px, lane.height_px),
              elided(name + QStringLiteral(" · ") + bubble, text_px, false, width_px),
              label_text_color(), TextRole::lane_label, text_px});
+    }
+
+    void add_row_labels(const LaneBox& lane) {
+        for (const RowBox& row : lane.rows) {
+            if (row.height_px < kMinTextPx) continue;
+            const QRectF box(layout_.plot.left() - kRowLabelWidthPx - 2.0, row.top_px,
+                             kRowLabelWidthPx, row.height_px);
+            if (!inside_y(box)) continue;
+            const double text_px = std::clamp(row.height_px - 1.0, kMinTextPx, 10.0);
+            list_.texts.push_back({box, short_stream_name(row.row->stream), axis_color(),
+                                   TextRole::row_label, text_px});
+        }
     }
 
     void add_legend() {

@@ -43,6 +43,7 @@ enum class TextRole : std::uint8_t {
     title,
     lane_label,
     lane_bubble,
+    row_label, // the stream a row of a lane shows ("compute", "p2p", "dp", "tp")
     block_label,
     axis_label,
     legend

@@ -9,6 +9,7 @@
 
 #include <QImage>
 #include <QXmlStreamReader>
+#include <algorithm>
 #include <gtest/gtest.h>
 
 namespace trident::gui {
@@ -123,6 +124,33 @@ TEST(TimelineRender, LaneLabelsCarryTheBubbleFraction) {
     for (const TextPrimitive& text : list.texts)
         if (text.text.contains("bubble 23.5%")) ++bubbles; // 2 / 8.5
     EXPECT_EQ(bubbles, 2);
+}
+
+TEST(TimelineRender, LanesWithSeveralRowsNameTheirStreams) {
+    // Rank 0 has compute and p2p rows; rank 1 only compute: its single row needs no name.
+    const TimelineModel model(two_stage_trace(1));
+    const TimelineLayout layout = layout_timeline(model, full_view(false));
+    const TimelineDisplayList list = build_display_list(model, layout);
+    std::vector<std::pair<QString, double>> rows; // name, vertical centre
+    for (const TextPrimitive& text : list.texts)
+        if (text.role == TextRole::row_label) rows.push_back({text.text, text.box.center().y()});
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].first, "compute");
+    EXPECT_EQ(rows[1].first, "p2p");
+    // Each name sits on its row, left of the plot.
+    for (const RowBox& row : layout.lanes[0].rows) {
+        const QString want = row.row->stream == core::Stream::compute ? "compute" : "p2p";
+        const double centre = row.top_px + 0.5 * row.height_px;
+        const auto it =
+            std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == want; });
+        ASSERT_NE(it, rows.end());
+        EXPECT_NEAR(it->second, centre, 0.5);
+    }
+    for (const TextPrimitive& text : list.texts) {
+        if (text.role == TextRole::row_label) {
+            EXPECT_LE(text.box.right(), layout.plot.left());
+        }
+    }
 }
 
 TEST(TimelineRender, MicrobatchNumbersOnWideBlocksOnly) {

@@ -88,8 +88,9 @@ TEST_F(TimelineScroll, OnlyVisibleLanesProducePrimitives) {
         EXPECT_GE(rect.rect.top(), layout.plot.top() - 1e-9);
         EXPECT_LE(rect.rect.bottom(), layout.plot.bottom() + 1e-9);
     }
-    // At most ~6 blocks, an idle band, two labels and a separator per visible lane.
-    EXPECT_LT(list.primitive_count(), 12 * layout.lanes.size() + 100);
+    // At most ~6 blocks, an idle band, two labels, a name per row and a separator per visible
+    // lane.
+    EXPECT_LT(list.primitive_count(), 14 * layout.lanes.size() + 100);
 }
 
 TEST_F(TimelineScroll, ScrollingToTheEndShowsTheLastRank) {
