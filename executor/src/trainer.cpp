@@ -35,8 +35,9 @@ void require_supported(const core::JobSpec& job) {
 std::vector<std::string> ignored_by_executor(const core::JobSpec& job) {
     std::vector<std::string> ignored;
     if (job.model.dropout)
-        ignored.push_back("model.dropout: dropout is not applied by the CPU executor yet; this run "
-                          "trains without it");
+        ignored.push_back(
+            "model.dropout: dropout is not applied by the executor yet (either backend); this run "
+            "trains without it");
     return ignored;
 }
 
