@@ -218,7 +218,8 @@ Command add_run_command(CLI::App& app) {
             if (o->save_interval > 0 && o->save.empty())
                 throw core::SpecError("--save-interval", "needs --save DIR");
             if (rank == 0)
-                for (const std::string& line : executor::ignored_by_executor(job))
+                for (const std::string& line :
+                     executor::ignored_by_executor(job, backend == executor::Backend::cuda))
                     std::fprintf(stderr, "trident: warning: %s\n", line.c_str());
             check_writable_parent(o->trace, "--trace", rank);
             const std::uint64_t seed = std::uint64_t(job.training.seed);

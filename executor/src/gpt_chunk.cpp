@@ -102,6 +102,9 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     N_ = B_ * T_;
     rope_ = m.position_embedding == core::PositionEmbedding::rope;
     rotary_base_ = m.rotary_base;
+    dropout_ = m.dropout;
+    seed_ = seed;
+    tp_rank_ = tp_rank;
     for (std::int64_t b = 0; b < B_; ++b)
         row_positions_.insert(row_positions_.end(), positions_[std::size_t(cp_rank)].begin(),
                               positions_[std::size_t(cp_rank)].end());
@@ -130,6 +133,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     const std::int64_t per_chunk = job.layers_per_model_chunk();
     first_ = vs == 0;
     last_ = vs == plan.pp * plan.vpp - 1;
+    first_layer_ = vs * per_chunk;
     const float init_std = 0.02f;
     // GPT-2's scaled init of the residual projections: 0.02 / √(2L).
     const float residual_std = init_std / std::sqrt(2.0f * float(m.num_layers));
@@ -299,8 +303,49 @@ Vec GptChunk::reduce_rows(Vec partial, Communicator& tp) const {
     return mine;
 }
 
-void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& comms) const {
+// Megatron's default hidden_dropout and attention_dropout.
+constexpr float kDropoutProbability = 0.1f;
+
+void GptChunk::drop_rows(Vec& x, DropoutSite site, std::int64_t layer, const Activations& a) const {
+    // Row n of this rank is row row0 + n of the micro-batch's B·T (its 1/tp of them under
+    // sequence parallelism): sequence (row0 + n) / T, at its context rank's position.
+    const std::uint64_t site_key =
+        k::dropout_key(k::dropout_key(seed_, site), std::uint64_t(layer + 1));
+    const std::int64_t row0 = sp_ ? tp_rank_ * Nl_ : 0;
+    const auto& position = positions_[std::size_t(cp_rank_)];
+    std::vector<std::uint64_t> keys(static_cast<std::size_t>(Nl_));
+    for (std::int64_t n = 0; n < Nl_; ++n) {
+        const std::int64_t row = row0 + n;
+        keys[std::size_t(n)] =
+            k::dropout_key(k::dropout_key(site_key, std::uint64_t(a.first_sample + row / T_)),
+                           std::uint64_t(position[std::size_t(row % T_)]));
+    }
+    k::dropout_rows(x.data(), Nl_, h_, keys.data(), kDropoutProbability);
+}
+
+std::vector<std::uint64_t> GptChunk::attention_dropout_keys(std::int64_t layer,
+                                                            const Activations& a) const {
+    // One key per (sequence, head, query): the head's global index, the query's position.
+    const std::uint64_t site_key =
+        k::dropout_key(k::dropout_key(seed_, attention_probs), std::uint64_t(layer + 1));
+    const auto& position = positions_[std::size_t(cp_rank_)];
+    std::vector<std::uint64_t> keys(static_cast<std::size_t>(B_ * Hl_ * T_));
+    for (std::int64_t b = 0; b < B_; ++b)
+        for (std::int64_t h = 0; h < Hl_; ++h) {
+            const std::uint64_t head_key =
+                k::dropout_key(k::dropout_key(site_key, std::uint64_t(a.first_sample + b)),
+                               std::uint64_t(tp_rank_ * Hl_ + h));
+            for (std::int64_t t = 0; t < T_; ++t)
+                keys[std::size_t((b * Hl_ + h) * T_ + t)] =
+                    k::dropout_key(head_key, std::uint64_t(position[std::size_t(t)]));
+        }
+    return keys;
+}
+
+void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& comms,
+                             const Activations& a) const {
     Communicator& tp = comms.tensor;
+    const std::int64_t layer = first_layer_ + std::int64_t(i);
     const std::int64_t NLH = Nl_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
     const LayerParams& lp = layers_[i];
     // x holds this rank's rows; the GEMMs and attention see all N rows.
@@ -319,11 +364,13 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
         k::rope_forward(L.qkv.data() + Hl_ * D_, N_, Wl, KVl_, D_, row_positions_.data(),
                         rotary_base_);
     }
+    if (dropping(a)) L.attention_keys = attention_dropout_keys(layer, a);
     attention_forward(L, comms.context);
     Vec y(static_cast<std::size_t>(N_ * h_));
     k::matmul_forward(y.data(), L.att.data(), p(lp.proj_w), nullptr, N_, Hl_ * D_, h_);
     y = reduce_rows(std::move(y), tp); // row-parallel: sum the partial outputs
     if (bias_) add_bias(y.data(), p(lp.proj_b), Nl_, h_);
+    if (dropping(a)) drop_rows(y, attention_out, layer, a);
     L.x_mid.resize(std::size_t(NLH));
     for (std::int64_t j = 0; j < NLH; ++j)
         L.x_mid[std::size_t(j)] = x[std::size_t(j)] + y[std::size_t(j)];
@@ -349,6 +396,7 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
         y = reduce_rows(std::move(y), tp);
         if (bias_) add_bias(y.data(), p(lp.fc2_b), Nl_, h_);
     }
+    if (dropping(a)) drop_rows(y, mlp_out, layer, a);
     for (std::int64_t j = 0; j < NLH; ++j)
         x[std::size_t(j)] = L.x_mid[std::size_t(j)] + y[std::size_t(j)];
 }
@@ -369,13 +417,14 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
                 for (std::int64_t c = 0; c < h_; ++c)
                     x[std::size_t(n * h_ + c)] +=
                         p(wpe_)[position[std::size_t((row0 + n) % T_)] * h_ + c];
+        if (dropping(a)) drop_rows(x, embedding_out, -1, a);
     } else {
         x = a.input;
     }
     a.layers.assign(layers_.size(), Layer{});
     for (std::size_t i = 0; i < layers_.size(); ++i) {
         Layer& L = a.layers[i];
-        layer_forward(i, L, x, comms);
+        layer_forward(i, L, x, comms, a);
         if (recompute_[i] == core::RecomputeGranularity::full) {
             Vec input = std::move(L.x_in);
             L = Layer{};
@@ -436,21 +485,28 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
     } else {
         std::copy(dout, dout + NLH, dx.begin());
     }
+    // The gradient of a dropped-out branch: dx through the same mask (the residual path
+    // keeps dx itself).
+    const auto branch_grad = [&](DropoutSite site, std::ptrdiff_t i) {
+        Vec g = dx;
+        if (dropping(a)) drop_rows(g, site, i < 0 ? -1 : first_layer_ + std::int64_t(i), a);
+        return g;
+    };
     for (std::size_t i = layers_.size(); i-- > 0;) {
         const LayerParams& lp = layers_[i];
         Layer& L = a.layers[i];
         if (recompute_[i] == core::RecomputeGranularity::full) {
             Vec x = L.x_in; // run the layer's forward again from its saved input
-            layer_forward(i, L, x, comms);
+            layer_forward(i, L, x, comms, a);
         } else if (L.probs.empty()) {
             attention_forward(L, comms.context); // selective: the probabilities again
         }
         // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))) — or the experts'.
         Vec d_ln2(static_cast<std::size_t>(NH), 0.0f);
         if (lp.moe) {
-            moe_backward(lp, L, dx, d_ln2, loss_scale, comms.expert);
+            moe_backward(lp, L, branch_grad(mlp_out, i), d_ln2, loss_scale, comms.expert);
         } else {
-            L.d_fc2_out = gather_rows(dx, tp);
+            L.d_fc2_out = gather_rows(branch_grad(mlp_out, i), tp);
             Vec d_act(static_cast<std::size_t>(N_ * Fl_), 0.0f);
             k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), N_, Fl_, h_);
             L.d_fc.assign(std::size_t(N_ * gate * Fl_), 0.0f);
@@ -465,7 +521,7 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
         norm_backward(dx.data(), d_ln2.data(), L.x_mid.data(), L.ln2_mean.data(), L.ln2_rstd.data(),
                       lp.ln2_w, lp.ln2_b);
         // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
-        L.d_proj_out = gather_rows(dx, tp);
+        L.d_proj_out = gather_rows(branch_grad(attention_out, i), tp);
         Vec d_att(static_cast<std::size_t>(N_ * Hl_ * D_), 0.0f);
         k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), N_, Hl_ * D_, h_);
         attention_backward(L, d_att, comms.context);
@@ -483,10 +539,11 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
         for (Vec* v : {&L.probs, &L.x_in, &L.x_mid, &L.qkv, &L.kv, &L.fc, &L.ln1_mean, &L.ln1_rstd,
                        &L.ln2_mean, &L.ln2_rstd})
             Vec().swap(*v);
+        std::vector<std::uint64_t>().swap(L.attention_keys);
     }
     // The embedding's weight gradient needs every row (the table is split by vocabulary).
     if (first_)
-        a.embedding_grad = gather_rows(dx, tp);
+        a.embedding_grad = gather_rows(branch_grad(embedding_out, -1), tp);
     else
         a.dinput = std::move(dx);
 }
@@ -494,9 +551,12 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
 void GptChunk::attention_forward(Layer& L, Communicator& cp) const {
     const std::int64_t W = (Hl_ + 2 * KVl_) * D_;
     L.att.resize(std::size_t(N_ * Hl_ * D_));
+    const k::AttentionDropout dropout{kDropoutProbability, L.attention_keys.data()};
+    const k::AttentionDropout* drop = L.attention_keys.empty() ? nullptr : &dropout;
     if (cp_ == 1) {
         L.probs.resize(std::size_t(B_ * Hl_ * T_ * T_));
-        k::attention_forward(L.att.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_);
+        k::attention_forward(L.att.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_,
+                             drop);
         return;
     }
     // Gather every context rank's keys and values, placed at their sequence positions.
@@ -516,22 +576,24 @@ void GptChunk::attention_forward(Layer& L, Communicator& cp) const {
     L.probs.resize(std::size_t(B_ * Hl_ * T_ * seq_));
     k::attention_forward_rows(L.att.data(), Hl_ * D_, L.probs.data(), L.qkv.data(), W, L.kv.data(),
                               L.kv.data() + KVl_ * D_, KVW, visible_.data(), B_, T_, seq_, Hl_,
-                              KVl_, D_);
+                              KVl_, D_, drop);
 }
 
 void GptChunk::attention_backward(Layer& L, const Vec& d_att, Communicator& cp) const {
+    const k::AttentionDropout dropout{kDropoutProbability, L.attention_keys.data()};
+    const k::AttentionDropout* drop = L.attention_keys.empty() ? nullptr : &dropout;
     const std::int64_t W = (Hl_ + 2 * KVl_) * D_;
     L.d_qkv.assign(std::size_t(N_ * W), 0.0f);
     if (cp_ == 1) {
         k::attention_backward(L.d_qkv.data(), d_att.data(), L.qkv.data(), L.probs.data(), B_, T_,
-                              Hl_, KVl_, D_);
+                              Hl_, KVl_, D_, drop);
         return;
     }
     const std::int64_t KVW = 2 * KVl_ * D_;
     Vec dkv(static_cast<std::size_t>(B_ * seq_ * KVW), 0.0f);
     k::attention_backward_rows(L.d_qkv.data(), dkv.data(), dkv.data() + KVl_ * D_, d_att.data(),
                                Hl_ * D_, L.qkv.data(), W, L.kv.data(), L.kv.data() + KVl_ * D_, KVW,
-                               L.probs.data(), visible_.data(), B_, T_, seq_, Hl_, KVl_, D_);
+                               L.probs.data(), visible_.data(), B_, T_, seq_, Hl_, KVl_, D_, drop);
     // Each rank's key and value gradients, summed over the ranks whose queries used them.
     Vec blocks(static_cast<std::size_t>(cp_ * N_ * KVW));
     for (std::int64_t r = 0; r < cp_; ++r)

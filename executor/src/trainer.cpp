@@ -32,12 +32,11 @@ void require_supported(const core::JobSpec& job) {
     if (job.model.mla) no("model.mla", "multi-head latent attention");
 }
 
-std::vector<std::string> ignored_by_executor(const core::JobSpec& job) {
+std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda_backend) {
     std::vector<std::string> ignored;
-    if (job.model.dropout)
-        ignored.push_back(
-            "model.dropout: dropout is not applied by the executor yet (either backend); this run "
-            "trains without it");
+    if (job.model.dropout && cuda_backend)
+        ignored.push_back("model.dropout: dropout is not applied by the CUDA backend yet (the CPU "
+                          "backend applies it); this run trains without it");
     return ignored;
 }
 
@@ -239,6 +238,11 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
                               first_sample, a.microbatch, slot.inputs, slot.targets);
             slot.acts.tokens = slot.inputs.data();
             slot.acts.targets = slot.targets.data();
+            // Dropout masks are keyed by the global sample, as microbatch_tokens reads it.
+            slot.acts.first_sample = first_sample +
+                                     groups_.coord.dp * m * job_.plan.micro_batch_size +
+                                     a.microbatch * job_.plan.micro_batch_size;
+            slot.acts.training = !forward_only;
             if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
             chunk.forward(slot.acts, comms);
             if (chunk.last()) loss_sum += slot.acts.loss;

@@ -95,6 +95,15 @@ TEST(GptGradient, DenseModel) {
           0.05);
 }
 
+TEST(GptGradient, DropoutEverywhere) {
+    // Embedding, attention-probability and residual-branch dropout: the masks are a fixed
+    // function of position, so the dropped model is differentiable and B must match.
+    check(std::string(TRIDENT_TEST_DATA) + "/models/gpt-tiny-dropout.json",
+          {"embedding.word", "embedding.position", "layer.0.qkv.weight", "layer.1.proj.bias",
+           "layer.2.fc1.weight", "layer.3.fc2.bias", "layer.3.norm2.weight"},
+          0.05);
+}
+
 TEST(GptGradient, RotaryPositionEmbedding) {
     // GQA with RoPE on queries and keys: the rotation's backward must bring the gradients of
     // the QKV weights back to the unrotated products.

@@ -275,3 +275,48 @@ TEST(CpuKernels, RopeScoresDependOnlyOnRelativePosition) {
     }
     for (double s : scores) EXPECT_NEAR(s, scores.front(), 1e-4 * (1.0 + std::fabs(s)));
 }
+
+TEST(CpuKernels, DropoutKeepsAboutOneMinusPScaledAndDependsOnlyOnTheKey) {
+    const std::int64_t rows = 200, cols = 500;
+    std::vector<std::uint64_t> keys(rows);
+    for (std::int64_t r = 0; r < rows; ++r)
+        keys[std::size_t(r)] = dropout_key(99, std::uint64_t(r));
+    Vec x(rows * cols, 1.0f);
+    dropout_rows(x.data(), rows, cols, keys.data(), 0.1f);
+    std::size_t kept = 0;
+    for (float v : x) {
+        ASSERT_TRUE(v == 0.0f || std::fabs(v - 1.0f / 0.9f) < 1e-6f) << v;
+        kept += v != 0.0f;
+    }
+    EXPECT_NEAR(double(kept) / double(x.size()), 0.9, 0.005); // 100 000 draws: σ ≈ 0.001
+    // The same key drops the same columns wherever the row is; another key others.
+    Vec one(cols, 1.0f), again(cols, 1.0f), other(cols, 1.0f);
+    dropout_rows(one.data(), 1, cols, &keys[7], 0.1f);
+    dropout_rows(again.data(), 1, cols, &keys[7], 0.1f);
+    dropout_rows(other.data(), 1, cols, &keys[8], 0.1f);
+    EXPECT_EQ(one, Vec(x.begin() + 7 * cols, x.begin() + 8 * cols));
+    EXPECT_EQ(one, again);
+    EXPECT_NE(one, other);
+}
+
+TEST(CpuKernels, AttentionWithDropoutHasTheGradientOfItsMaskedFunction) {
+    // The mask is a fixed function of the keys, so the dropped attention is a smooth function of
+    // qkv and its backward must match finite differences; at p = 0.3 every row loses some.
+    const int B = 2, T = 6, H = 4, KV = 2, D = 3, W = (H + 2 * KV) * D;
+    std::vector<std::uint64_t> keys(B * H * T);
+    for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = dropout_key(5, i);
+    const AttentionDropout dropout{0.3f, keys.data()};
+    Vec qkv = random_vec(B * T * W, 50), r = random_vec(B * T * H * D, 51);
+    Vec out(B * T * H * D), plain(out.size()), probs(B * H * T * T);
+    const auto loss = [&] {
+        attention_forward(out.data(), probs.data(), qkv.data(), B, T, H, KV, D, &dropout);
+        return dot(out, r);
+    };
+    loss();
+    attention_forward(plain.data(), probs.data(), qkv.data(), B, T, H, KV, D);
+    EXPECT_NE(out, plain); // something was dropped
+    loss();
+    Vec dqkv(B * T * W, 0);
+    attention_backward(dqkv.data(), r.data(), qkv.data(), probs.data(), B, T, H, KV, D, &dropout);
+    check_gradient(qkv, dqkv, loss, "attention with dropout dqkv");
+}

@@ -14,9 +14,10 @@ void attention_forward_rows(float* out, std::int64_t out_stride, float* probs, c
                             std::int64_t q_stride, const float* k, const float* v,
                             std::int64_t kv_stride, const std::int32_t* visible, std::int64_t B,
                             std::int64_t Tq, std::int64_t Tk, std::int64_t H, std::int64_t KV,
-                            std::int64_t D) {
+                            std::int64_t D, const AttentionDropout* dropout) {
     const std::int64_t group = H / KV;
     const float scale = 1.0f / std::sqrt(float(D));
+    std::vector<float> dropped(dropout ? static_cast<std::size_t>(Tq * Tk) : 0u);
     for (std::int64_t b = 0; b < B; ++b)
         for (std::int64_t h = 0; h < H; ++h) {
             const float* qh = q + b * Tq * q_stride + h * D;
@@ -39,9 +40,18 @@ void attention_forward_rows(float* out, std::int64_t out_stride, float* probs, c
                 for (std::int64_t s = 0; s < seen; ++s) row[s] /= sum;
                 for (std::int64_t s = seen; s < Tk; ++s) row[s] = 0.0f;
             }
-            // O = P·V
+            // O = P·V, or dropout(P)·V.
+            const float* pv = p;
+            if (dropout) {
+                const std::uint64_t* keys = dropout->row_keys + (b * H + h) * Tq;
+                for (std::int64_t t = 0; t < Tq; ++t)
+                    for (std::int64_t s = 0; s < Tk; ++s)
+                        dropped[std::size_t(t * Tk + s)] =
+                            p[t * Tk + s] * dropout_factor(keys[t], s, dropout->probability);
+                pv = dropped.data();
+            }
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(Tq), int(D), int(Tk), 1.0f,
-                        p, int(Tk), vh, int(kv_stride), 0.0f, out + b * Tq * out_stride + h * D,
+                        pv, int(Tk), vh, int(kv_stride), 0.0f, out + b * Tq * out_stride + h * D,
                         int(out_stride));
         }
 }
@@ -51,10 +61,11 @@ void attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
                              const float* k, const float* v, std::int64_t kv_stride,
                              const float* probs, const std::int32_t* visible, std::int64_t B,
                              std::int64_t Tq, std::int64_t Tk, std::int64_t H, std::int64_t KV,
-                             std::int64_t D) {
+                             std::int64_t D, const AttentionDropout* dropout) {
     const std::int64_t group = H / KV;
     const float scale = 1.0f / std::sqrt(float(D));
     std::vector<float> ds(static_cast<std::size_t>(Tq * Tk));
+    std::vector<float> factors(dropout ? ds.size() : 0u), dropped(factors.size());
     for (std::int64_t b = 0; b < B; ++b)
         for (std::int64_t h = 0; h < H; ++h) {
             const std::int64_t kv_off = (h / group) * D;
@@ -63,12 +74,26 @@ void attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
             const float* vh = v + b * Tk * kv_stride + kv_off;
             const float* p = probs + (b * H + h) * Tq * Tk;
             const float* dy = dout + b * Tq * out_stride + h * D;
-            // dV += Pᵀ·dO; dP = dO·Vᵀ
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(Tk), int(D), int(Tq), 1.0f, p,
+            // With dropout the forward used P̃ = P ∘ F (F: the mask's 0 or 1/(1 − p)), again.
+            const float* pv = p;
+            if (dropout) {
+                const std::uint64_t* keys = dropout->row_keys + (b * H + h) * Tq;
+                for (std::int64_t t = 0; t < Tq; ++t)
+                    for (std::int64_t s = 0; s < Tk; ++s) {
+                        const std::size_t at = std::size_t(t * Tk + s);
+                        factors[at] = dropout_factor(keys[t], s, dropout->probability);
+                        dropped[at] = p[at] * factors[at];
+                    }
+                pv = dropped.data();
+            }
+            // dV += P̃ᵀ·dO; dP̃ = dO·Vᵀ, and dP = dP̃ ∘ F.
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(Tk), int(D), int(Tq), 1.0f, pv,
                         int(Tk), dy, int(out_stride), 1.0f, dv + b * Tk * kv_stride + kv_off,
                         int(kv_stride));
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(Tq), int(Tk), int(D), 1.0f, dy,
                         int(out_stride), vh, int(kv_stride), 0.0f, ds.data(), int(Tk));
+            if (dropout)
+                for (std::size_t i = 0; i < ds.size(); ++i) ds[i] *= factors[i];
             // Softmax backward: dS = P ⊙ (dP − Σ P·dP), scaled like S.
             for (std::int64_t t = 0; t < Tq; ++t) {
                 const float* pr = p + t * Tk;
@@ -98,19 +123,20 @@ std::vector<std::int32_t> causal(std::int64_t T) {
 } // namespace
 
 void attention_forward(float* out, float* probs, const float* qkv, std::int64_t B, std::int64_t T,
-                       std::int64_t H, std::int64_t KV, std::int64_t D) {
+                       std::int64_t H, std::int64_t KV, std::int64_t D,
+                       const AttentionDropout* dropout) {
     const std::int64_t W = (H + 2 * KV) * D;
     attention_forward_rows(out, H * D, probs, qkv, W, qkv + H * D, qkv + (H + KV) * D, W,
-                           causal(T).data(), B, T, T, H, KV, D);
+                           causal(T).data(), B, T, T, H, KV, D, dropout);
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
                         std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t KV,
-                        std::int64_t D) {
+                        std::int64_t D, const AttentionDropout* dropout) {
     const std::int64_t W = (H + 2 * KV) * D;
     attention_backward_rows(dqkv, dqkv + H * D, dqkv + (H + KV) * D, dout, H * D, qkv, W,
                             qkv + H * D, qkv + (H + KV) * D, W, probs, causal(T).data(), B, T, T, H,
-                            KV, D);
+                            KV, D, dropout);
 }
 
 } // namespace trident::kernels::cpu

@@ -9,10 +9,11 @@
 // gradient all-reduce in buckets (gradient_buckets.h). With the plan's overlap_grad_reduce each
 // bucket is launched as soon as the last micro-batch's weight-gradient work of its tensors is
 // enqueued, so the reduction overlaps the rest of the backward pass; without it, after the
-// schedule's last action. The distributed optimizer reduce-scatters once, after the walk. Mixed precision (Micikevicius et al. 2018): bf16 weights for the
-// kernels, fp32 master weights, fp32 gradient accumulation and fp32 Adam moments; the
-// multi-tensor AdamW writes the bf16 copy as it updates. Activations come from a caching
-// allocator on the compute stream; its peak is the step's peak activation memory.
+// schedule's last action. The distributed optimizer reduce-scatters once, after the walk. Mixed
+// precision (Micikevicius et al. 2018): bf16 weights for the kernels, fp32 master weights, fp32
+// gradient accumulation and fp32 Adam moments; the multi-tensor AdamW writes the bf16 copy as it
+// updates. Activations come from a caching allocator on the compute stream; its peak is the step's
+// peak activation memory.
 #include "trident/executor/trainer.h"
 
 #include <memory>

@@ -11,6 +11,10 @@
 // probabilities and recomputes them from the saved QKV. Sequence parallelism (Korthikanti et al.
 // 2022): outside the tensor-parallel regions — norms, residuals, the embedding sum — each
 // tensor rank holds 1/tp of the rows; all-gather enters a region, reduce-scatter leaves it.
+// Dropout (Srivastava et al. 2014; Megatron's hidden and attention dropout, p = 0.1) on the
+// embedding output, the attention probabilities and the two residual branches, in training
+// only, with masks keyed by (seed, layer, site, sample, position, column) — never by rank —
+// so every layout and every recomputation drops the same elements (kernels/cpu dropout_rows).
 // Rotary position embedding (Su et al. 2021) turns the queries and keys after the QKV GEMM, by
 // each token's position in its sequence (its context rank's positions); B turns their
 // gradients back before the GEMM's backward.
@@ -124,14 +128,17 @@ public:
     struct Layer {
         Vec x_in, ln1, ln1_mean, ln1_rstd, qkv, probs, att, x_mid, ln2, ln2_mean, ln2_rstd, fc, act;
         Vec kv; // context parallelism: the whole sequence's keys and values [B×seq×2·KV·D]
+        std::vector<std::uint64_t> attention_keys; // dropout: one per (sequence, head, query)
         Vec d_qkv, d_proj_out, d_fc, d_fc2_out;
         MoeState moe;
     };
     struct Activations {
         const std::int32_t* tokens = nullptr;
         const std::int32_t* targets = nullptr;
-        Vec input;  // [N×h] hidden input (not the first chunk)
-        Vec output; // [N×h] hidden output (not the last chunk)
+        std::int64_t first_sample = 0; // global index of the micro-batch's first sequence
+        bool training = true;          // false: evaluation, no dropout
+        Vec input;                     // [N×h] hidden input (not the first chunk)
+        Vec output;                    // [N×h] hidden output (not the last chunk)
         std::vector<Layer> layers;
         Vec embedding_grad; // first chunk: d(embedding output)
         Vec lnf, lnf_mean, lnf_rstd, logits, row_max, sum_exp, dlogits; // last chunk
@@ -171,7 +178,15 @@ private:
     // (reduce-scatter under sequence parallelism, all-reduce otherwise).
     Vec reduce_rows(Vec partial, Communicator& tp) const;
     // One layer's forward from x (replaced by the layer's output), saving into L.
-    void layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& comms) const;
+    void layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& comms,
+                       const Activations& a) const;
+    // Dropout sites, mixed into the mask keys.
+    enum DropoutSite : std::uint64_t { embedding_out = 1, attention_probs, attention_out, mlp_out };
+    bool dropping(const Activations& a) const { return dropout_ && a.training; }
+    // This rank's rows of `x` ([Nl×h]) through dropout at `site` of layer `layer`.
+    void drop_rows(Vec& x, DropoutSite site, std::int64_t layer, const Activations& a) const;
+    std::vector<std::uint64_t> attention_dropout_keys(std::int64_t layer,
+                                                      const Activations& a) const;
     // Attention of this rank's queries: over its own sequence, or — with context parallelism —
     // over the whole sequence's keys and values, all-gathered (Megatron-Core's all-gather
     // variant; the backward reduce-scatters their gradients back to their owners).
@@ -193,6 +208,10 @@ private:
     std::vector<std::int32_t> row_positions_; // sequence position of each of the N rows (RoPE)
     bool rope_ = false;
     double rotary_base_ = 10000.0;
+    bool dropout_ = false;
+    std::uint64_t seed_ = 0;
+    int tp_rank_ = 0;
+    std::int64_t first_layer_ = 0;
     int cp_rank_ = 0;
     std::int64_t B_, T_, N_, Nl_, h_, Hl_, KVl_, D_, Fl_, Vl_, vocab_start_, vocab_;
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;

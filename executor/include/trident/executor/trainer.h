@@ -28,7 +28,7 @@ namespace trident::executor {
 void require_supported(const core::JobSpec& job);
 // What the spec asks for that this executor runs without (each "field: reason"); the run goes
 // on, and says so once.
-std::vector<std::string> ignored_by_executor(const core::JobSpec& job);
+std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda_backend);
 
 struct StepStats {
     std::int64_t step = 0;

@@ -41,14 +41,35 @@ void swiglu_forward(float* out, const float* inp, std::int64_t N, std::int64_t F
 void swiglu_backward(float* dinp, const float* inp, const float* dout, std::int64_t N,
                      std::int64_t F);
 
+// Dropout (Srivastava et al. 2014) whose mask is a pure function of where an element sits: the
+// caller gives each row a key (the run's seed mixed with the layer, the site, the sample and
+// the token's position — never the rank), and element (row, column) is kept, scaled by
+// 1/(1 − p), when splitmix64(row key ⊕ column) falls at or above p of its range. Every layout
+// and every recomputation of a layer therefore drops the same elements, and the backward is
+// the same operation on the gradient.
+std::uint64_t dropout_key(std::uint64_t key, std::uint64_t part); // mixes `part` into `key`
+float dropout_factor(std::uint64_t row_key, std::int64_t column, float p); // 0 or 1/(1 − p)
+// x[r, c] ·= dropout_factor(row_keys[r], c, p), in place.
+void dropout_rows(float* x, std::int64_t rows, std::int64_t cols, const std::uint64_t* row_keys,
+                  float p);
+
+// Dropout on the attention probabilities: row_keys[(b·H + h)·Tq + t] is query row t's key of
+// head h in sequence b; column s is the key position. Applied between the softmax and the
+// product with V; the saved probs stay undropped (the softmax backward needs them).
+struct AttentionDropout {
+    float probability = 0.0f;
+    const std::uint64_t* row_keys = nullptr; // [B×H×Tq]
+};
+
 // Causal attention over a fused qkv[B×T×(H + 2·KV)·D] (queries of H heads, then keys and values
 // of KV heads; head h reads kv head h / (H/KV), grouped-query attention). out[B×T×H·D];
 // probs[B×H×T×T] is kept for the backward.
 void attention_forward(float* out, float* probs, const float* qkv, std::int64_t B, std::int64_t T,
-                       std::int64_t H, std::int64_t KV, std::int64_t D);
+                       std::int64_t H, std::int64_t KV, std::int64_t D,
+                       const AttentionDropout* dropout = nullptr);
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
                         std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t KV,
-                        std::int64_t D);
+                        std::int64_t D, const AttentionDropout* dropout = nullptr);
 // The general form, for context parallelism: Tq query rows per sequence (row stride q_stride,
 // head h at h·D) against Tk key and value rows (stride kv_stride, KV group g at g·D of k and v);
 // query t sees keys [0, visible[t]). out and dout rows have stride out_stride; probs is
@@ -57,13 +78,13 @@ void attention_forward_rows(float* out, std::int64_t out_stride, float* probs, c
                             std::int64_t q_stride, const float* k, const float* v,
                             std::int64_t kv_stride, const std::int32_t* visible, std::int64_t B,
                             std::int64_t Tq, std::int64_t Tk, std::int64_t H, std::int64_t KV,
-                            std::int64_t D);
+                            std::int64_t D, const AttentionDropout* dropout = nullptr);
 void attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
                              std::int64_t out_stride, const float* q, std::int64_t q_stride,
                              const float* k, const float* v, std::int64_t kv_stride,
                              const float* probs, const std::int32_t* visible, std::int64_t B,
                              std::int64_t Tq, std::int64_t Tk, std::int64_t H, std::int64_t KV,
-                             std::int64_t D);
+                             std::int64_t D, const AttentionDropout* dropout = nullptr);
 
 // Rotary position embedding (Su et al. 2021, RoFormer), in place, in the "rotate half" layout
 // of GPT-NeoX, Llama and Megatron-LM: within each head of D values, element i pairs with
