@@ -1,5 +1,6 @@
 #include "trident/executor/cpu_profiler.h"
 
+#include "host_memory.h"
 #include "trident/executor/measured_profile.h"
 #include "trident/kernels/cpu.h"
 
@@ -57,17 +58,6 @@ std::string cpu_model() {
     for (std::string line; std::getline(in, line);)
         if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
     return "unknown CPU";
-}
-
-double memory_total_bytes() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    double kib = 0;
-    while (in >> key >> kib) {
-        if (key == "MemTotal:") return kib * 1024.0;
-        in.ignore(1 << 10, '\n');
-    }
-    return 0.0;
 }
 
 std::vector<GemmTiming> measure_gemm(const std::vector<std::int64_t>& sizes,
@@ -299,7 +289,7 @@ core::Json measure_cpu_profile(const CpuProfileOptions& o) {
         std::string(host) + ": " + cpu_model() + ", " + std::to_string(world) + " ranks";
     m.date = date;
     m.command = o.command;
-    m.memory_bytes = memory_total_bytes();
+    m.memory_bytes = std::max(0.0, meminfo_bytes("MemTotal"));
     return measured_profile_json(m);
 }
 

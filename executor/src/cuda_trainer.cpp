@@ -405,16 +405,9 @@ void CudaTrainer::reduce_and_update(std::int64_t index, StepStats& stats,
     TRIDENT_CUDA_CHECK(cudaStreamSynchronize(s));
     if (p.distributed_optimizer) groups_.data->all_reduce_sum(&squares, 1);
     groups_.model->all_reduce_sum(&squares, 1);
-    stats.grad_norm = std::sqrt(double(squares));
-    stats.lr = learning_rate(t.lr, index);
-    if (!std::isfinite(stats.grad_norm)) {
-        stats.skipped = true;
-        ++skipped_;
-        return;
-    }
-    const float clip = t.clip_grad > 0 && stats.grad_norm > t.clip_grad
-                           ? float(t.clip_grad / (stats.grad_norm + 1e-6))
-                           : 1.0f;
+    const std::optional<float> clipping = finish_gradient_norm(squares, index, t, stats, skipped_);
+    if (!clipping) return;
+    const float clip = *clipping;
     std::optional<Timed> opt;
     if (timed) opt = begin_event(core::Stream::compute, core::EventKind::optimizer, -1, -1, 0.0, s);
     // AdamW with decay on matrices only: one multi-tensor launch per decay setting.

@@ -1,5 +1,6 @@
 #include "trident/executor/trainer.h"
 
+#include "host_memory.h"
 #include "trident/core/hash.h"
 #include "trident/core/parameter_count.h"
 #include "trident/core/spec_error.h"
@@ -91,21 +92,6 @@ double rank_parameters_estimate(const core::JobSpec& job) {
            double(c.position_embedding);
 }
 
-namespace {
-
-double available_memory_bytes() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    double kib = 0.0;
-    while (in >> key >> kib) {
-        if (key == "MemAvailable:") return kib * 1024.0;
-        in.ignore(1 << 10, '\n');
-    }
-    return -1.0; // unknown: no check
-}
-
-} // namespace
-
 void require_host_memory(const core::JobSpec& job, double bytes_per_parameter,
                          const std::string& what) {
     MPI_Comm node = MPI_COMM_NULL;
@@ -114,7 +100,7 @@ void require_host_memory(const core::JobSpec& job, double bytes_per_parameter,
     MPI_Comm_size(node, &local_ranks);
     MPI_Comm_free(&node);
     const double per_rank = rank_parameters_estimate(job) * bytes_per_parameter;
-    const double available = available_memory_bytes();
+    const double available = meminfo_bytes("MemAvailable"); // negative: unknown, no check
     int fits = available < 0.0 || per_rank * local_ranks <= available ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (fits) return;
@@ -125,6 +111,21 @@ void require_host_memory(const core::JobSpec& job, double bytes_per_parameter,
                   per_rank / 1073741824.0, what.c_str(), local_ranks, local_ranks == 1 ? "" : "s",
                   available / 1073741824.0);
     throw core::SpecError("model", text);
+}
+
+std::optional<float> finish_gradient_norm(double squares, std::int64_t index,
+                                          const core::TrainingSpec& t, StepStats& stats,
+                                          std::int64_t& skipped) {
+    stats.grad_norm = std::sqrt(squares);
+    stats.lr = learning_rate(t.lr, index);
+    if (!std::isfinite(stats.grad_norm)) {
+        stats.skipped = true;
+        ++skipped;
+        return std::nullopt;
+    }
+    return t.clip_grad > 0 && stats.grad_norm > t.clip_grad
+               ? float(t.clip_grad / (stats.grad_norm + 1e-6))
+               : 1.0f;
 }
 
 double learning_rate(const core::LrSchedule& s, std::int64_t it) {
@@ -357,16 +358,9 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     float squares = float(dense) + expert_squares;
     if (p.distributed_optimizer) data.all_reduce_sum(&squares, 1);
     groups_.model->all_reduce_sum(&squares, 1);
-    stats.grad_norm = std::sqrt(double(squares));
-    stats.lr = learning_rate(t.lr, index);
-    if (!std::isfinite(stats.grad_norm)) {
-        stats.skipped = true;
-        ++skipped_;
-        return stats.grad_norm;
-    }
-    const float clip = t.clip_grad > 0 && stats.grad_norm > t.clip_grad
-                           ? float(t.clip_grad / (stats.grad_norm + 1e-6))
-                           : 1.0f;
+    const std::optional<float> clipping = finish_gradient_norm(squares, index, t, stats, skipped_);
+    if (!clipping) return stats.grad_norm;
+    const float clip = *clipping;
     float* params = store_.values.data() + shard_.begin;
     if (clip != 1.0f) // the gradients are rebuilt every step: scale them in place
         for (std::int64_t i = 0; i < shard_.size; ++i) g[i] *= clip;

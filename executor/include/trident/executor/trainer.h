@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -80,6 +81,15 @@ double rank_parameters_estimate(const core::JobSpec& job);
 // parameters; `what` names what those bytes hold. Collective over MPI_COMM_WORLD.
 void require_host_memory(const core::JobSpec& job, double bytes_per_parameter,
                          const std::string& what);
+
+// The end of the gradient-norm computation both trainers share: the global norm from the
+// squares summed over the ranks, this step's learning rate, a skipped step (counted in
+// `skipped`) when the norm is not finite, else the factor clipping scales the gradients by
+// (Megatron: clip_grad / (‖g‖ + 1e-6) when the norm exceeds clip_grad, else 1). Returns
+// nothing for a skipped step.
+std::optional<float> finish_gradient_norm(double squares, std::int64_t index,
+                                          const core::TrainingSpec& training, StepStats& stats,
+                                          std::int64_t& skipped);
 
 // Megatron's learning-rate schedule at 0-based step `index`: linear warm-up, then linear or
 // cosine decay to min_lr at decay_iters (or constant).
