@@ -451,6 +451,10 @@ StepStats CudaTrainer::step(std::int64_t index, std::vector<core::TraceEvent>* t
     std::vector<Timed>* timing = trace ? &timed : nullptr;
     allocator_.reset_peaks();
     const std::size_t resident = allocator_.stats().in_use_bytes;
+    if (trace) { // one time origin for every rank's timeline, as CpuTrainer's
+        TRIDENT_CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+        groups_.world->barrier();
+    }
     step_start_.record(compute_.get());
     TRIDENT_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.size_bytes(), compute_.get()));
     if (buckets_) buckets_->reset();

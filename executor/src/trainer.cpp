@@ -216,6 +216,9 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
     const auto tag = [&](std::int32_t receiver_vs, std::int32_t mb, bool gradient) {
         return (receiver_vs * m + mb) * 2 + (gradient ? 1 : 0);
     };
+    // A traced step starts from a barrier, so every rank's clock has the same origin (within
+    // the barrier's exit spread) and sends line up with their receives on the timeline.
+    if (trace) groups_.world->barrier();
     const auto start = Clock::now();
     const auto now = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
     double live_bytes = 0.0, loss_sum = 0.0;
