@@ -4,6 +4,7 @@
 // round trips) must not change them. Skips without a GPU. One rank: NCCL takes one GPU per
 // rank, and these machines have one.
 #include "trident/core/job_loader.h"
+#include "trident/executor/checkpoint.h"
 #include "trident/executor/cuda_trainer.h"
 #include "trident/executor/mpi.h"
 #include "trident/executor/process_groups.h"
@@ -11,6 +12,7 @@
 #include "trident/kernels/cuda/stream.h"
 
 #include <cmath>
+#include <filesystem>
 #include <gtest/gtest.h>
 
 namespace trident::executor {
@@ -105,6 +107,34 @@ TEST_F(CudaTrainerTest, StateRoundTripResumesTheSameTrajectory) {
     b->state_loaded();
     const double la = a->step(2).loss, lb = b->step(2).loss;
     EXPECT_NEAR(la, lb, 1e-5 * la);
+}
+
+TEST_F(CudaTrainerTest, CheckpointsMoveBetweenBackends) {
+    // Saved by the CUDA trainer, loaded by the CPU trainer: the same parameters and Adam state,
+    // so the next step's loss agrees to bf16 precision; loaded back by a CUDA trainer, exactly.
+    const core::JobSpec job = job_for("gpt-cuda-test");
+    ProcessGroups groups(job.plan, 0);
+    const std::string dir = ::testing::TempDir() + "trident-cuda-checkpoint";
+    std::filesystem::remove_all(dir);
+    const auto cuda = make_cuda_trainer(job, groups, 11);
+    cuda->step(0);
+    cuda->step(1);
+    save_checkpoint(dir, {2, 2 * job.training.global_batch_size, 11, {}}, *cuda, job, groups);
+    CpuTrainer cpu(job, groups, 11);
+    const auto position = load_checkpoint(dir, cpu, job, groups);
+    ASSERT_TRUE(position.has_value());
+    EXPECT_EQ(position->iteration, 2);
+    const std::vector<float> saved(cuda->parameters().values.begin(),
+                                   cuda->parameters().values.end());
+    ASSERT_EQ(cpu.parameters().values.size(), saved.size());
+    for (std::size_t i = 0; i < saved.size(); ++i)
+        ASSERT_EQ(cpu.parameters().values[i], saved[i]) << i;
+    const auto again = make_cuda_trainer(job, groups, 11); // the same data order
+    ASSERT_TRUE(load_checkpoint(dir, *again, job, groups).has_value());
+    const double next_cuda = cuda->step(2).loss, next_cpu = cpu.step(2).loss;
+    EXPECT_NEAR(next_cpu, next_cuda, 0.02 * next_cuda);
+    EXPECT_NEAR(again->step(2).loss, next_cuda, 1e-5 * next_cuda);
+    std::filesystem::remove_all(dir);
 }
 
 TEST_F(CudaTrainerTest, TraceHasEveryActionInDeviceTimeOrder) {
