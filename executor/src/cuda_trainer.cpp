@@ -4,6 +4,7 @@
 #include "trident/core/spec_error.h"
 #include "trident/executor/backend.h"
 #include "trident/executor/gradient_buckets.h"
+#include "trident/executor/mpi.h"
 #include "trident/executor/nccl_communicator.h"
 #include "trident/kernels/cuda/adamw.h"
 #include "trident/kernels/cuda/caching_allocator.h"
@@ -37,12 +38,7 @@ constexpr std::int64_t kBucketElements = 40'000'000;
 int select_local_device() {
     const int devices = kc::visible_device_count();
     if (devices <= 0) throw core::SpecError("--backend", "cuda: no CUDA device is visible");
-    MPI_Comm node = MPI_COMM_NULL;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int local = 0;
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
-    const int device = local % devices;
+    const int device = node_place().rank % devices;
     TRIDENT_CUDA_CHECK(cudaSetDevice(device));
     return device;
 }
@@ -55,9 +51,7 @@ void require_device_memory(const core::JobSpec& job) {
     TRIDENT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     const double moments = job.plan.distributed_optimizer ? 8.0 / double(job.plan.dp) : 8.0;
     const double needed = rank_parameters_estimate(job) * (4.0 + 4.0 + 2.0 + moments);
-    int fits = needed <= double(free_bytes) ? 1 : 0;
-    MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (fits) return;
+    if (on_every_rank(needed <= double(free_bytes))) return;
     char text[256];
     std::snprintf(text, sizeof text,
                   "needs about %.1f GiB of GPU memory per rank for weights, gradients and Adam "

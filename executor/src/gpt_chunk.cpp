@@ -504,7 +504,10 @@ void GptChunk::backward_input(Activations& a, const float* dout, float loss_scal
         // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))) — or the experts'.
         Vec d_ln2(static_cast<std::size_t>(NH), 0.0f);
         if (lp.moe) {
-            moe_backward(lp, L, branch_grad(mlp_out, i), d_ln2, loss_scale, comms.expert);
+            if (dropping(a)) // the branch's gradient through the mask; else dx itself
+                moe_backward(lp, L, branch_grad(mlp_out, i), d_ln2, loss_scale, comms.expert);
+            else
+                moe_backward(lp, L, dx, d_ln2, loss_scale, comms.expert);
         } else {
             L.d_fc2_out = gather_rows(branch_grad(mlp_out, i), tp);
             Vec d_act(static_cast<std::size_t>(N_ * Fl_), 0.0f);

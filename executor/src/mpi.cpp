@@ -164,4 +164,20 @@ void MpiCommunicator::barrier() {
     check(MPI_Barrier(comm_), "MPI_Barrier");
 }
 
+NodePlace node_place() {
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    NodePlace place;
+    MPI_Comm_rank(node, &place.rank);
+    MPI_Comm_size(node, &place.ranks);
+    MPI_Comm_free(&node);
+    return place;
+}
+
+bool on_every_rank(bool ok) {
+    int all = ok ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all == 1;
+}
+
 } // namespace trident::executor

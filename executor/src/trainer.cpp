@@ -4,6 +4,7 @@
 #include "trident/core/hash.h"
 #include "trident/core/parameter_count.h"
 #include "trident/core/spec_error.h"
+#include "trident/executor/mpi.h"
 #include "trident/kernels/cpu.h"
 
 #include <chrono>
@@ -94,16 +95,10 @@ double rank_parameters_estimate(const core::JobSpec& job) {
 
 void require_host_memory(const core::JobSpec& job, double bytes_per_parameter,
                          const std::string& what) {
-    MPI_Comm node = MPI_COMM_NULL;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int local_ranks = 1;
-    MPI_Comm_size(node, &local_ranks);
-    MPI_Comm_free(&node);
+    const int local_ranks = node_place().ranks;
     const double per_rank = rank_parameters_estimate(job) * bytes_per_parameter;
     const double available = meminfo_bytes("MemAvailable"); // negative: unknown, no check
-    int fits = available < 0.0 || per_rank * local_ranks <= available ? 1 : 0;
-    MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (fits) return;
+    if (on_every_rank(available < 0.0 || per_rank * local_ranks <= available)) return;
     char text[256];
     std::snprintf(text, sizeof text,
                   "needs about %.1f GiB per rank for %s (%d rank%s on a node), more than the "
@@ -141,19 +136,25 @@ double learning_rate(const core::LrSchedule& s, std::int64_t it) {
     return s.min_lr + coeff * (s.lr - s.min_lr);
 }
 
+std::int64_t microbatch_first_sample(const core::JobSpec& job, std::int64_t dp_rank,
+                                     std::int64_t first_sample, std::int32_t microbatch) {
+    // Each data-parallel rank takes its contiguous part of the global batch.
+    const std::int64_t b = job.plan.micro_batch_size, m = job.micro_batches_per_step();
+    return first_sample + dp_rank * m * b + std::int64_t(microbatch) * b;
+}
+
 void microbatch_tokens(const core::JobSpec& job, std::int64_t dp_rank,
                        const std::vector<std::int32_t>& positions, const SampleSource& samples,
                        std::int64_t first_sample, std::int32_t microbatch,
                        std::vector<std::int32_t>& inputs, std::vector<std::int32_t>& targets) {
     const std::int64_t b = job.plan.micro_batch_size, T = job.training.seq_length;
-    const std::int64_t m = job.micro_batches_per_step();
     const std::int64_t local = std::int64_t(positions.size());
     inputs.resize(std::size_t(b * local));
     targets.resize(std::size_t(b * local));
     std::vector<std::int32_t> seq(std::size_t(T + 1));
     for (std::int64_t i = 0; i < b; ++i) {
-        // Each data-parallel rank takes its contiguous part of the global batch.
-        const std::int64_t sample = first_sample + dp_rank * m * b + microbatch * b + i;
+        const std::int64_t sample =
+            microbatch_first_sample(job, dp_rank, first_sample, microbatch) + i;
         samples(sample, seq.data());
         for (std::int64_t t = 0; t < local; ++t) {
             inputs[std::size_t(i * local + t)] = seq[std::size_t(positions[std::size_t(t)])];
@@ -243,9 +244,8 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
             slot.acts.tokens = slot.inputs.data();
             slot.acts.targets = slot.targets.data();
             // Dropout masks are keyed by the global sample, as microbatch_tokens reads it.
-            slot.acts.first_sample = first_sample +
-                                     groups_.coord.dp * m * job_.plan.micro_batch_size +
-                                     a.microbatch * job_.plan.micro_batch_size;
+            slot.acts.first_sample =
+                microbatch_first_sample(job_, groups_.coord.dp, first_sample, a.microbatch);
             slot.acts.training = !forward_only;
             if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
             chunk.forward(slot.acts, comms);

@@ -66,4 +66,16 @@ private:
     std::vector<std::unique_ptr<PendingSend>> pending_;
 };
 
+// This rank's place among the ranks that share its node (MPI_COMM_TYPE_SHARED): which GPU it
+// takes, how many ranks share the node's memory. Collective over MPI_COMM_WORLD.
+struct NodePlace {
+    int rank = 0;
+    int ranks = 1;
+};
+NodePlace node_place();
+
+// True on every rank when `ok` is true on every rank (a logical-and all-reduce over
+// MPI_COMM_WORLD), so a check that passes on some ranks only refuses on all of them.
+bool on_every_rank(bool ok);
+
 } // namespace trident::executor

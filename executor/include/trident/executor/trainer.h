@@ -110,6 +110,10 @@ struct OptimizerShard {
 OptimizerShard optimizer_shard(const ParameterStore& store, bool distributed, std::int64_t dp,
                                std::int64_t dp_rank, std::int64_t tp_rank);
 
+// The global index of the first sequence of micro-batch `microbatch` that data-parallel rank
+// `dp_rank` reads from the global batch starting at `first_sample`.
+std::int64_t microbatch_first_sample(const core::JobSpec& job, std::int64_t dp_rank,
+                                     std::int64_t first_sample, std::int32_t microbatch);
 // Micro-batch `microbatch` of the global batch starting at `first_sample`, as this rank reads
 // it: each data-parallel rank its contiguous part, each context rank the tokens at `positions`
 // of every sequence; inputs and next-token targets, [micro_batch_size × positions].
