@@ -24,13 +24,23 @@ struct ProfileOptions {
     bool quick = false;
     std::string out;  // default: <name>.json
     std::string name; // default: cpu-host, or cuda-device for --backend cuda
+    int test_slow_rank = -1;
 };
 
-// Progress on stderr when it is a terminal: "what [#####     ]  42%".
+// Progress on stderr: a bar redrawn in place on a terminal ("what [#####     ]  42%"); else
+// (under mpirun, in CI, in a log) one line each time the phase changes, so a slow or stuck
+// measurement shows where it is.
 std::function<void(double, const std::string&)> progress_bar() {
     const bool tty = ::isatty(2) == 1;
-    return [tty](double f, const std::string& what) {
-        if (!tty) return;
+    auto phase = std::make_shared<std::string>();
+    return [tty, phase](double f, const std::string& what) {
+        if (!tty) {
+            if (what == *phase) return;
+            *phase = what;
+            std::fprintf(stderr, "trident profile: %s (%.0f %% done)\n", what.c_str(), 100 * f);
+            std::fflush(stderr);
+            return;
+        }
         const int filled = int(30 * f);
         std::fprintf(stderr, "\r%-22s [%s%s] %3.0f%%", what.c_str(),
                      std::string(std::size_t(filled), '#').c_str(),
@@ -92,6 +102,8 @@ Command add_profile_command(CLI::App& app) {
     c.app->add_option("--name", o->name,
                       "Profile name (default cpu-host, the localhost cluster's device; "
                       "cuda-device for --backend cuda)");
+    // Hidden (empty group): slows one rank's collective repetitions, for the deadlock test.
+    c.app->add_option("--test-slow-rank", o->test_slow_rank)->group("");
     c.run = [o] {
         int argc = 0;
         char** argv = nullptr;
@@ -108,6 +120,7 @@ Command add_profile_command(CLI::App& app) {
             executor::CpuProfileOptions options;
             options.quick = o->quick;
             options.name = o->name;
+            options.slow_rank = o->test_slow_rank;
             options.command = "mpirun -np " + std::to_string(mpi.world_size()) +
                               " trident profile --backend cpu" + (o->quick ? " --quick" : "");
             const auto bar = progress_bar();

@@ -14,6 +14,7 @@
 #include <map>
 #include <mpi.h>
 #include <random>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -24,25 +25,55 @@ namespace k = kernels::cpu;
 using Clock = std::chrono::steady_clock;
 using Vec = std::vector<float>;
 
-// Median seconds of `run` over repetitions, after one warm-up; repeats until ~50 ms are spent.
-// `prepare` runs untimed before each repetition.
+constexpr double kBudgetS = 0.05;   // time one measurement may take
+constexpr int kMaxRepetitions = 50;
+
+double median(std::vector<double> times) {
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+// Median seconds of a rank-local `run` (no MPI inside) over repetitions, after one warm-up;
+// repeats until ~50 ms are spent. `prepare` runs untimed before each repetition.
 template <typename F, typename P = void (*)()>
 double time_median(
     F&& run, int min_reps = 3, P prepare = [] {}) {
     run();
     std::vector<double> times;
     const auto budget_start = Clock::now();
-    for (int i = 0; i < 50; ++i) {
+    for (int i = 0; i < kMaxRepetitions; ++i) {
         prepare();
         const auto start = Clock::now();
         run();
         times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
         if (int(times.size()) >= min_reps &&
-            std::chrono::duration<double>(Clock::now() - budget_start).count() > 0.05)
+            std::chrono::duration<double>(Clock::now() - budget_start).count() > kBudgetS)
             break;
     }
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    return median(std::move(times));
+}
+
+// Median seconds of a collective `op` over `comm`, each repetition starting from a barrier.
+// The repetition count comes from the slowest rank's warm-up, reduced over `comm`, so every
+// rank runs the same number of collectives: a count decided on each rank's own clock differs
+// between ranks under load, and they end up in different collectives (a deadlock).
+double time_collective(MPI_Comm comm, const std::function<void()>& op, bool slow_for_test) {
+    const auto once = [&] {
+        MPI_Barrier(comm);
+        const auto start = Clock::now();
+        op();
+        return std::chrono::duration<double>(Clock::now() - start).count();
+    };
+    double warmup_s = once();
+    MPI_Allreduce(MPI_IN_PLACE, &warmup_s, 1, MPI_DOUBLE, MPI_MAX, comm);
+    const int repetitions =
+        std::clamp(int(kBudgetS / std::max(warmup_s, 1e-9)), 3, kMaxRepetitions);
+    std::vector<double> times;
+    for (int i = 0; i < repetitions; ++i) {
+        times.push_back(once());
+        if (slow_for_test && i < 5) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return median(std::move(times));
 }
 
 Vec filled(std::size_t n) {
@@ -170,7 +201,7 @@ measure_memory_bound(const std::vector<double>& sizes) {
 
 // Collectives among groups of `group` consecutive world ranks; the slowest rank's time.
 std::vector<CollectiveTiming> measure_collectives(const std::vector<double>& sizes, int world,
-                                                  int rank,
+                                                  int rank, int slow_rank,
                                                   const std::function<void(double)>& progress) {
     std::vector<CollectiveTiming> rows;
     std::vector<int> groups;
@@ -193,10 +224,7 @@ std::vector<CollectiveTiming> measure_collectives(const std::vector<double>& siz
                 int r = 0;
                 MPI_Comm_rank(comm, &r);
                 const auto timed = [&](const std::function<void()>& op) {
-                    return time_median([&] {
-                        MPI_Barrier(comm);
-                        op();
-                    });
+                    return time_collective(comm, op, rank == slow_rank);
                 };
                 times[0] = timed(
                     [&] { MPI_Allreduce(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, comm); });
@@ -255,17 +283,19 @@ core::Json measure_cpu_profile(const CpuProfileOptions& o) {
     // Every rank measures the kernels at once, as they run during training (sharing memory
     // bandwidth and clocks); rank 0's figures go into the profile.
     ProfileMeasurements m;
+    report(0.0, "gemm");
     m.gemm = measure_gemm(gemm_sizes, [&](double f) { report(0.4 * f, "gemm"); });
+    report(0.4, "attention");
     m.attention = measure_attention(o.quick ? std::vector<std::int64_t>{1, 8}
                                             : std::vector<std::int64_t>{1, 4, 16},
                                     o.quick ? std::vector<std::int64_t>{32, 128, 512}
                                             : std::vector<std::int64_t>{32, 128, 512, 1024},
                                     {16, 64});
-    report(0.5, "attention");
+    report(0.5, "memory-bound kernels");
     m.memory_bound = measure_memory_bound(memory_sizes);
-    report(0.6, "memory-bound kernels");
+    report(0.6, "collectives");
     MPI_Barrier(MPI_COMM_WORLD);
-    m.collectives = measure_collectives(message_sizes, world, rank,
+    m.collectives = measure_collectives(message_sizes, world, rank, o.slow_rank,
                                         [&](double f) { report(0.6 + 0.4 * f, "collectives"); });
     if (rank != 0) return {};
 

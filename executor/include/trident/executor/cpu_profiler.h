@@ -15,6 +15,11 @@ struct CpuProfileOptions {
     std::string name = "cpu-host";
     std::string command; // the command line, recorded in provenance
     std::function<void(double fraction, const std::string& what)> on_progress;
+    // Test only (`--test-slow-rank`): this world rank sleeps 20 ms after each of the first five
+    // timed repetitions of every collective (not after the warm-up), so its clock runs ahead of
+    // the others'. A repetition count decided on each rank's own clock then differs between
+    // the ranks, and they deadlock; an agreed count does not.
+    int slow_rank = -1;
 };
 
 core::Json measure_cpu_profile(const CpuProfileOptions& options);
