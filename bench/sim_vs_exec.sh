@@ -20,7 +20,7 @@ for layout in "--tp 1 --pp 2 --dp 1 --schedule 1f1b" "--tp 2 --pp 1 --dp 1" "--t
 import json, re, statistics, sys
 r = json.load(open("build/sim.json"))
 sim_s = r["step_time_s"]
-sim_act = max(s["memory"]["activations_bytes"] for s in r["stages"])
+sim_act = max(s["memory"]["activations_bytes"] + s["memory"]["backward_working_bytes"] for s in r["stages"])
 log = open("build/run.log").read()
 steps = [float(x) for x in re.findall(r"\| ([0-9.]+) s \|", log)][2:]  # skip warm-up steps
 measured_s = statistics.median(steps)

@@ -22,8 +22,6 @@ namespace trident::cli {
 
 namespace {
 
-using core::kGiB;
-
 struct PlanCommandOptions {
     core::JobInputs inputs;
     std::string profile;
@@ -107,25 +105,31 @@ std::string recompute_text(const core::ParallelPlan& p) {
 }
 
 void print_table(const planner::PlanResult& r, double budget, std::ostream& out) {
+    // FLOP/s in the unit of the fastest candidate's per-device rate; memory in the unit that
+    // fits each figure (a CPU model's MiB under a budget of GiB).
+    double fastest = 0.0;
+    for (const planner::Candidate& c : r.best) fastest = std::max(fastest, c.tflops_per_device);
+    const core::Unit rate = core::flop_rate_unit(fastest * 1e12);
     char line[512];
     std::snprintf(line, sizeof line,
-                  "%3s %3s %3s %4s %5s %3s %4s %-17s %4s %3s %5s %-12s %9s %10s %8s %6s %7s %16s\n",
+                  "%3s %3s %3s %4s %5s %3s %4s %-17s %4s %3s %5s %-12s %9s %10s %8s %6s %7s  %s\n",
                   "#", "tp", "cp", "pp", "dp", "ep", "vpp", "schedule", "mbs", "sp", "zero1",
-                  "recompute", "step s", "tokens/s", "TFLOP/s", "MFU %", "bubble%",
-                  "peak GiB/budget");
+                  "recompute", "step s", "tokens/s", rate.name, "MFU %", "bubble%",
+                  "peak / budget");
     out << line;
     for (std::size_t i = 0; i < r.best.size(); ++i) {
         const planner::Candidate& c = r.best[i];
         const core::ParallelPlan& p = c.job.plan;
         std::snprintf(line, sizeof line,
                       "%3zu %3lld %3lld %4lld %5lld %3lld %4lld %-17s %4lld %3s %5s %-12s %9.3f "
-                      "%10.0f %8.1f %6.1f %7.1f %7.1f/%-8.1f\n",
+                      "%10.0f %8.1f %6.1f %7.1f  %s / %s\n",
                       i + 1, (long long)p.tp, (long long)p.cp, (long long)p.pp, (long long)p.dp,
                       (long long)p.ep, (long long)p.vpp, core::to_string(p.schedule).c_str(),
                       (long long)p.micro_batch_size, p.sequence_parallel ? "on" : "off",
                       p.distributed_optimizer ? "on" : "off", recompute_text(p).c_str(),
-                      c.step_time_s, c.tokens_per_s, c.tflops_per_device, 100 * c.mfu,
-                      100 * c.bubble_fraction, c.peak_memory_bytes / kGiB, budget / kGiB);
+                      c.step_time_s, c.tokens_per_s, c.tflops_per_device * 1e12 / rate.scale,
+                      100 * c.mfu, 100 * c.bubble_fraction,
+                      core::bytes_text(c.peak_memory_bytes).c_str(), core::bytes_text(budget).c_str());
         out << line;
     }
 }
@@ -158,18 +162,20 @@ core::Json result_json(const planner::PlanResult& r, double budget) {
     core::Json best = core::Json::array();
     for (const auto& c : r.best) best.push_back(planner::plan_file(c, budget));
     j["best"] = best;
-    core::Json counts = core::Json::object();
-    for (const auto& [reason, n] : r.rejection_counts) counts[reason] = n;
+    core::Json counts = core::Json::object(), examples = core::Json::object();
+    for (const auto& [kind, group] : r.rejections) {
+        counts[kind] = group.count;
+        examples[kind] = group.field + ": " + group.example;
+    }
     j["rejections"] = counts;
+    j["rejection_examples"] = examples;
     return j;
 }
 
 void print_explain(const planner::PlanResult& r, std::ostream& out) {
-    out << "\nrejected layouts by reason:\n";
-    std::vector<std::pair<std::int64_t, std::string>> counts;
-    for (const auto& [reason, n] : r.rejection_counts) counts.emplace_back(n, reason);
-    std::sort(counts.rbegin(), counts.rend());
-    for (const auto& [n, reason] : counts) out << "  " << with_commas(n) << "  " << reason << "\n";
+    out << "\nrejected layouts by reason (each with one example's real values):\n";
+    for (const std::string& line : planner::rejection_lines(r, r.rejections.size()))
+        out << "  " << line << "\n";
     if (!r.closest_rejected.empty()) {
         out << "closest to fitting:\n";
         for (const auto& rej : r.closest_rejected) {
@@ -311,17 +317,19 @@ Command add_plan_command(CLI::App& app) {
             print_csv(r, std::cout);
             return 0;
         }
-        std::printf(
-            "%s on %lld × %s, global batch %lld × %lld tokens, budget %.1f GiB of %.1f GiB\n",
-            specs.model.name.c_str(), (long long)specs.cluster.devices(), profile.name().c_str(),
-            (long long)specs.training.global_batch_size, (long long)specs.training.seq_length,
-            budget / kGiB, profile.memory_bytes() / kGiB);
+        std::printf("%s on %lld × %s, global batch %lld × %lld tokens, budget %s of %s\n",
+                    specs.model.name.c_str(), (long long)specs.cluster.devices(),
+                    profile.name().c_str(), (long long)specs.training.global_batch_size,
+                    (long long)specs.training.seq_length, core::bytes_text(budget).c_str(),
+                    core::bytes_text(profile.memory_bytes()).c_str());
         std::printf(
             "searched %s layouts in %.2f s (%s layouts/s): %s fit, %s simulated in full%s\n\n",
             with_commas(r.layouts).c_str(), r.seconds,
             with_commas(std::int64_t(double(r.layouts) / std::max(r.seconds, 1e-9))).c_str(),
             with_commas(r.feasible).c_str(), with_commas(r.simulated).c_str(),
             r.cancelled ? " (cancelled)" : "");
+        if (const std::string note = planner::pipeline_limit_note(specs, r); !note.empty())
+            std::printf("%s\n", note.c_str());
         std::fflush(stdout);
         print_table(r, budget, std::cout);
         if (o->explain) print_explain(r, std::cout);

@@ -3,6 +3,7 @@
 #include "trident/core/atomic_file.h"
 #include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
+#include "trident/core/units.h"
 #include "trident/executor/cpu_profiler.h"
 #include "trident/executor/mpi.h"
 
@@ -72,9 +73,10 @@ int profile_cuda(const ProfileOptions& o, int world_size) {
     clear_progress();
     core::Profile::from_json(profile, "profile"); // what we write must load
     core::write_file_atomically(o.out, profile.dump(1) + "\n", "--out");
-    std::printf("wrote %s: %s, bf16 GEMM %.1f TFLOP/s, copy %.0f GB/s%s\n", o.out.c_str(),
+    std::printf("wrote %s: %s, bf16 GEMM %s, copy %.0f GB/s%s\n", o.out.c_str(),
                 m.measured_on.c_str(),
-                profile["device"]["peak_flops_per_s"]["bf16"].get<double>() / 1e12,
+                core::flop_rate_text(profile["device"]["peak_flops_per_s"]["bf16"].get<double>())
+                    .c_str(),
                 m.memory_bandwidth_bytes_per_s / 1e9,
                 m.collectives.empty() ? ", no collective tables (one GPU)" : "");
     return 0;
@@ -152,8 +154,8 @@ Command add_profile_command(CLI::App& app) {
             const double peak = profile["device"]["peak_flops_per_s"]["fp32"].get<double>();
             const double bandwidth =
                 profile["device"]["memory_bandwidth_bytes_per_s"].get<double>();
-            std::printf("wrote %s: fp32 sgemm %.1f GFLOP/s, memory %.1f GB/s, %d ranks\n",
-                        o->out.c_str(), peak / 1e9, bandwidth / 1e9, mpi.world_size());
+            std::printf("wrote %s: fp32 sgemm %s, memory %.1f GB/s, %d ranks\n", o->out.c_str(),
+                        core::flop_rate_text(peak).c_str(), bandwidth / 1e9, mpi.world_size());
             return 0;
         } catch (const core::SpecError& e) {
             return mpi.exit_with(e); // one line from rank 0, printed before any rank leaves

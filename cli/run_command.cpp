@@ -10,6 +10,7 @@
 #include "trident/core/job_loader.h"
 #include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
+#include "trident/core/units.h"
 #include "trident/executor/backend.h"
 #include "trident/executor/checkpoint.h"
 #include "trident/executor/parameter_gather.h"
@@ -302,16 +303,15 @@ Command add_run_command(CLI::App& app) {
                 peak_activation_bytes = std::max(peak_activation_bytes, st.peak_activation_bytes);
                 if (rank == 0) {
                     // Model FLOPs per device (Narayanan et al. 2021), as Megatron reports them.
-                    const double tflops = model_flops / st.seconds / mpi.world_size() / 1e12;
+                    const double rate = model_flops / st.seconds / mpi.world_size();
                     char mfu[32] = "";
-                    if (peak)
-                        std::snprintf(mfu, sizeof mfu, " | MFU %.1f %%",
-                                      tflops * 1e12 / *peak * 100);
+                    if (peak) std::snprintf(mfu, sizeof mfu, " | MFU %.1f %%", rate / *peak * 100);
                     bar.finish();
                     std::printf("step %lld/%lld | loss %.9g | lr %.3e | grad norm %.4f | %.3f s | "
-                                "%.0f tokens/s | %.3f TFLOP/s%s%s\n",
+                                "%.0f tokens/s | %s%s%s\n",
                                 (long long)(s + 1), (long long)steps, st.loss, st.lr, st.grad_norm,
-                                st.seconds, tokens / st.seconds, tflops, mfu,
+                                st.seconds, tokens / st.seconds,
+                                core::flop_rate_text(rate, 2).c_str(), mfu,
                                 st.skipped ? (" | skipped (non-finite gradients; " +
                                               std::to_string(trainer.skipped_steps()) + " so far)")
                                                  .c_str()
@@ -346,7 +346,8 @@ Command add_run_command(CLI::App& app) {
             float peak_bytes = float(peak_activation_bytes);
             groups.world->all_reduce_max(&peak_bytes, 1);
             if (rank == 0)
-                std::printf("peak activation bytes (largest rank): %.0f\n", double(peak_bytes));
+                std::printf("peak activation memory (largest rank): %s (%.0f bytes)\n",
+                            core::bytes_text(peak_bytes).c_str(), double(peak_bytes));
             if (!o->save_params.empty()) {
                 const auto full = executor::gather_parameters(trainer.parameters());
                 if (rank == 0)

@@ -200,14 +200,26 @@ Schedule make_schedule(ScheduleKind kind, std::int32_t p, std::int32_t v, std::i
     return s;
 }
 
+bool fuses_backward(const Schedule& s, std::int32_t rank, std::size_t index) {
+    const std::vector<Action>& actions = s.ranks.at(std::size_t(rank));
+    if (index + 1 >= actions.size()) return false;
+    const Action& b = actions[index];
+    const Action& w = actions[index + 1];
+    return b.kind == ActionKind::backward_input && w.kind == ActionKind::backward_weight &&
+           w.microbatch == b.microbatch && w.chunk == b.chunk;
+}
+
 InFlight max_in_flight(const Schedule& s, std::int32_t rank) {
     InFlight peak;
     std::int32_t until_b = 0, until_w = 0;
-    for (const Action& a : s.ranks.at(std::size_t(rank))) {
+    const std::vector<Action>& actions = s.ranks.at(std::size_t(rank));
+    for (std::size_t i = 0; i < actions.size(); ++i) {
+        const Action& a = actions[i];
         if (a.kind == ActionKind::forward) {
             ++until_b;
             ++until_w;
         } else if (a.kind == ActionKind::backward_input) {
+            peak.fused_backward = peak.fused_backward && fuses_backward(s, rank, i);
             --until_b;
         } else if (a.kind == ActionKind::backward_weight) {
             --until_w;

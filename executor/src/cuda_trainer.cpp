@@ -2,6 +2,7 @@
 
 #include "cuda_gpt_chunk.h"
 #include "trident/core/spec_error.h"
+#include "trident/core/units.h"
 #include "trident/executor/backend.h"
 #include "trident/executor/gradient_buckets.h"
 #include "trident/executor/mpi.h"
@@ -52,13 +53,12 @@ void require_device_memory(const core::JobSpec& job) {
     const double moments = job.plan.distributed_optimizer ? 8.0 / double(job.plan.dp) : 8.0;
     const double needed = rank_parameters_estimate(job) * (4.0 + 4.0 + 2.0 + moments);
     if (on_every_rank(needed <= double(free_bytes))) return;
-    char text[256];
-    std::snprintf(text, sizeof text,
-                  "needs about %.1f GiB of GPU memory per rank for weights, gradients and Adam "
-                  "state before any activation; the GPU has %.1f GiB free: use more tensor or "
-                  "pipeline ranks, or --distributed-optimizer",
-                  needed / 1073741824.0, double(free_bytes) / 1073741824.0);
-    throw core::SpecError("model", text);
+    throw core::SpecError("model", "needs about " + core::bytes_text(needed) +
+                                       " of GPU memory per rank for weights, gradients and Adam "
+                                       "state before any activation; the GPU has " +
+                                       core::bytes_text(double(free_bytes)) +
+                                       " free: use more tensor or pipeline ranks, or "
+                                       "--distributed-optimizer");
 }
 
 // Makes `waiter` wait for everything enqueued on `signaller` so far.

@@ -31,14 +31,21 @@ std::int64_t ParameterStore::add(std::string name, std::int64_t size, bool decay
 }
 
 double GptChunk::Activations::bytes() const {
-    double n = double(input.size() + output.size() + embedding_grad.size() + lnf.size() +
-                      lnf_mean.size() + lnf_rstd.size() + logits.size() + row_max.size() +
-                      sum_exp.size() + dlogits.size() + hidden_out.size() + dinput.size());
-    for (const Layer& l : layers)
-        for (const Vec* v : {&l.x_in, &l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.kv, &l.probs,
-                             &l.att, &l.x_mid, &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fc, &l.act,
-                             &l.d_qkv, &l.d_proj_out, &l.d_fc, &l.d_fc2_out})
-            n += double(v->size());
+    double n = 0.0;
+    const auto add = [&](std::initializer_list<const Vec*> vs) {
+        for (const Vec* v : vs) n += double(v->size());
+    };
+    add({&input, &output, &embedding_grad, &lnf, &lnf_mean, &lnf_rstd, &logits, &row_max,
+         &sum_exp, &dlogits, &hidden_out, &dinput});
+    for (const Layer& l : layers) {
+        add({&l.x_in, &l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.kv, &l.probs, &l.lse, &l.att,
+             &l.x_mid, &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fc, &l.act, &l.d_qkv, &l.d_proj_out,
+             &l.d_fc, &l.d_fc2_out});
+        const MoeState& s = l.moe;
+        add({&s.probs, &s.gates, &s.load, &s.slot_out, &s.d_logits});
+        for (const auto* experts : {&s.x, &s.fc, &s.act, &s.d_fc, &s.d_out})
+            for (const Vec& v : *experts) n += double(v.size());
+    }
     return n * sizeof(float);
 }
 
@@ -110,6 +117,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
                               positions_[std::size_t(cp_rank)].end());
     loss_tokens_ = B_ * seq_;
     sp_ = plan.sequence_parallel;
+    flash_ = plan.flash_attention;
     Nl_ = sp_ ? N_ / t : N_;
     h_ = m.hidden_size;
     D_ = m.head_dim;
@@ -303,45 +311,6 @@ Vec GptChunk::reduce_rows(Vec partial, Communicator& tp) const {
     return mine;
 }
 
-// Megatron's default hidden_dropout and attention_dropout.
-constexpr float kDropoutProbability = 0.1f;
-
-void GptChunk::drop_rows(Vec& x, DropoutSite site, std::int64_t layer, const Activations& a) const {
-    // Row n of this rank is row row0 + n of the micro-batch's B·T (its 1/tp of them under
-    // sequence parallelism): sequence (row0 + n) / T, at its context rank's position.
-    const std::uint64_t site_key =
-        k::dropout_key(k::dropout_key(seed_, site), std::uint64_t(layer + 1));
-    const std::int64_t row0 = sp_ ? tp_rank_ * Nl_ : 0;
-    const auto& position = positions_[std::size_t(cp_rank_)];
-    std::vector<std::uint64_t> keys(static_cast<std::size_t>(Nl_));
-    for (std::int64_t n = 0; n < Nl_; ++n) {
-        const std::int64_t row = row0 + n;
-        keys[std::size_t(n)] =
-            k::dropout_key(k::dropout_key(site_key, std::uint64_t(a.first_sample + row / T_)),
-                           std::uint64_t(position[std::size_t(row % T_)]));
-    }
-    k::dropout_rows(x.data(), Nl_, h_, keys.data(), kDropoutProbability);
-}
-
-std::vector<std::uint64_t> GptChunk::attention_dropout_keys(std::int64_t layer,
-                                                            const Activations& a) const {
-    // One key per (sequence, head, query): the head's global index, the query's position.
-    const std::uint64_t site_key =
-        k::dropout_key(k::dropout_key(seed_, attention_probs), std::uint64_t(layer + 1));
-    const auto& position = positions_[std::size_t(cp_rank_)];
-    std::vector<std::uint64_t> keys(static_cast<std::size_t>(B_ * Hl_ * T_));
-    for (std::int64_t b = 0; b < B_; ++b)
-        for (std::int64_t h = 0; h < Hl_; ++h) {
-            const std::uint64_t head_key =
-                k::dropout_key(k::dropout_key(site_key, std::uint64_t(a.first_sample + b)),
-                               std::uint64_t(tp_rank_ * Hl_ + h));
-            for (std::int64_t t = 0; t < T_; ++t)
-                keys[std::size_t((b * Hl_ + h) * T_ + t)] =
-                    k::dropout_key(head_key, std::uint64_t(position[std::size_t(t)]));
-        }
-    return keys;
-}
-
 void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& comms,
                              const Activations& a) const {
     Communicator& tp = comms.tensor;
@@ -419,7 +388,7 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
                         p(wpe_)[position[std::size_t((row0 + n) % T_)] * h_ + c];
         if (dropping(a)) drop_rows(x, embedding_out, -1, a);
     } else {
-        x = a.input;
+        x = std::move(a.input); // layer 0 keeps it as its x_in
     }
     a.layers.assign(layers_.size(), Layer{});
     for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -430,7 +399,8 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
             L = Layer{};
             L.x_in = std::move(input); // only the layer's input stays until B
         } else if (recompute_[i] == core::RecomputeGranularity::selective) {
-            Vec().swap(L.probs); // the attention core's s² tensor is recomputed in B
+            Vec().swap(L.probs); // the attention core's saved state is recomputed in B
+            Vec().swap(L.lse);
         }
     }
     if (!last_) {
@@ -464,195 +434,6 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
         loss += std::log(double(a.sum_exp[std::size_t(n)])) + a.row_max[std::size_t(n)] -
                 target[std::size_t(n)];
     a.loss = loss / double(loss_tokens_);
-}
-
-void GptChunk::backward_input(Activations& a, const float* dout, float loss_scale,
-                              const ChunkComms& comms) const {
-    Communicator& tp = comms.tensor;
-    const std::int64_t NH = N_ * h_, NLH = Nl_ * h_, Wl = (Hl_ + 2 * KVl_) * D_,
-                       gate = swiglu_ ? 2 : 1;
-    Vec dx(static_cast<std::size_t>(NLH), 0.0f); // gradient of this rank's rows
-    if (last_) {
-        // The forward left the exponentials in `logits`: they become the gradient in place.
-        k::cross_entropy_backward(a.logits.data(), a.sum_exp.data(), a.targets,
-                                  loss_scale / float(loss_tokens_), N_, Vl_, vocab_start_);
-        a.dlogits = std::move(a.logits);
-        Vec dlnf(static_cast<std::size_t>(NH), 0.0f);
-        k::matmul_backward_input(dlnf.data(), a.dlogits.data(), p(head_), N_, h_, Vl_);
-        dlnf = reduce_rows(std::move(dlnf), tp); // the LM head is column-parallel
-        norm_backward(dx.data(), dlnf.data(), a.hidden_out.data(), a.lnf_mean.data(),
-                      a.lnf_rstd.data(), lnf_w_, lnf_b_);
-    } else {
-        std::copy(dout, dout + NLH, dx.begin());
-    }
-    // The gradient of a dropped-out branch: dx through the same mask (the residual path
-    // keeps dx itself).
-    const auto branch_grad = [&](DropoutSite site, std::ptrdiff_t i) {
-        Vec g = dx;
-        if (dropping(a)) drop_rows(g, site, i < 0 ? -1 : first_layer_ + std::int64_t(i), a);
-        return g;
-    };
-    for (std::size_t i = layers_.size(); i-- > 0;) {
-        const LayerParams& lp = layers_[i];
-        Layer& L = a.layers[i];
-        if (recompute_[i] == core::RecomputeGranularity::full) {
-            Vec x = L.x_in; // run the layer's forward again from its saved input
-            layer_forward(i, L, x, comms, a);
-        } else if (L.probs.empty()) {
-            attention_forward(L, comms.context); // selective: the probabilities again
-        }
-        // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))) — or the experts'.
-        Vec d_ln2(static_cast<std::size_t>(NH), 0.0f);
-        if (lp.moe) {
-            if (dropping(a)) // the branch's gradient through the mask; else dx itself
-                moe_backward(lp, L, branch_grad(mlp_out, i), d_ln2, loss_scale, comms.expert);
-            else
-                moe_backward(lp, L, dx, d_ln2, loss_scale, comms.expert);
-        } else {
-            L.d_fc2_out = gather_rows(branch_grad(mlp_out, i), tp);
-            Vec d_act(static_cast<std::size_t>(N_ * Fl_), 0.0f);
-            k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), N_, Fl_, h_);
-            L.d_fc.assign(std::size_t(N_ * gate * Fl_), 0.0f);
-            if (swiglu_)
-                k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_, Fl_);
-            else
-                k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_ * Fl_);
-            k::matmul_backward_input(d_ln2.data(), L.d_fc.data(), p(lp.fc_w), N_, h_, gate * Fl_);
-            d_ln2 = reduce_rows(std::move(d_ln2), tp); // column-parallel input gradient
-        }
-        // dx becomes the gradient of x_mid: the residual's plus the norm's.
-        norm_backward(dx.data(), d_ln2.data(), L.x_mid.data(), L.ln2_mean.data(), L.ln2_rstd.data(),
-                      lp.ln2_w, lp.ln2_b);
-        // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
-        L.d_proj_out = gather_rows(branch_grad(attention_out, i), tp);
-        Vec d_att(static_cast<std::size_t>(N_ * Hl_ * D_), 0.0f);
-        k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), N_, Hl_ * D_, h_);
-        attention_backward(L, d_att, comms.context);
-        if (rope_) { // back through the rotation: the gradients of the unrotated q and k
-            k::rope_backward(L.d_qkv.data(), N_, Wl, Hl_, D_, row_positions_.data(), rotary_base_);
-            k::rope_backward(L.d_qkv.data() + Hl_ * D_, N_, Wl, KVl_, D_, row_positions_.data(),
-                             rotary_base_);
-        }
-        Vec d_ln1(static_cast<std::size_t>(NH), 0.0f);
-        k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), N_, h_, Wl);
-        d_ln1 = reduce_rows(std::move(d_ln1), tp);
-        norm_backward(dx.data(), d_ln1.data(), L.x_in.data(), L.ln1_mean.data(), L.ln1_rstd.data(),
-                      lp.ln1_w, lp.ln1_b);
-        // What only B needed can go now; W keeps the linear layers' inputs and output grads.
-        for (Vec* v : {&L.probs, &L.x_in, &L.x_mid, &L.qkv, &L.kv, &L.fc, &L.ln1_mean, &L.ln1_rstd,
-                       &L.ln2_mean, &L.ln2_rstd})
-            Vec().swap(*v);
-        std::vector<std::uint64_t>().swap(L.attention_keys);
-    }
-    // The embedding's weight gradient needs every row (the table is split by vocabulary).
-    if (first_)
-        a.embedding_grad = gather_rows(branch_grad(embedding_out, -1), tp);
-    else
-        a.dinput = std::move(dx);
-}
-
-void GptChunk::attention_forward(Layer& L, Communicator& cp) const {
-    const std::int64_t W = (Hl_ + 2 * KVl_) * D_;
-    L.att.resize(std::size_t(N_ * Hl_ * D_));
-    const k::AttentionDropout dropout{kDropoutProbability, L.attention_keys.data()};
-    const k::AttentionDropout* drop = L.attention_keys.empty() ? nullptr : &dropout;
-    if (cp_ == 1) {
-        L.probs.resize(std::size_t(B_ * Hl_ * T_ * T_));
-        k::attention_forward(L.att.data(), L.probs.data(), L.qkv.data(), B_, T_, Hl_, KVl_, D_,
-                             drop);
-        return;
-    }
-    // Gather every context rank's keys and values, placed at their sequence positions.
-    const std::int64_t KVW = 2 * KVl_ * D_;
-    Vec mine(static_cast<std::size_t>(N_ * KVW));
-    for (std::int64_t n = 0; n < N_; ++n)
-        std::copy_n(L.qkv.data() + n * W + Hl_ * D_, KVW, mine.data() + n * KVW);
-    Vec all(static_cast<std::size_t>(cp_ * N_ * KVW));
-    cp.all_gather(mine.data(), all.data(), mine.size());
-    L.kv.resize(std::size_t(B_ * seq_ * KVW));
-    for (std::int64_t r = 0; r < cp_; ++r)
-        for (std::int64_t b = 0; b < B_; ++b)
-            for (std::int64_t t = 0; t < T_; ++t)
-                std::copy_n(all.data() + ((r * B_ + b) * T_ + t) * KVW, KVW,
-                            L.kv.data() +
-                                (b * seq_ + positions_[std::size_t(r)][std::size_t(t)]) * KVW);
-    L.probs.resize(std::size_t(B_ * Hl_ * T_ * seq_));
-    k::attention_forward_rows(L.att.data(), Hl_ * D_, L.probs.data(), L.qkv.data(), W, L.kv.data(),
-                              L.kv.data() + KVl_ * D_, KVW, visible_.data(), B_, T_, seq_, Hl_,
-                              KVl_, D_, drop);
-}
-
-void GptChunk::attention_backward(Layer& L, const Vec& d_att, Communicator& cp) const {
-    const k::AttentionDropout dropout{kDropoutProbability, L.attention_keys.data()};
-    const k::AttentionDropout* drop = L.attention_keys.empty() ? nullptr : &dropout;
-    const std::int64_t W = (Hl_ + 2 * KVl_) * D_;
-    L.d_qkv.assign(std::size_t(N_ * W), 0.0f);
-    if (cp_ == 1) {
-        k::attention_backward(L.d_qkv.data(), d_att.data(), L.qkv.data(), L.probs.data(), B_, T_,
-                              Hl_, KVl_, D_, drop);
-        return;
-    }
-    const std::int64_t KVW = 2 * KVl_ * D_;
-    Vec dkv(static_cast<std::size_t>(B_ * seq_ * KVW), 0.0f);
-    k::attention_backward_rows(L.d_qkv.data(), dkv.data(), dkv.data() + KVl_ * D_, d_att.data(),
-                               Hl_ * D_, L.qkv.data(), W, L.kv.data(), L.kv.data() + KVl_ * D_, KVW,
-                               L.probs.data(), visible_.data(), B_, T_, seq_, Hl_, KVl_, D_, drop);
-    // Each rank's key and value gradients, summed over the ranks whose queries used them.
-    Vec blocks(static_cast<std::size_t>(cp_ * N_ * KVW));
-    for (std::int64_t r = 0; r < cp_; ++r)
-        for (std::int64_t b = 0; b < B_; ++b)
-            for (std::int64_t t = 0; t < T_; ++t)
-                std::copy_n(dkv.data() +
-                                (b * seq_ + positions_[std::size_t(r)][std::size_t(t)]) * KVW,
-                            KVW, blocks.data() + ((r * B_ + b) * T_ + t) * KVW);
-    Vec mine(static_cast<std::size_t>(N_ * KVW));
-    cp.reduce_scatter_sum(blocks.data(), mine.data(), mine.size());
-    for (std::int64_t n = 0; n < N_; ++n)
-        for (std::int64_t j = 0; j < KVW; ++j)
-            L.d_qkv[std::size_t(n * W + Hl_ * D_ + j)] += mine[std::size_t(n * KVW + j)];
-}
-
-void GptChunk::backward_weight(Activations& a) const {
-    const std::int64_t Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-        const LayerParams& lp = layers_[i];
-        Layer& L = a.layers[i];
-        k::matmul_backward_weight(g(lp.qkv_w), bias_ ? g(lp.qkv_b) : nullptr, L.d_qkv.data(),
-                                  L.ln1.data(), N_, h_, Wl);
-        k::matmul_backward_weight(g(lp.proj_w), bias_ ? g(lp.proj_b) : nullptr, L.d_proj_out.data(),
-                                  L.att.data(), N_, Hl_ * D_, h_);
-        if (lp.moe) {
-            const MoeState& s = L.moe;
-            k::matmul_backward_weight(g(lp.router_w), nullptr, s.d_logits.data(), L.ln2.data(), N_,
-                                      h_, experts_);
-            for (std::size_t e = 0; e < lp.experts.size(); ++e) {
-                const std::int64_t rows = std::int64_t(s.x[e].size()) / h_;
-                if (rows == 0) continue;
-                const ExpertParams& x = lp.experts[e];
-                k::matmul_backward_weight(g(x.fc_w), bias_ ? g(x.fc_b) : nullptr, s.d_fc[e].data(),
-                                          s.x[e].data(), rows, h_, gate * expert_ffn_);
-                k::matmul_backward_weight(g(x.fc2_w), bias_ ? g(x.fc2_b) : nullptr,
-                                          s.d_out[e].data(), s.act[e].data(), rows, expert_ffn_,
-                                          h_);
-            }
-            continue;
-        }
-        k::matmul_backward_weight(g(lp.fc_w), bias_ ? g(lp.fc_b) : nullptr, L.d_fc.data(),
-                                  L.ln2.data(), N_, h_, gate * Fl_);
-        k::matmul_backward_weight(g(lp.fc2_w), bias_ ? g(lp.fc2_b) : nullptr, L.d_fc2_out.data(),
-                                  L.act.data(), N_, Fl_, h_);
-    }
-    if (last_)
-        k::matmul_backward_weight(g(head_), nullptr, a.dlogits.data(), a.lnf.data(), N_, h_, Vl_);
-    if (first_) {
-        k::embedding_backward(g(wte_), a.tokens, a.embedding_grad.data(), N_, h_, vocab_start_,
-                              Vl_);
-        if (wpe_ >= 0)
-            for (std::int64_t n = 0; n < N_; ++n)
-                for (std::int64_t c = 0; c < h_; ++c)
-                    g(wpe_)[positions_[std::size_t(cp_rank_)][std::size_t(n % T_)] * h_ + c] +=
-                        a.embedding_grad[std::size_t(n * h_ + c)];
-    }
 }
 
 } // namespace trident::executor

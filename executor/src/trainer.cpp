@@ -4,6 +4,7 @@
 #include "trident/core/hash.h"
 #include "trident/core/parameter_count.h"
 #include "trident/core/spec_error.h"
+#include "trident/core/units.h"
 #include "trident/executor/mpi.h"
 #include "trident/kernels/cpu.h"
 
@@ -99,13 +100,11 @@ void require_host_memory(const core::JobSpec& job, double bytes_per_parameter,
     const double per_rank = rank_parameters_estimate(job) * bytes_per_parameter;
     const double available = meminfo_bytes("MemAvailable"); // negative: unknown, no check
     if (on_every_rank(available < 0.0 || per_rank * local_ranks <= available)) return;
-    char text[256];
-    std::snprintf(text, sizeof text,
-                  "needs about %.1f GiB per rank for %s (%d rank%s on a node), more than the "
-                  "%.1f GiB available; use more ranks or nodes",
-                  per_rank / 1073741824.0, what.c_str(), local_ranks, local_ranks == 1 ? "" : "s",
-                  available / 1073741824.0);
-    throw core::SpecError("model", text);
+    throw core::SpecError("model", "needs about " + core::bytes_text(per_rank) + " per rank for " +
+                                       what + " (" + std::to_string(local_ranks) + " rank" +
+                                       (local_ranks == 1 ? "" : "s") + " on a node), more than the " +
+                                       core::bytes_text(available) +
+                                       " available; use more ranks or nodes");
 }
 
 std::optional<float> finish_gradient_norm(double squares, std::int64_t index,
@@ -223,14 +222,17 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
     const auto start = Clock::now();
     const auto now = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
     double live_bytes = 0.0, loss_sum = 0.0;
-    for (const core::Action& a : schedule_.ranks[std::size_t(pp_rank)]) {
+    const std::vector<core::Action>& actions = schedule_.ranks[std::size_t(pp_rank)];
+    double fused_weight_s = 0.0; // the W a fused backward just ran: its share of the B's time
+    for (std::size_t index = 0; index < actions.size(); ++index) {
+        const core::Action& a = actions[index];
         // Evaluation walks the forward half of the same schedule: forwards never wait on a
         // backward, so the subsequence keeps the schedule's deadlock-free order.
         if (forward_only && a.kind != core::ActionKind::forward &&
             a.kind != core::ActionKind::send_activation &&
             a.kind != core::ActionKind::recv_activation)
             continue;
-        const double t0 = now();
+        double t0 = now();
         Slot& slot = slots[{a.microbatch, a.chunk}];
         const GptChunk& chunk = chunks_[std::size_t(a.chunk)];
         const std::int32_t vs = schedule_.virtual_stage(pp_rank, a.chunk);
@@ -252,15 +254,22 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
             if (chunk.last()) loss_sum += slot.acts.loss;
             if (forward_only && chunk.last()) slots.erase({a.microbatch, a.chunk});
             break;
-        case core::ActionKind::backward_input:
+        case core::ActionKind::backward_input: {
             stream = core::Stream::compute;
-            chunk.backward_input(slot.acts, chunk.last() ? nullptr : slot.received_gradient.data(),
-                                 loss_scale, comms);
+            const float* dout = chunk.last() ? nullptr : slot.received_gradient.data();
+            if (core::fuses_backward(schedule_, pp_rank, index)) {
+                chunk.backward(slot.acts, dout, loss_scale, comms); // W too: the next action
+                fused_weight_s = slot.acts.weight_gradient_s;
+            } else {
+                chunk.backward_input(slot.acts, dout, loss_scale, comms);
+            }
             Vec().swap(slot.received_gradient);
             break;
+        }
         case core::ActionKind::backward_weight:
             stream = core::Stream::compute;
-            chunk.backward_weight(slot.acts);
+            if (!(index > 0 && core::fuses_backward(schedule_, pp_rank, index - 1)))
+                chunk.backward_weight(slot.acts);
             break;
         case core::ActionKind::send_activation:
             groups_.pipeline->send(slot.acts.output.data(), hidden, a.peer,
@@ -284,19 +293,37 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
                                    tag(vs, a.microbatch, true));
             break;
         }
-        if (trace)
-            trace->push_back(
-                {groups_.world_rank, stream, core::to_event_kind(a.kind), a.microbatch, a.chunk, t0,
-                 now(), double(hidden) * sizeof(float) * double(!core::is_compute(a.kind)), 0.0});
+        if (trace) {
+            double t1 = now();
+            // A fused backward is traced as the schedule names it, B then W, split at the time
+            // its weight gradients took.
+            if (a.kind == core::ActionKind::backward_input && fused_weight_s > 0.0)
+                t1 -= fused_weight_s;
+            if (a.kind == core::ActionKind::backward_weight && fused_weight_s > 0.0) {
+                t0 = trace->back().end_s;
+                t1 = t0 + fused_weight_s;
+                fused_weight_s = 0.0;
+            }
+            trace->push_back({groups_.world_rank, stream, core::to_event_kind(a.kind),
+                              a.microbatch, a.chunk, t0, t1,
+                              double(hidden) * sizeof(float) * double(!core::is_compute(a.kind)),
+                              0.0});
+        }
+        if (a.kind == core::ActionKind::backward_weight) fused_weight_s = 0.0;
         if (a.kind == core::ActionKind::backward_weight) { // W done: only B's output may remain
             Vec dinput = std::move(slot.acts.dinput);
             slot.acts = GptChunk::Activations{};
             slot.acts.dinput = std::move(dinput);
         }
-        // Peak activation memory: everything the live micro-batches still hold.
+        // Peak activation memory: everything the live micro-batches still hold, and inside a
+        // backward the most its micro-batch held (the others did not change meanwhile).
         live_bytes = 0.0;
         for (const auto& [key, s] : slots) live_bytes += s.acts.bytes();
         stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, live_bytes);
+        if (a.kind == core::ActionKind::backward_input) // (B never erases its slot)
+            stats.peak_activation_bytes =
+                std::max(stats.peak_activation_bytes,
+                         live_bytes - slot.acts.bytes() + slot.acts.peak_bytes);
     }
     groups_.pipeline->wait_sends();
     // The step's loss: the last stage's tensor rank 0 of every data rank contributes its mean.

@@ -48,15 +48,17 @@ QString MemoryChart::describe_at(QPointF point) const {
     const MemoryChartPicture p = picture(size());
     for (std::size_t s = 0; s < p.bars.size() && s < stages_.size(); ++s) {
         if (!p.bars[s].contains(point)) continue;
-        const auto gib = [](double bytes) { return QString::number(bytes / core::kGiB, 'f', 2); };
+        const auto text_of = [](double bytes) {
+            return QString::fromStdString(core::bytes_text(bytes, 2));
+        };
         QString text =
-            QString("stage %1: %2 GiB per rank").arg(s).arg(gib(stages_[s].total_bytes()));
+            QString("stage %1: %2 per rank").arg(s).arg(text_of(stages_[s].total_bytes()));
         for (int i = 0; i < kMemoryPartCount; ++i)
-            text += QString("\n  %1 %2 GiB")
+            text += QString("\n  %1 %2")
                         .arg(QString::fromUtf8(kMemoryPartNames[i].data(),
                                                int(kMemoryPartNames[i].size())))
-                        .arg(gib(memory_part_bytes(stages_[s], MemoryPart(i))));
-        if (budget_bytes_ > 0) text += QString("\n  budget %1 GiB").arg(gib(budget_bytes_));
+                        .arg(text_of(memory_part_bytes(stages_[s], MemoryPart(i))));
+        if (budget_bytes_ > 0) text += QString("\n  budget %1").arg(text_of(budget_bytes_));
         return text;
     }
     return {};

@@ -16,10 +16,10 @@ const QColor kTextColor(40, 40, 40);
 const QColor kAxisColor(120, 120, 120);
 const QColor kBudgetColor(200, 30, 30);
 
-// 1, 2 or 5 times a power of ten GiB, so ticks read as round numbers; at most `ticks` of them
-// so their labels never overlap.
-double tick_step_gib(double max_gib, int ticks) {
-    const double raw = max_gib / std::max(ticks, 1);
+// 1, 2 or 5 times a power of ten of the axis unit, so ticks read as round numbers; at most
+// `ticks` of them so their labels never overlap.
+double tick_step(double max_units, int ticks) {
+    const double raw = max_units / std::max(ticks, 1);
     const double power = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-6))));
     for (const double m : {1.0, 2.0, 5.0, 10.0})
         if (raw <= m * power) return m * power;
@@ -56,8 +56,8 @@ double memory_part_bytes(const simulator::StageMemory& m, MemoryPart part) {
         return m.gradients_bytes;
     case MemoryPart::optimizer:
         return m.optimizer_bytes;
-    case MemoryPart::activations:
-        return m.activations_bytes;
+    case MemoryPart::activations: // stored, and the backward's working set on top
+        return m.activations_bytes + m.backward_working_bytes;
     case MemoryPart::buffers:
         return m.buffers_bytes;
     }
@@ -103,9 +103,11 @@ MemoryChartPicture layout_memory_chart(const std::vector<simulator::StageMemory>
     double max_bytes = budget_bytes;
     for (const auto& s : stages) max_bytes = std::max(max_bytes, s.total_bytes());
     if (max_bytes <= 0) max_bytes = core::kGiB;
-    const double step_gib =
-        tick_step_gib(max_bytes * 1.05 / core::kGiB, std::min(5, int(plot.height() / 18.0)));
-    p.axis_max_bytes = std::ceil(max_bytes * 1.05 / core::kGiB / step_gib) * step_gib * core::kGiB;
+    // The axis in the unit that fits its top: GiB for GPUs, MiB or KiB for tiny CPU models.
+    const core::Unit unit = core::byte_unit(max_bytes);
+    const double step =
+        tick_step(max_bytes * 1.05 / unit.scale, std::min(5, int(plot.height() / 18.0)));
+    p.axis_max_bytes = std::ceil(max_bytes * 1.05 / unit.scale / step) * step * unit.scale;
     const auto y_of = [&](double bytes) {
         return plot.bottom() - plot.height() * bytes / p.axis_max_bytes;
     };
@@ -113,10 +115,11 @@ MemoryChartPicture layout_memory_chart(const std::vector<simulator::StageMemory>
     // Axes and ticks.
     p.lines.push_back({QLineF(plot.bottomLeft(), plot.topLeft()), kAxisColor});
     p.lines.push_back({QLineF(plot.bottomLeft(), plot.bottomRight()), kAxisColor});
-    for (double gib = 0; gib * core::kGiB <= p.axis_max_bytes * 1.0001; gib += step_gib) {
-        const double y = y_of(gib * core::kGiB);
+    for (double tick = 0; tick * unit.scale <= p.axis_max_bytes * 1.0001; tick += step) {
+        const double y = y_of(tick * unit.scale);
         p.lines.push_back({QLineF(plot.left() - 4, y, plot.left(), y), kAxisColor});
-        p.texts.push_back({QPointF(4, y + 4), QString::number(gib, 'g', 4) + " GiB", kTextColor});
+        p.texts.push_back(
+            {QPointF(4, y + 4), QString::number(tick, 'g', 4) + " " + unit.name, kTextColor});
     }
 
     // One stacked bar per stage, bottom up in MemoryPart order.
@@ -143,7 +146,7 @@ MemoryChartPicture layout_memory_chart(const std::vector<simulator::StageMemory>
                                true});
         if (slot >= 34)
             p.texts.push_back({QPointF(left + bar_width / 2, y_of(below) - 4),
-                               QString::number(below / core::kGiB, 'f', 1), kTextColor, true});
+                               QString::number(below / unit.scale, 'f', 1), kTextColor, true});
     }
 
     if (budget_bytes > 0) {

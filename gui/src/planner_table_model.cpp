@@ -65,9 +65,11 @@ QString display_text(const planner::Candidate& c, int column, double budget_byte
         return QString::number(100.0 * c.mfu, 'f', 1) + " %";
     case PlannerTableModel::bubble:
         return QString::number(100.0 * c.bubble_fraction, 'f', 1) + " %";
-    case PlannerTableModel::peak_memory:
-        return QString::number(c.peak_memory_bytes / core::kGiB, 'f', 1) + " / " +
-               QString::number(budget_bytes / core::kGiB, 'f', 1) + " GiB";
+    case PlannerTableModel::peak_memory: { // in the unit that fits the budget
+        const core::Unit unit = core::byte_unit(budget_bytes);
+        return QString::number(c.peak_memory_bytes / unit.scale, 'f', 1) + " / " +
+               QString::fromStdString(core::in_unit(budget_bytes, unit));
+    }
     default:
         return sort_value(c, column).toString();
     }

@@ -24,29 +24,13 @@ using core::ScheduleKind;
 
 namespace {
 
-using core::kGiB;
-const auto gib = core::gib_text;
+const auto bytes_text = [](double bytes) { return core::bytes_text(bytes); };
 
 std::vector<std::int64_t> divisors_up_to(std::int64_t n, std::int64_t limit) {
     std::vector<std::int64_t> out;
     for (std::int64_t d = 1; d <= std::min(n, limit); ++d)
         if (n % d == 0) out.push_back(d);
     return out;
-}
-
-// A reason's kind: its field and rule with the numbers taken out, so rejections group.
-std::string reason_kind(const core::SpecError& e) {
-    std::string rule;
-    for (char c : e.reason()) {
-        if (c == '(' || c == ';') break;
-        if (c >= '0' && c <= '9') {
-            if (rule.empty() || rule.back() != 'N') rule += 'N';
-        } else if (!(c == '.' && !rule.empty() && rule.back() == 'N')) {
-            rule += c;
-        }
-    }
-    while (!rule.empty() && rule.back() == ' ') rule.pop_back();
-    return e.field() + ": " + rule;
 }
 
 std::string describe(const ParallelPlan& p) {
@@ -158,15 +142,30 @@ Dimensions dimensions(const JobSpec& specs, const SearchSpace& space) {
 std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& space,
                                     PlanResult& result) {
     const Dimensions dim = dimensions(specs, space);
+    result.pp_searched = dim.pp;
     const std::int64_t devices = specs.cluster.devices();
     const std::vector<bool> both = {false, true};
     std::vector<ParallelPlan> layouts;
     for (std::int64_t tp : dim.tp)
         for (std::int64_t cp : dim.cp)
             for (std::int64_t pp : dim.pp) {
+                // The layer count first: it is what rules a pipeline degree out for every
+                // cluster (each stage holds the same number of layers).
+                if (pp >= 1 && specs.model.num_layers % pp != 0) {
+                    ++result.layouts;
+                    record_rejection(result, "parallel.pp",
+                                     "num_layers " + std::to_string(specs.model.num_layers) +
+                                         " cannot be split evenly over pp " + std::to_string(pp) +
+                                         " stages");
+                    continue;
+                }
                 if (tp < 1 || cp < 1 || pp < 1 || devices % (tp * cp * pp) != 0) {
                     ++result.layouts;
-                    ++result.rejection_counts["cluster: devices not divisible by tp·cp·pp"];
+                    record_rejection(result, "cluster",
+                                     std::to_string(devices) +
+                                         " devices are not divisible by tp·cp·pp = " +
+                                         std::to_string(tp) + "·" + std::to_string(cp) + "·" +
+                                         std::to_string(pp));
                     continue;
                 }
                 const std::int64_t dp = devices / (tp * cp * pp);
@@ -224,45 +223,51 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
         p.recompute = r;
         return peak_of(simulator::memory_per_stage(job, flights));
     };
-    const auto over_budget = [&](const Recompute& r, const Peak& pk, const std::string& kind) {
+    // `rule` names the kind ("over budget even with full recomputation"); the details after
+    // the semicolon carry this layout's numbers.
+    const auto over_budget = [&](const Recompute& r, const Peak& pk, const std::string& rule) {
         if (pk.bytes < result.smallest_peak_bytes) {
             result.smallest_peak_bytes = pk.bytes;
             result.smallest_layout = describe(p) + ", " + describe(r, per_chunk);
         }
-        ++result.rejection_counts[kind];
+        record_rejection(result, "memory",
+                         rule + "; stage " + std::to_string(pk.stage) + " needs " +
+                             bytes_text(pk.bytes) + ", " + bytes_text(pk.bytes - budget) +
+                             " over the budget of " + bytes_text(budget) + " (" + describe(p) +
+                             ", " + describe(r, per_chunk) + ")");
         result.closest_rejected.push_back({p,
                                            "stage " + std::to_string(pk.stage) + " needs " +
-                                               gib(pk.bytes) + " with " + describe(r, per_chunk) +
-                                               ", over the budget by " + gib(pk.bytes - budget),
+                                               bytes_text(pk.bytes) + " with " + describe(r, per_chunk) +
+                                               ", over the budget by " + bytes_text(pk.bytes - budget),
                                            pk.bytes - budget});
         return false;
     };
     const auto accept = [&](const Recompute& r, const Peak& pk, std::string why) {
         p.recompute = r;
         out.peak = pk;
-        out.recompute_reason = why + " (budget " + gib(budget) + ")";
+        out.recompute_reason = why + " (budget " + bytes_text(budget) + ")";
         return true;
     };
     if (space.recompute) {
         const Peak pk = peak_with(*space.recompute);
         if (pk.bytes > budget)
             return over_budget(*space.recompute, pk,
-                               "memory: over budget with the pinned recomputation");
+                               "over budget with the pinned recomputation");
         return accept(*space.recompute, pk,
                       "pinned: " + describe(*space.recompute, per_chunk) + " needs " +
-                          gib(pk.bytes));
+                          bytes_text(pk.bytes));
     }
     const Peak none = peak_with({});
     if (none.bytes <= budget)
         return accept({}, none,
-                      "no recomputation needed: " + gib(none.bytes) + " on stage " +
+                      "no recomputation needed: " + bytes_text(none.bytes) + " on stage " +
                           std::to_string(none.stage));
-    std::string why = "none needs " + gib(none.bytes) + " on stage " + std::to_string(none.stage);
+    std::string why = "none needs " + bytes_text(none.bytes) + " on stage " + std::to_string(none.stage);
     const Recompute selective{RecomputeGranularity::selective, core::RecomputeMethod::block, 0};
     const Peak sel = peak_with(selective);
     if (sel.bytes <= budget)
-        return accept(selective, sel, why + "; selective fits at " + gib(sel.bytes));
-    why += ", selective " + gib(sel.bytes);
+        return accept(selective, sel, why + "; selective fits at " + bytes_text(sel.bytes));
+    why += ", selective " + bytes_text(sel.bytes);
     // Memory falls as more layers are recomputed: the fewest that fit, by bisection.
     const auto full = [](std::int64_t k) {
         return Recompute{RecomputeGranularity::full, core::RecomputeMethod::block, k};
@@ -270,7 +275,7 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
     const Peak all = peak_with(full(per_chunk));
     if (all.bytes > budget)
         return over_budget(full(per_chunk), all,
-                           "memory: over budget even with full recomputation");
+                           "over budget even with full recomputation");
     std::int64_t lo = 1, hi = per_chunk;
     while (lo < hi) {
         const std::int64_t mid = (lo + hi) / 2;
@@ -281,7 +286,7 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
     }
     const Peak fit = peak_with(full(lo));
     return accept(full(lo), fit,
-                  why + "; " + describe(full(lo), per_chunk) + " fits at " + gib(fit.bytes));
+                  why + "; " + describe(full(lo), per_chunk) + " fits at " + bytes_text(fit.bytes));
 }
 
 // No stage finishes before its own work and its step tail are done: a lower bound on the
@@ -339,7 +344,7 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
         try {
             core::validate(f.job);
         } catch (const core::SpecError& e) {
-            ++result.rejection_counts[reason_kind(e)];
+            record_rejection(result, e.field(), e.reason());
             continue;
         }
         const auto& flights =

@@ -26,14 +26,16 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
 
     // Attention block (Korthikanti et al. 2022, §4.1): norm input, QKV input, Q and K, V,
     // output-projection input, dropout mask; plus the score tensors unless flash attention.
-    double q_width, k_width, v_width, latents = 0.0;
+    // The context (the output projection's input) has a value head per query head, whatever
+    // the KV groups: heads · value head dim.
+    double q_width, k_width, v_width, context_width, latents = 0.0;
     if (m.mla) {
         const core::MlaSpec& a = *m.mla;
         q_width = k_width = heads * double(a.qk_head_dim + a.qk_pos_emb_head_dim);
-        v_width = heads * double(a.v_head_dim);
+        v_width = context_width = heads * double(a.v_head_dim);
         latents = eb * T * double(a.q_lora_rank + a.kv_lora_rank + a.qk_pos_emb_head_dim);
     } else {
-        q_width = heads * double(m.head_dim);
+        q_width = context_width = heads * double(m.head_dim);
         k_width = v_width = double(m.num_query_groups) * double(m.head_dim);
     }
     double attention = eb * T * h / sd                    // norm input
@@ -41,7 +43,7 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
                        + latents                          // MLA latents (replicated)
                        + eb * T * (q_width + k_width) / t // Q, K
                        + eb * T * v_width / t             // V
-                       + eb * T * v_width / t             // projection input (context)
+                       + eb * T * context_width / t       // projection input (context)
                        + mask_bytes(m, T * h / sd);       // attention-output dropout
     const bool keep_scores =
         !flash_attention && v.recompute != core::RecomputeGranularity::selective;
@@ -76,23 +78,127 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
     return attention + mlp;
 }
 
-double weight_gradient_input_bytes(const core::ModelSpec& m, const LayerView& v,
+double weight_gradient_state_bytes(const core::ModelSpec& m, const LayerView& v,
                                    std::int64_t layer) {
     const double eb = double(core::dtype_bytes(m.precision.params));
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
     const double T = double(v.tokens());
     const double h = double(m.hidden_size);
     const double q = double(m.num_attention_heads) * double(m.head_dim);
-    // Inputs of the column-parallel GEMMs (QKV, fc1: sharded under sequence parallelism) and
-    // of the row-parallel ones (output projection, fc2).
+    const double kv = double(m.num_query_groups) * double(m.head_dim);
+    const double gate = m.activation == core::Activation::swiglu ? 2.0 : 1.0;
+    // W = doutᵀ · input for each linear layer (Qi et al. 2024 hold both until W): the inputs
+    // of the column-parallel GEMMs (QKV, fc1: sharded under sequence parallelism) and of the
+    // row-parallel ones (output projection, fc2), and the output gradients — the column-
+    // parallel ones split over tp, the row-parallel ones over every row.
+    const double attention = eb * T * (h / sd + q / t) + eb * T * ((q + 2 * kv) / t + h);
     if (m.is_moe_layer(layer)) {
         const core::MoeSpec& e = *m.moe;
         const double routed = T * double(e.top_k) * e.capacity_factor.value_or(1.0);
-        return eb * T * h / sd * 2 + eb * T * q / t + eb * routed * h +
-               eb * routed * double(e.expert_ffn_hidden_size) / t;
+        const double fe = double(e.expert_ffn_hidden_size);
+        return attention + eb * T * h / sd + 4.0 * T * double(e.num_experts) / sd // router
+               + eb * routed * (h + fe / t) + eb * routed * (gate * fe / t + h);  // experts
     }
-    return eb * T * h / sd * 2 + eb * T * q / t + eb * T * double(m.ffn_hidden_size) / t;
+    const double f = double(m.ffn_hidden_size);
+    return attention + eb * T * (h / sd + f / t) + eb * T * (gate * f / t + h);
 }
+
+double backward_working_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer,
+                              bool fused) {
+    const double eb = double(core::dtype_bytes(m.precision.params));
+    const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
+    const double T = double(v.tokens()), h = double(m.hidden_size);
+    const double gate = m.activation == core::Activation::swiglu ? 2.0 : 1.0;
+    double bytes = 0.0;
+    if (m.is_moe_layer(layer)) {
+        // The experts' output and fc1-output gradients and the router's, before their W.
+        const core::MoeSpec& e = *m.moe;
+        const double routed = T * double(e.top_k) * e.capacity_factor.value_or(1.0);
+        bytes = eb * routed * (h + gate * double(e.expert_ffn_hidden_size) / t) +
+                4.0 * T * double(e.num_experts) / sd;
+    } else {
+        // The MLP's backward makes the gradients of fc2's output (every row, as the tensor-
+        // parallel region sees them) and of fc1's while the layer's stored state is whole.
+        // Fused, fc2's W frees its gradient and the activation before fc1's gradient appears
+        // beside fc1's output; B alone keeps both gradients for W.
+        const double f = double(m.ffn_hidden_size) / t;
+        bytes = eb * T * (fused ? std::max(h, (gate - 1.0) * f) : h + gate * f);
+    }
+    // Under recomputation, what the layer's forward rebuilt just before its backward.
+    if (v.recompute != core::RecomputeGranularity::none) {
+        LayerView all = v;
+        all.recompute = core::RecomputeGranularity::none;
+        bytes += activation_bytes(m, all, layer) - activation_bytes(m, v, layer);
+    }
+    return bytes;
+}
+
+double loss_stage_bytes(const core::JobSpec& job) {
+    const core::ModelSpec& m = job.model;
+    const core::ParallelPlan& p = job.plan;
+    const double eb = double(core::dtype_bytes(m.precision.params));
+    const double T = double(LayerView::of(p, job.training.seq_length).tokens());
+    const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
+    // Korthikanti et al. 2022, §4.3: the final norm's input, the output layer's input, and
+    // the fp32 logits the softmax cross-entropy keeps (vocabulary-parallel over tp). After B
+    // the logits have become their gradient, which the output layer's W reads with its input.
+    return 2.0 * eb * T * double(m.hidden_size) / sd +
+           4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
+}
+
+namespace {
+
+// One micro-batch of one model chunk: what it stores until B (its layers, and the loss on the
+// last virtual stage), what it holds between B and W, and how much more than its stored bytes
+// it holds at the worst moment of its backward.
+struct ChunkActivations {
+    double stored = 0.0, weight_state = 0.0, backward_extra = 0.0;
+};
+
+ChunkActivations chunk_activations(const core::JobSpec& job, LayerView v, std::int64_t vs,
+                                   bool fused_backward) {
+    const core::ModelSpec& m = job.model;
+    const core::ParallelPlan& p = job.plan;
+    const std::int64_t per_chunk = job.layers_per_model_chunk(), first = vs * per_chunk;
+    const double eb = double(core::dtype_bytes(m.precision.params));
+    const double T = double(v.tokens()), h = double(m.hidden_size);
+    const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
+    const bool last = vs == p.pp * p.vpp - 1;
+    std::vector<double> stored, working, state;
+    for (std::int64_t layer = first; layer < first + per_chunk; ++layer) {
+        v.recompute = job.layer_recompute(layer);
+        stored.push_back(activation_bytes(m, v, layer));
+        working.push_back(backward_working_bytes(m, v, layer, fused_backward));
+        state.push_back(weight_gradient_state_bytes(m, v, layer));
+    }
+    const double loss = last ? loss_stage_bytes(job) : 0.0;
+    // W of the output layer (its input and the logits' gradient) and of the embedding (the
+    // gradient of its output, every row: the table is split by vocabulary).
+    const double loss_state = last ? eb * T * h / sd + 4.0 * T * double(m.padded_vocab_size(p.tp)) /
+                                                            double(p.tp)
+                                   : 0.0;
+    const double embedding_state = vs == 0 ? eb * T * h : 0.0;
+    ChunkActivations c;
+    for (double x : stored) c.stored += x;
+    c.stored += loss;
+    // The backward walks the layers from the last. At layer i the micro-batch holds the layers
+    // below i as stored, layer i with its working set, and — B alone — the W state of the
+    // layers above i and of the loss; a fused backward has spent those (and freed the loss's
+    // buffers after the output layer's W, before the first layer).
+    double below = c.stored - loss, above = fused_backward ? 0.0 : loss_state, worst = 0.0;
+    for (std::size_t i = stored.size(); i-- > 0;) {
+        below -= stored[i];
+        worst = std::max(worst, below + stored[i] + working[i] + above);
+        if (!fused_backward) above += state[i];
+    }
+    for (double x : state) c.weight_state += x;
+    c.weight_state += loss_state + embedding_state;
+    if (!fused_backward) worst = std::max(worst, c.weight_state); // B's end: W's inputs only
+    c.backward_extra = std::max(0.0, worst - c.stored);
+    return c;
+}
+
+} // namespace
 
 StageParameters stage_parameters(const core::JobSpec& job, std::int32_t r) {
     const core::ModelSpec& m = job.model;
@@ -156,11 +262,10 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
     const double weight_b = double(core::dtype_bytes(prec.params));
     const double grad_b = double(core::dtype_bytes(prec.grads));
     const double optimizer_b = optimizer_state_bytes_per_parameter(prec);
-    LayerView v = LayerView::of(p, job.training.seq_length);
+    const LayerView v = LayerView::of(p, job.training.seq_length);
     const double T = double(v.tokens());
     const double h = double(m.hidden_size);
     const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
-    const std::int64_t per_chunk = job.layers_per_model_chunk();
 
     std::vector<StageMemory> stages(std::size_t(p.pp));
     for (std::int32_t r = 0; r < p.pp; ++r) {
@@ -170,27 +275,22 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
         s.gradients_bytes = params.total() * grad_b;
         s.optimizer_bytes = optimizer_b * optimizer_parameters(params, p);
 
-        // Activations of one (micro-batch, chunk), largest chunk of this rank.
-        double chunk_bytes = 0.0, chunk_w_bytes = 0.0;
-        for (std::int64_t c = 0; c < p.vpp; ++c) {
-            const std::int64_t vs = c * p.pp + r;
-            double bytes = 0.0, w_bytes = 0.0;
-            for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
-                v.recompute = job.layer_recompute(layer);
-                bytes += activation_bytes(m, v, layer);
-                w_bytes += weight_gradient_input_bytes(m, v, layer);
-            }
-            if (vs == p.pp * p.vpp - 1) // final norm input and fp32 softmax of the loss
-                bytes += weight_b * T * h / sd +
-                         4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
-            chunk_bytes = std::max(chunk_bytes, bytes);
-            chunk_w_bytes = std::max(chunk_w_bytes, w_bytes);
-        }
+        // Activations of one (micro-batch, chunk), largest chunk of this rank: what the
+        // micro-batches store until B and hold until W, and on top what the one in its
+        // backward holds at worst (one micro-batch's backward runs at a time).
         const core::InFlight flight = in_flight.at(std::size_t(r));
+        ChunkActivations worst;
+        for (std::int64_t c = 0; c < p.vpp; ++c) {
+            const ChunkActivations a = chunk_activations(job, v, c * p.pp + r, flight.fused_backward);
+            worst.stored = std::max(worst.stored, a.stored);
+            worst.weight_state = std::max(worst.weight_state, a.weight_state);
+            worst.backward_extra = std::max(worst.backward_extra, a.backward_extra);
+        }
         s.in_flight = flight.until_backward_input;
         s.activations_bytes =
-            double(flight.until_backward_input) * chunk_bytes +
-            double(flight.until_backward_weight - flight.until_backward_input) * chunk_w_bytes;
+            double(flight.until_backward_input) * worst.stored +
+            double(flight.until_backward_weight - flight.until_backward_input) * worst.weight_state;
+        s.backward_working_bytes = flight.until_backward_input > 0 ? worst.backward_extra : 0.0;
         // Point-to-point send and receive buffers for activations and gradients, and the
         // all-gathered activation that sequence parallelism materialises for each GEMM.
         s.buffers_bytes = (p.pp > 1 ? 4.0 * weight_b * T * h / sd : 0.0) +

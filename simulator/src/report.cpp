@@ -2,19 +2,27 @@
 
 #include "trident/core/units.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <ostream>
 #include <string>
 
 namespace trident::simulator {
 namespace {
 
-using core::kGiB;
-
 std::string fmt(const char* format, double v) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, format, v);
     return buffer;
+}
+
+// `text` right-aligned (width > 0) or left-aligned (width < 0) in |width| columns.
+std::string pad(const std::string& text, int width) {
+    const std::size_t n = std::size_t(std::abs(width));
+    if (text.size() >= n) return text;
+    const std::string fill(n - text.size(), ' ');
+    return width > 0 ? fill + text : text + fill;
 }
 
 } // namespace
@@ -30,21 +38,27 @@ void print_report(const Report& r, std::ostream& out) {
         << p.micro_batch_size << " × " << r.microbatches << ", recompute "
         << core::to_string(p.recompute.granularity) << "\n";
     out << "step time " << fmt("%.3f s", r.step_time_s) << "   tokens/s "
-        << fmt("%.0f", r.tokens_per_s) << "   TFLOP/s/device " << fmt("%.1f", r.tflops_per_device)
-        << "   MFU " << fmt("%.1f %%", 100 * r.mfu) << "   HFU " << fmt("%.1f %%", 100 * r.hfu)
-        << "   (peak " << fmt("%.0f", r.peak_flops_per_s / 1e12) << " TFLOP/s)\n\n";
+        << fmt("%.0f", r.tokens_per_s) << "   per device "
+        << core::flop_rate_text(r.tflops_per_device * 1e12) << "   MFU "
+        << fmt("%.1f %%", 100 * r.mfu) << "   HFU " << fmt("%.1f %%", 100 * r.hfu) << "   (peak "
+        << core::flop_rate_text(r.peak_flops_per_s) << ")\n\n";
+    // One memory unit for the whole table, the one that fits its largest stage.
+    double largest = 0.0;
+    for (const StageReport& s : r.stages) largest = std::max(largest, s.memory.total_bytes());
+    const core::Unit unit = core::byte_unit(largest);
+    const auto in = [&](double bytes) { return fmt("%.1f", bytes / unit.scale); };
     out << "stage  compute  recompute  tp/cp/ep  dp+emb  optimizer   bubble  bubble%   "
-           "memory GiB (weights grads optim activ buffers)       of capacity\n";
+        << pad("memory " + std::string(unit.name) + " (weights grads optim activ buffers)", -53)
+        << "of capacity\n";
     for (const StageReport& s : r.stages) {
         const StageMemory& m = s.memory;
         out << fmt("%5.0f", double(s.stage)) << fmt("%9.3f", s.compute_s)
             << fmt("%11.3f", s.recompute_s) << fmt("%10.3f", s.collective_s)
             << fmt("%8.3f", s.data_parallel_s) << fmt("%11.3f", s.optimizer_s)
             << fmt("%9.3f", s.bubble_s) << fmt("%8.1f%%", 100 * s.bubble_fraction(r.step_time_s))
-            << fmt("%9.1f", m.total_bytes() / kGiB) << " (" << fmt("%.1f", m.weights_bytes / kGiB)
-            << " " << fmt("%.1f", m.gradients_bytes / kGiB) << " "
-            << fmt("%.1f", m.optimizer_bytes / kGiB) << " "
-            << fmt("%.1f", m.activations_bytes / kGiB) << " " << fmt("%.1f", m.buffers_bytes / kGiB)
+            << pad(in(m.total_bytes()), 9) << " (" << in(m.weights_bytes) << " "
+            << in(m.gradients_bytes) << " " << in(m.optimizer_bytes) << " "
+            << in(m.activations_bytes + m.backward_working_bytes) << " " << in(m.buffers_bytes)
             << ")" << fmt("%17.0f%%", 100 * m.total_bytes() / r.memory_capacity_bytes)
             << (m.total_bytes() > r.memory_capacity_bytes ? "  OUT OF MEMORY" : "") << "\n";
     }
@@ -91,6 +105,7 @@ core::Json report_json(const Report& r) {
                             {"gradients_bytes", m.gradients_bytes},
                             {"optimizer_bytes", m.optimizer_bytes},
                             {"activations_bytes", m.activations_bytes},
+                            {"backward_working_bytes", m.backward_working_bytes},
                             {"buffers_bytes", m.buffers_bytes},
                             {"total_bytes", m.total_bytes()},
                             {"in_flight_microbatches", m.in_flight}}}});

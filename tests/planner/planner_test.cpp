@@ -123,7 +123,7 @@ TEST(Planner, ImpossibleRequestsSayWhy) {
     // Seven nodes: 56 devices; nothing divides GPT-3's 96 heads and a 1536 batch usefully.
     const auto odd = run(specs("gpt3-175b", "dgx-a100-80gb", 7, 1536, 2048), {}, 72 * kGiB);
     EXPECT_TRUE(odd.best.empty());
-    EXPECT_GT(odd.rejection_counts.count("parallel.tp: N must divide num_attention_heads N"), 0u);
+    EXPECT_GT(odd.rejections.count("parallel.tp: N must divide num_attention_heads N"), 0u);
     // A budget too small: the smallest need is reported.
     const auto tight = run(specs("gpt3-175b", "dgx-a100-80gb", 4, 64, 2048), {}, 4 * kGiB);
     EXPECT_TRUE(tight.best.empty());

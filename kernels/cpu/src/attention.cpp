@@ -1,7 +1,9 @@
 // Causal (grouped-query) attention: softmax(QKᵀ/√D)·V per head, each query seeing the keys up
 // to its own position, as two GEMMs per (batch, head) around a row softmax — the unfused path
 // Megatron ran before flash attention, which the simulator times the same way. The
-// probabilities are kept for the backward (fine at the sizes the CPU backend runs).
+// probabilities are kept for the backward: the path plans with flash_attention false run
+// (flash_attention.cpp is the default).
+#include "causal.h"
 #include "trident/kernels/cpu.h"
 
 #include <cblas.h>
@@ -114,20 +116,12 @@ void attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
         }
 }
 
-namespace {
-std::vector<std::int32_t> causal(std::int64_t T) {
-    std::vector<std::int32_t> v(static_cast<std::size_t>(T));
-    for (std::int64_t t = 0; t < T; ++t) v[std::size_t(t)] = std::int32_t(t + 1);
-    return v;
-}
-} // namespace
-
 void attention_forward(float* out, float* probs, const float* qkv, std::int64_t B, std::int64_t T,
                        std::int64_t H, std::int64_t KV, std::int64_t D,
                        const AttentionDropout* dropout) {
     const std::int64_t W = (H + 2 * KV) * D;
     attention_forward_rows(out, H * D, probs, qkv, W, qkv + H * D, qkv + (H + KV) * D, W,
-                           causal(T).data(), B, T, T, H, KV, D, dropout);
+                           causal_visible(T).data(), B, T, T, H, KV, D, dropout);
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
@@ -135,7 +129,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                         std::int64_t D, const AttentionDropout* dropout) {
     const std::int64_t W = (H + 2 * KV) * D;
     attention_backward_rows(dqkv, dqkv + H * D, dqkv + (H + KV) * D, dout, H * D, qkv, W,
-                            qkv + H * D, qkv + (H + KV) * D, W, probs, causal(T).data(), B, T, T, H,
+                            qkv + H * D, qkv + (H + KV) * D, W, probs, causal_visible(T).data(), B, T, T, H,
                             KV, D, dropout);
 }
 

@@ -81,12 +81,20 @@ Schedule make_schedule(ScheduleKind kind, std::int32_t stages, std::int32_t chun
 // deadlock-free under the semantics above. Throws ScheduleError naming the first problem.
 void check_schedule(const Schedule& s);
 
+// Whether action `index` of `rank` is a B whose W comes next, for the same micro-batch and
+// chunk: every schedule but the zero-bubble ones (on the ranks that hold W back) runs such a
+// pair as one fused backward, weight gradients layer by layer as autograd computes them, and
+// the executor does so too (the input gradient leaves after the W, as with_communication
+// places the send).
+bool fuses_backward(const Schedule& s, std::int32_t rank, std::size_t index);
+
 // Peak number of (micro-batch, chunk) pairs a rank holds between two points of its order:
 // from F until B finishes (all activations live) and from F until W finishes (the inputs W
 // still needs). The memory model multiplies per-micro-batch activation bytes by these.
 struct InFlight {
     std::int32_t until_backward_input = 0;
     std::int32_t until_backward_weight = 0;
+    bool fused_backward = true; // every B of the rank is fused with its W (fuses_backward)
 };
 InFlight max_in_flight(const Schedule& s, std::int32_t rank);
 

@@ -5,10 +5,15 @@
 // first MLP GEMM column-parallel, the output projection and second MLP GEMM row-parallel,
 // an all-reduce after each row-parallel GEMM (forward) and each column-parallel input gradient
 // (backward). The backward is split into B (input gradients, norm and bias-free parts) and
-// W (weight gradients of the linear layers and the embedding), as the schedules need.
+// W (weight gradients of the linear layers and the embedding), as zero-bubble schedules need;
+// the other schedules run both at once (backward()), each weight gradient right after its
+// input gradient, freeing each layer as it goes.
 // Recomputation as the plan says (Korthikanti et al. 2022): a fully recomputed layer keeps only
-// its input and runs its forward again inside B; selective recomputation drops the attention
-// probabilities and recomputes them from the saved QKV. Sequence parallelism (Korthikanti et al.
+// its input and runs its forward again inside B, just before its own backward; selective
+// recomputation drops the attention core's saved state (the probabilities, or flash
+// attention's log-sum-exp) and runs the core again from the saved QKV. Attention is flash
+// attention (tiled, online softmax: Dao 2023) when the plan says flash_attention, else the
+// unfused path that stores the s² probabilities. Sequence parallelism (Korthikanti et al.
 // 2022): outside the tensor-parallel regions — norms, residuals, the embedding sum — each
 // tensor rank holds 1/tp of the rows; all-gather enters a region, reduce-scatter leaves it.
 // Dropout (Srivastava et al. 2014; Megatron's hidden and attention dropout, p = 0.1) on the
@@ -126,7 +131,9 @@ public:
         Vec d_logits;                 // [N×E] for the router's W
     };
     struct Layer {
-        Vec x_in, ln1, ln1_mean, ln1_rstd, qkv, probs, att, x_mid, ln2, ln2_mean, ln2_rstd, fc, act;
+        Vec x_in, ln1, ln1_mean, ln1_rstd, qkv, att, x_mid, ln2, ln2_mean, ln2_rstd, fc, act;
+        Vec probs; // unfused attention: the softmax [B×H×T×T]
+        Vec lse;   // flash attention: log-sum-exp per query row [B×H×T]
         Vec kv; // context parallelism: the whole sequence's keys and values [B×seq×2·KV·D]
         std::vector<std::uint64_t> attention_keys; // dropout: one per (sequence, head, query)
         Vec d_qkv, d_proj_out, d_fc, d_fc2_out;
@@ -145,6 +152,9 @@ public:
         Vec hidden_out;    // last chunk: final layer output
         double loss = 0.0; // last chunk: mean over tokens
         Vec dinput;        // B's result (not the first chunk)
+        double weight_gradient_s = 0.0; // a fused backward: the seconds its weight gradients took
+        double peak_bytes = 0.0; // the most bytes() reached inside the last backward
+        // Everything above and in the layers, MoE routing state included, in bytes.
         double bytes() const;
     };
 
@@ -153,9 +163,14 @@ public:
     void forward(Activations& a, const ChunkComms& comms) const;
     // `dout` is the gradient of the chunk output (ignored by the last chunk, whose loss is
     // scaled by `loss_scale`, the micro-batch's share of the step's mean loss).
+    // B alone: input gradients; `a` keeps what backward_weight needs (zero-bubble schedules).
     void backward_input(Activations& a, const float* dout, float loss_scale,
                         const ChunkComms& comms) const;
     void backward_weight(Activations& a) const;
+    // B and W fused (the other schedules): the same gradients, bit for bit, holding at most the
+    // layers not yet reached and one in progress; a.weight_gradient_s says how long W took.
+    void backward(Activations& a, const float* dout, float loss_scale,
+                  const ChunkComms& comms) const;
 
 private:
     struct ExpertParams {
@@ -168,6 +183,7 @@ private:
         std::int64_t router_w = -1;
         std::vector<ExpertParams> experts; // this rank's experts
     };
+    enum class Linear { qkv, proj, fc1, fc2 };
     void moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator& ep) const;
     void moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_ln2, float loss_scale,
                       Communicator& ep) const;
@@ -180,8 +196,25 @@ private:
     // One layer's forward from x (replaced by the layer's output), saving into L.
     void layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& comms,
                        const Activations& a) const;
+    // B of the whole chunk, with W fused in or not.
+    void backward_pass(Activations& a, const float* dout, float loss_scale,
+                       const ChunkComms& comms, bool fused) const;
+    // B of layer i: dx (the gradient of its output) becomes the gradient of its input; fused,
+    // each linear layer's weight gradient follows its input gradient and frees its inputs.
+    void layer_backward(std::size_t i, Activations& a, Vec& dx, float loss_scale,
+                        const ChunkComms& comms, bool fused) const;
+    // W pieces, each from the input its forward saved and the output gradient B left; with
+    // `release_inputs` both are freed.
+    void linear_weight_gradient(const LayerParams& lp, Layer& L, Linear which,
+                                bool release_inputs) const;
+    void moe_weight_gradients(const LayerParams& lp, Layer& L, bool release_inputs) const;
+    void head_weight_gradient(Activations& a, bool release_inputs) const;
+    void embedding_weight_gradient(Activations& a, bool release_inputs) const;
     // Dropout sites, mixed into the mask keys.
     enum DropoutSite : std::uint64_t { embedding_out = 1, attention_probs, attention_out, mlp_out };
+    // The gradient of a branch behind dropout site `site` of `layer` (−1: the embedding).
+    Vec branch_gradient(const Vec& dx, DropoutSite site, std::int64_t layer,
+                        const Activations& a) const;
     bool dropping(const Activations& a) const { return dropout_ && a.training; }
     // This rank's rows of `x` ([Nl×h]) through dropout at `site` of layer `layer`.
     void drop_rows(Vec& x, DropoutSite site, std::int64_t layer, const Activations& a) const;
@@ -189,7 +222,8 @@ private:
                                                       const Activations& a) const;
     // Attention of this rank's queries: over its own sequence, or — with context parallelism —
     // over the whole sequence's keys and values, all-gathered (Megatron-Core's all-gather
-    // variant; the backward reduce-scatters their gradients back to their owners).
+    // variant; the backward reduce-scatters their gradients back to their owners). Flash or
+    // unfused as the plan says (gpt_chunk_attention.cpp).
     void attention_forward(Layer& L, Communicator& cp) const;
     void attention_backward(Layer& L, const Vec& d_att, Communicator& cp) const;
     float* p(std::int64_t offset) const { return store_->values.data() + offset; }
@@ -202,6 +236,7 @@ private:
     const core::ModelSpec* model_;
     ParameterStore* store_;
     bool first_, last_, layernorm_, swiglu_, bias_, sp_;
+    bool flash_ = true; // the plan's flash_attention
     std::int64_t cp_ = 1, seq_ = 0, loss_tokens_ = 0;  // T_ is this rank's part of seq_
     std::vector<std::vector<std::int32_t>> positions_; // per context rank
     std::vector<std::int32_t> visible_;                // keys each local query sees

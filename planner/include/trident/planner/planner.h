@@ -65,9 +65,18 @@ struct Rejection {
     double overrun_bytes = 0.0; // memory rejections: by how much the best recomputation misses
 };
 
+// Rejections of one kind: how many, and the first with its real values.
+struct RejectionGroup {
+    std::int64_t count = 0;
+    std::string field, example; // the first such layout's refusal, real values and all
+};
+
 struct PlanResult {
     std::vector<Candidate> best; // fastest first (ties: less memory, fewer cross-node groups)
-    std::map<std::string, std::int64_t> rejection_counts; // per reason kind
+    // Per reason kind: the field and rule with every number written N ("parallel.vpp: num_layers
+    // N must be divisible by pp·vpp = N"); names such as interleaved-1f1b keep their digits.
+    std::map<std::string, RejectionGroup> rejections;
+    std::vector<std::int64_t> pp_searched; // the pipeline degrees tried
     std::vector<Rejection> closest_rejected; // memory rejections with the smallest overrun
     std::int64_t layouts = 0;                // enumerated
     std::int64_t feasible = 0;               // valid and within the budget
@@ -82,6 +91,15 @@ struct PlanResult {
 
 PlanResult plan(const core::JobSpec& specs, const core::Profile& profile, const SearchSpace& space,
                 const PlanOptions& options);
+
+// The kind a rejection groups under (see PlanResult::rejections), and its recording.
+std::string rejection_kind(const std::string& field, const std::string& reason);
+void record_rejection(PlanResult& result, const std::string& field, const std::string& reason);
+// The rejection kinds, most frequent first: "parallel.vpp ×20: e.g. num_layers 4 must be …".
+std::vector<std::string> rejection_lines(const PlanResult& result, std::size_t at_most);
+// When the layer count leaves pipelining few choices (every stage holds the same number of
+// layers): "pp ∈ {1, 61}: the divisors of num_layers 61 up to 128 devices"; empty otherwise.
+std::string pipeline_limit_note(const core::JobSpec& specs, const PlanResult& result);
 
 // Why `result` holds no candidate, as the error to raise: nothing fits in the budget (field
 // `budget_field`: the budget, the least any layout needs and which layout that is), or no

@@ -17,10 +17,19 @@ namespace trident::simulator {
 // dropout masks). Flash attention (v.flash_attention) drops the s² score
 // tensors (Dao 2022); without it this is Korthikanti et al.'s Table 2.
 double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer);
-// What a weight-gradient pass still needs after B has run (the inputs of the linear layers),
-// held longer by zero-bubble schedules.
-double weight_gradient_input_bytes(const core::ModelSpec& m, const LayerView& v,
+// What a weight-gradient pass still needs after B has run — the linear layers' inputs and
+// their output gradients — held until W by zero-bubble schedules.
+double weight_gradient_state_bytes(const core::ModelSpec& m, const LayerView& v,
                                    std::int64_t layer);
+// What the backward of one micro-batch holds beyond activation_bytes while it works on layer
+// `layer`, at worst: the gradients its MLP's backward makes before their weight gradients
+// (fewer when W is fused into the backward, each GEMM's W freeing what it read) and, under
+// recomputation, what the layer's forward rebuilt just before its backward — a fully
+// recomputed layer's activations, or the score state selective recomputation rebuilds.
+double backward_working_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer,
+                              bool fused);
+// What the last stage stores per micro-batch for the loss (Korthikanti et al. 2022, §4.3).
+double loss_stage_bytes(const core::JobSpec& job);
 
 struct StageParameters {
     double dense = 0.0;  // parameters on one rank of this stage, replicated over dp·cp
@@ -39,12 +48,15 @@ struct StageMemory {
     double weights_bytes = 0.0;
     double gradients_bytes = 0.0;
     double optimizer_bytes = 0.0;
-    double activations_bytes = 0.0;
+    double activations_bytes = 0.0; // stored by the micro-batches in flight (Korthikanti)
+    // The micro-batch in its backward, on top: the layer it works on (backward_working_bytes),
+    // less the loss's buffers where a fused backward has freed them by then.
+    double backward_working_bytes = 0.0;
     double buffers_bytes = 0.0;
     std::int32_t in_flight = 0; // (micro-batch, chunk) pairs held until their backward
     double total_bytes() const {
         return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes +
-               buffers_bytes;
+               backward_working_bytes + buffers_bytes;
     }
 };
 

@@ -86,6 +86,31 @@ void attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
                              std::int64_t Tq, std::int64_t Tk, std::int64_t H, std::int64_t KV,
                              std::int64_t D, const AttentionDropout* dropout = nullptr);
 
+// Flash attention (Dao et al. 2022; FlashAttention-2, Dao 2023): the same attention, tiled with
+// an online softmax so the scores are never stored; lse[B×H×Tq] (log Σ exp of each query row's
+// scaled scores) is saved instead, and the backward recomputes the probabilities from it and
+// from the forward's output `out`. Arguments as the unfused forms above.
+void flash_attention_forward(float* out, float* lse, const float* qkv, std::int64_t B,
+                             std::int64_t T, std::int64_t H, std::int64_t KV, std::int64_t D,
+                             const AttentionDropout* dropout = nullptr);
+void flash_attention_backward(float* dqkv, const float* dout, const float* out, const float* qkv,
+                              const float* lse, std::int64_t B, std::int64_t T, std::int64_t H,
+                              std::int64_t KV, std::int64_t D,
+                              const AttentionDropout* dropout = nullptr);
+void flash_attention_forward_rows(float* out, std::int64_t out_stride, float* lse, const float* q,
+                                  std::int64_t q_stride, const float* k, const float* v,
+                                  std::int64_t kv_stride, const std::int32_t* visible,
+                                  std::int64_t B, std::int64_t Tq, std::int64_t Tk, std::int64_t H,
+                                  std::int64_t KV, std::int64_t D,
+                                  const AttentionDropout* dropout = nullptr);
+void flash_attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
+                                   const float* out, std::int64_t out_stride, const float* q,
+                                   std::int64_t q_stride, const float* k, const float* v,
+                                   std::int64_t kv_stride, const float* lse,
+                                   const std::int32_t* visible, std::int64_t B, std::int64_t Tq,
+                                   std::int64_t Tk, std::int64_t H, std::int64_t KV,
+                                   std::int64_t D, const AttentionDropout* dropout = nullptr);
+
 // Rotary position embedding (Su et al. 2021, RoFormer), in place, in the "rotate half" layout
 // of GPT-NeoX, Llama and Megatron-LM: within each head of D values, element i pairs with
 // i + D/2 and the pair turns by angle pos·base^(−2i/D):

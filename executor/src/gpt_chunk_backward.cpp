@@ -1,0 +1,240 @@
+// The backward of a GptChunk: input gradients (B) layer by layer from the last, then either
+// keeping what the weight gradients (W) need for a later backward_weight — zero-bubble
+// schedules move W — or, in the fused backward every other schedule runs (as autograd does in
+// Megatron-LM), computing each linear layer's weight gradient right after its input gradient
+// and freeing what it read. A micro-batch in its fused backward therefore holds only the layers
+// not yet reached and the one being worked on; under full recomputation that one is the only
+// layer whose activations exist (its forward is run again from its saved input just before its
+// backward), which is what makes recomputation save memory at every pipeline depth
+// (Korthikanti et al. 2022).
+#include "trident/executor/gpt_chunk.h"
+
+#include "trident/kernels/cpu.h"
+
+#include <chrono>
+
+namespace trident::executor {
+
+namespace k = kernels::cpu;
+
+namespace {
+
+void release(Vec& v) {
+    Vec().swap(v);
+}
+
+// Runs `work`, adding the seconds it takes to `total`.
+template <typename F>
+void timed(double& total, F&& work) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+} // namespace
+
+Vec GptChunk::branch_gradient(const Vec& dx, DropoutSite site, std::int64_t layer,
+                              const Activations& a) const {
+    Vec g = dx; // a dropped-out branch: dx through the same mask (the residual keeps dx itself)
+    if (dropping(a)) drop_rows(g, site, layer, a);
+    return g;
+}
+
+void GptChunk::linear_weight_gradient(const LayerParams& lp, Layer& L, Linear which,
+                                      bool release_inputs) const {
+    const std::int64_t Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
+    // dW += doutᵀ · input (and the bias's Σ dout), from the output gradient B left and the
+    // input the forward saved.
+    const auto grad = [&](std::int64_t w, std::int64_t b, Vec& dout, Vec& in, std::int64_t C,
+                          std::int64_t OC) {
+        k::matmul_backward_weight(g(w), bias_ ? g(b) : nullptr, dout.data(), in.data(), N_, C, OC);
+        if (release_inputs) {
+            release(dout);
+            release(in);
+        }
+    };
+    switch (which) {
+    case Linear::qkv:
+        return grad(lp.qkv_w, lp.qkv_b, L.d_qkv, L.ln1, h_, Wl);
+    case Linear::proj:
+        return grad(lp.proj_w, lp.proj_b, L.d_proj_out, L.att, Hl_ * D_, h_);
+    case Linear::fc1:
+        return grad(lp.fc_w, lp.fc_b, L.d_fc, L.ln2, h_, gate * Fl_);
+    case Linear::fc2:
+        return grad(lp.fc2_w, lp.fc2_b, L.d_fc2_out, L.act, Fl_, h_);
+    }
+}
+
+void GptChunk::moe_weight_gradients(const LayerParams& lp, Layer& L, bool release_inputs) const {
+    const std::int64_t gate = swiglu_ ? 2 : 1;
+    MoeState& s = L.moe;
+    k::matmul_backward_weight(g(lp.router_w), nullptr, s.d_logits.data(), L.ln2.data(), N_, h_,
+                              experts_);
+    for (std::size_t e = 0; e < lp.experts.size(); ++e) {
+        const std::int64_t rows = std::int64_t(s.x[e].size()) / h_;
+        if (rows == 0) continue;
+        const ExpertParams& x = lp.experts[e];
+        k::matmul_backward_weight(g(x.fc_w), bias_ ? g(x.fc_b) : nullptr, s.d_fc[e].data(),
+                                  s.x[e].data(), rows, h_, gate * expert_ffn_);
+        k::matmul_backward_weight(g(x.fc2_w), bias_ ? g(x.fc2_b) : nullptr, s.d_out[e].data(),
+                                  s.act[e].data(), rows, expert_ffn_, h_);
+    }
+    if (release_inputs) {
+        release(L.ln2);
+        L.moe = MoeState{};
+    }
+}
+
+void GptChunk::head_weight_gradient(Activations& a, bool release_inputs) const {
+    k::matmul_backward_weight(g(head_), nullptr, a.dlogits.data(), a.lnf.data(), N_, h_, Vl_);
+    if (release_inputs) {
+        release(a.dlogits);
+        release(a.lnf);
+    }
+}
+
+void GptChunk::embedding_weight_gradient(Activations& a, bool release_inputs) const {
+    k::embedding_backward(g(wte_), a.tokens, a.embedding_grad.data(), N_, h_, vocab_start_, Vl_);
+    if (wpe_ >= 0)
+        for (std::int64_t n = 0; n < N_; ++n)
+            for (std::int64_t c = 0; c < h_; ++c)
+                g(wpe_)[positions_[std::size_t(cp_rank_)][std::size_t(n % T_)] * h_ + c] +=
+                    a.embedding_grad[std::size_t(n * h_ + c)];
+    if (release_inputs) release(a.embedding_grad);
+}
+
+void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss_scale,
+                              const ChunkComms& comms, bool fused) const {
+    Communicator& tp = comms.tensor;
+    const LayerParams& lp = layers_[i];
+    Layer& L = a.layers[i];
+    const std::int64_t layer = first_layer_ + std::int64_t(i);
+    const std::int64_t NH = N_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
+    const auto weights = [&](auto&& work) {
+        if (fused) timed(a.weight_gradient_s, work);
+    };
+    // The peak inside B, where the layer holds the most: after each gradient buffer appears.
+    const auto note_peak = [&] { a.peak_bytes = std::max(a.peak_bytes, a.bytes()); };
+    if (recompute_[i] == core::RecomputeGranularity::full) {
+        Vec x = L.x_in; // the layer's forward again, from its saved input
+        layer_forward(i, L, x, comms, a);
+    } else if (recompute_[i] == core::RecomputeGranularity::selective) {
+        attention_forward(L, comms.context); // the attention core again
+    }
+    note_peak();
+    // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))) — or the experts'.
+    Vec d_ln2(static_cast<std::size_t>(NH), 0.0f);
+    if (lp.moe) {
+        moe_backward(lp, L, branch_gradient(dx, mlp_out, layer, a), d_ln2, loss_scale,
+                     comms.expert);
+        note_peak();
+        weights([&] { moe_weight_gradients(lp, L, true); });
+    } else {
+        L.d_fc2_out = gather_rows(branch_gradient(dx, mlp_out, layer, a), tp);
+        note_peak();
+        Vec d_act(static_cast<std::size_t>(N_ * Fl_), 0.0f);
+        k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), N_, Fl_, h_);
+        weights([&] { linear_weight_gradient(lp, L, Linear::fc2, true); });
+        L.d_fc.assign(std::size_t(N_ * gate * Fl_), 0.0f);
+        if (swiglu_)
+            k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_, Fl_);
+        else
+            k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_ * Fl_);
+        note_peak();
+        release(d_act);
+        release(L.fc);
+        k::matmul_backward_input(d_ln2.data(), L.d_fc.data(), p(lp.fc_w), N_, h_, gate * Fl_);
+        weights([&] { linear_weight_gradient(lp, L, Linear::fc1, true); });
+        d_ln2 = reduce_rows(std::move(d_ln2), tp); // column-parallel input gradient
+    }
+    // dx becomes the gradient of x_mid: the residual's plus the norm's.
+    norm_backward(dx.data(), d_ln2.data(), L.x_mid.data(), L.ln2_mean.data(), L.ln2_rstd.data(),
+                  lp.ln2_w, lp.ln2_b);
+    for (Vec* v : {&d_ln2, &L.x_mid, &L.ln2_mean, &L.ln2_rstd}) release(*v);
+    // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
+    L.d_proj_out = gather_rows(branch_gradient(dx, attention_out, layer, a), tp);
+    Vec d_att(static_cast<std::size_t>(N_ * Hl_ * D_), 0.0f);
+    k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), N_, Hl_ * D_, h_);
+    note_peak();
+    attention_backward(L, d_att, comms.context); // flash reads the output (att) too
+    note_peak();
+    for (Vec* v : {&d_att, &L.probs, &L.lse, &L.kv, &L.qkv}) release(*v);
+    std::vector<std::uint64_t>().swap(L.attention_keys);
+    weights([&] { linear_weight_gradient(lp, L, Linear::proj, true); });
+    if (rope_) { // back through the rotation: the gradients of the unrotated q and k
+        k::rope_backward(L.d_qkv.data(), N_, Wl, Hl_, D_, row_positions_.data(), rotary_base_);
+        k::rope_backward(L.d_qkv.data() + Hl_ * D_, N_, Wl, KVl_, D_, row_positions_.data(),
+                         rotary_base_);
+    }
+    Vec d_ln1(static_cast<std::size_t>(NH), 0.0f);
+    k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), N_, h_, Wl);
+    weights([&] { linear_weight_gradient(lp, L, Linear::qkv, true); });
+    d_ln1 = reduce_rows(std::move(d_ln1), tp);
+    norm_backward(dx.data(), d_ln1.data(), L.x_in.data(), L.ln1_mean.data(), L.ln1_rstd.data(),
+                  lp.ln1_w, lp.ln1_b);
+    // What remains is what W needs (nothing, after a fused backward).
+    for (Vec* v : {&L.x_in, &L.ln1_mean, &L.ln1_rstd}) release(*v);
+}
+
+void GptChunk::backward_pass(Activations& a, const float* dout, float loss_scale,
+                             const ChunkComms& comms, bool fused) const {
+    Communicator& tp = comms.tensor;
+    const std::int64_t NH = N_ * h_, NLH = Nl_ * h_;
+    a.weight_gradient_s = 0.0;
+    a.peak_bytes = a.bytes();
+    Vec dx(static_cast<std::size_t>(NLH), 0.0f); // gradient of this rank's rows
+    if (last_) {
+        // The forward left the exponentials in `logits`: they become the gradient in place.
+        k::cross_entropy_backward(a.logits.data(), a.sum_exp.data(), a.targets,
+                                  loss_scale / float(loss_tokens_), N_, Vl_, vocab_start_);
+        a.dlogits = std::move(a.logits);
+        Vec dlnf(static_cast<std::size_t>(NH), 0.0f);
+        k::matmul_backward_input(dlnf.data(), a.dlogits.data(), p(head_), N_, h_, Vl_);
+        if (fused) timed(a.weight_gradient_s, [&] { head_weight_gradient(a, true); });
+        dlnf = reduce_rows(std::move(dlnf), tp); // the LM head is column-parallel
+        norm_backward(dx.data(), dlnf.data(), a.hidden_out.data(), a.lnf_mean.data(),
+                      a.lnf_rstd.data(), lnf_w_, lnf_b_);
+        for (Vec* v : {&a.hidden_out, &a.lnf_mean, &a.lnf_rstd, &a.row_max, &a.sum_exp})
+            release(*v);
+    } else {
+        std::copy(dout, dout + NLH, dx.begin());
+    }
+    for (std::size_t i = layers_.size(); i-- > 0;)
+        layer_backward(i, a, dx, loss_scale, comms, fused);
+    // The embedding's weight gradient needs every row (the table is split by vocabulary).
+    if (first_) {
+        a.embedding_grad = gather_rows(branch_gradient(dx, embedding_out, -1, a), tp);
+        if (fused) timed(a.weight_gradient_s, [&] { embedding_weight_gradient(a, true); });
+    } else {
+        a.dinput = std::move(dx);
+    }
+}
+
+void GptChunk::backward_input(Activations& a, const float* dout, float loss_scale,
+                              const ChunkComms& comms) const {
+    backward_pass(a, dout, loss_scale, comms, false);
+}
+
+void GptChunk::backward(Activations& a, const float* dout, float loss_scale,
+                        const ChunkComms& comms) const {
+    backward_pass(a, dout, loss_scale, comms, true);
+}
+
+void GptChunk::backward_weight(Activations& a) const {
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+        const LayerParams& lp = layers_[i];
+        Layer& L = a.layers[i];
+        linear_weight_gradient(lp, L, Linear::qkv, true);
+        linear_weight_gradient(lp, L, Linear::proj, true);
+        if (lp.moe) {
+            moe_weight_gradients(lp, L, true);
+        } else {
+            linear_weight_gradient(lp, L, Linear::fc1, true);
+            linear_weight_gradient(lp, L, Linear::fc2, true);
+        }
+    }
+    if (last_) head_weight_gradient(a, true);
+    if (first_) embedding_weight_gradient(a, true);
+}
+
+} // namespace trident::executor
