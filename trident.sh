@@ -78,8 +78,17 @@ demo() {
     echo "== Measuring this machine (sgemm, memory, MPI) for the MFU column: build/cpu-host.json"
     mpirun --allow-run-as-root --oversubscribe -np 2 "$trident" profile --backend cpu --quick \
         --out build/cpu-host.json
+    echo
+    echo "== ... and the planner on this machine with that profile: the fastest layouts of gpt-demo on 2 cores"
+    "$trident" plan --model gpt-demo --cluster localhost --devices-per-node 2 --gbs 16 --seq-length 64 \
+        --profile build/cpu-host.json --top 3
+    echo
     rm -rf build/demo-checkpoints
-    mpirun --allow-run-as-root --oversubscribe -np 2 "$trident" run --model gpt-demo --cluster localhost \
+    # One BLAS thread per rank (run's --threads 1), each rank on a core of its own, as `trident
+    # launch` binds them (--map-by slot:PE=T --bind-to core for T threads); overload-allowed
+    # keeps a machine with fewer cores than ranks running.
+    mpirun --allow-run-as-root --oversubscribe -np 2 --map-by slot --bind-to core:overload-allowed \
+        "$trident" run --threads 1 --model gpt-demo --cluster localhost \
         --devices-per-node 2 --tp 1 --pp 1 --dp 2 --mbs 4 --gbs 16 --seq-length 64 --train-iters 300 \
         --lr 1e-3 --min-lr 1e-4 --lr-warmup-iters 20 --data-path build/demo-licenses --eval-interval 50 \
         --eval-iters 2 --save build/demo-checkpoints --save-interval 100 --trace build/demo-run-trace.json \

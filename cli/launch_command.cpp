@@ -4,6 +4,7 @@
 // blocks of tp consecutive ranks per host suffice); with --slurm it writes an sbatch script
 // that does the same through srun. --dry-run prints the command instead of running it.
 #include "command.h"
+#include "thread_binding.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/spec_error.h"
@@ -106,6 +107,33 @@ bool uses_cuda(const core::JobSpec& job) {
     return job.cluster.device != "cpu-host";
 }
 
+// The BLAS threads `trident run` will use: its --threads among the arguments after --.
+int run_threads(const std::vector<std::string>& run_args) {
+    for (std::size_t i = 0; i < run_args.size(); ++i) {
+        std::string value;
+        if (run_args[i] == "--threads" && i + 1 < run_args.size()) value = run_args[i + 1];
+        if (run_args[i].rfind("--threads=", 0) == 0) value = run_args[i].substr(10);
+        if (value.empty()) continue;
+        char* end = nullptr;
+        const long threads = std::strtol(value.c_str(), &end, 10);
+        if (*end != '\0' || threads < 1 || threads > 256)
+            throw core::SpecError("--threads", "expected 1 to 256 threads, got \"" + value + "\"");
+        return int(threads);
+    }
+    return 1;
+}
+
+// Placement and binding: consecutive ranks fill a host (tensor groups stay on one). The CPU
+// backend binds each rank to as many cores as its BLAS threads; GPU ranks are left unbound.
+std::vector<std::string> binding(const core::JobSpec& job, int threads) {
+    if (uses_cuda(job)) return {"--map-by", "slot", "--bind-to", "none"};
+    std::vector<std::string> flags;
+    std::istringstream words(binding_flags(threads));
+    for (std::string w; words >> w;) flags.push_back(w);
+    if (threads == 1) flags.insert(flags.begin(), {"--map-by", "slot"});
+    return flags;
+}
+
 std::vector<std::string> environment(const core::JobSpec& job) {
     std::vector<std::string> env{"OMP_NUM_THREADS=1"};
     if (uses_cuda(job)) {
@@ -154,13 +182,20 @@ Command add_launch_command(CLI::App& app) {
               << "#SBATCH --job-name=trident-" << job.model.name << "\n"
               << "#SBATCH --nodes=" << job.cluster.nodes << "\n"
               << "#SBATCH --ntasks-per-node=" << per_node << "\n";
+            const int threads = run_threads(o->run_args);
             if (uses_cuda(job)) s << "#SBATCH --gpus-per-node=" << per_node << "\n";
+            else s << "#SBATCH --cpus-per-task=" << threads << "\n";
             s << "#SBATCH --exclusive\n\n";
             for (const std::string& e : environment(job)) s << "export " << e << "\n";
             // Block distribution: consecutive ranks fill a node first, so tensor groups
             // (consecutive ranks, tp dividing devices_per_node) stay inside one.
+            // The CPU backend's ranks get a core per BLAS thread (srun binds to them).
             s << "\nsrun --mpi=pmix --ntasks=" << world << " --ntasks-per-node=" << per_node
-              << " --distribution=block:block " << joined(run) << "\n";
+              << " --distribution=block:block "
+              << (uses_cuda(job) ? ""
+                                 : "--cpus-per-task=" + std::to_string(threads) +
+                                       " --cpu-bind=cores ")
+              << joined(run) << "\n";
             core::write_file_atomically(o->slurm, s.str(), "--slurm");
             std::printf("wrote %s: sbatch %s starts %lld ranks on %lld nodes\n", o->slurm.c_str(),
                         o->slurm.c_str(), (long long)world, (long long)job.cluster.nodes);
@@ -173,7 +208,9 @@ Command add_launch_command(CLI::App& app) {
         std::string hosts;
         for (const auto& [name, n] : placed)
             hosts += (hosts.empty() ? "" : ",") + name + ":" + std::to_string(n);
-        cmd.insert(cmd.end(), {"--host", hosts, "--map-by", "slot", "--bind-to", "none"});
+        cmd.insert(cmd.end(), {"--host", hosts});
+        const std::vector<std::string> bind = binding(job, run_threads(o->run_args));
+        cmd.insert(cmd.end(), bind.begin(), bind.end());
         if (::geteuid() == 0) cmd.push_back("--allow-run-as-root"); // OpenMPI refuses root else
         for (const std::string& e : environment(job)) cmd.insert(cmd.end(), {"-x", e});
         std::istringstream extra(o->mpirun_args);

@@ -2,6 +2,7 @@
 #include "command.h"
 #include "format.h"
 #include "job_options.h"
+#include "profile_choice.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/profile.h"
@@ -98,12 +99,6 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     return s;
 }
 
-std::string recompute_text(const core::ParallelPlan& p) {
-    if (p.recompute.granularity != core::RecomputeGranularity::full)
-        return core::to_string(p.recompute.granularity);
-    return "full " + std::to_string(p.recompute.num_layers);
-}
-
 void print_table(const planner::PlanResult& r, double budget, std::ostream& out) {
     // FLOP/s in the unit of the fastest candidate's per-device rate; memory in the unit that
     // fits each figure (a CPU model's MiB under a budget of GiB).
@@ -126,7 +121,7 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
                       i + 1, (long long)p.tp, (long long)p.cp, (long long)p.pp, (long long)p.dp,
                       (long long)p.ep, (long long)p.vpp, core::to_string(p.schedule).c_str(),
                       (long long)p.micro_batch_size, p.sequence_parallel ? "on" : "off",
-                      p.distributed_optimizer ? "on" : "off", recompute_text(p).c_str(),
+                      p.distributed_optimizer ? "on" : "off", core::short_text(p.recompute).c_str(),
                       c.step_time_s, c.tokens_per_s, c.tflops_per_device * 1e12 / rate.scale,
                       100 * c.mfu, 100 * c.bubble_fraction,
                       core::bytes_text(c.peak_memory_bytes).c_str(), core::bytes_text(budget).c_str());
@@ -187,7 +182,7 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
         }
     }
     if (!r.best.empty())
-        out << "why " << recompute_text(r.best.front().job.plan)
+        out << "why " << core::short_text(r.best.front().job.plan.recompute)
             << " for #1: " << r.best.front().recompute_reason << "\n";
 }
 
@@ -223,7 +218,9 @@ Command add_plan_command(CLI::App& app) {
     c.app = app.add_subcommand("plan", "Search the fastest parallel layout that fits in memory");
     add_spec_options(*c.app, o->inputs);
     const std::string search = "Search (a value, a list 2,4,8 or a range 1-8; default: all)";
-    c.app->add_option("--profile", o->profile, "Device profile (default: the cluster's device)");
+    c.app->add_option("--profile", o->profile,
+                      "Device profile (default: the plan's, then ./DEVICE.json, the user's "
+                      "profile folder, the preset of the cluster's device)");
     c.app->add_option("--tp,--tensor-model-parallel-size", o->tp, "Tensor-parallel degrees")
         ->group(search);
     c.app->add_option("--pp,--pipeline-model-parallel-size", o->pp, "Pipeline-parallel degrees")
@@ -288,8 +285,10 @@ Command add_plan_command(CLI::App& app) {
                     "Count rejections by reason and show the closest misses");
     c.app->add_flag("--exhaustive", o->exhaustive, "Simulate every feasible layout (no pruning)");
     c.run = [o] {
-        const core::JobSpec specs = core::load_specs(o->inputs);
-        const core::Profile profile = core::load_profile(o->profile, specs.cluster);
+        core::JobSpec specs = core::load_specs(o->inputs);
+        const core::ProfileChoice choice = choose_profile(o->profile, specs);
+        const core::Profile profile = core::Profile::from_json(choice.json, "profile");
+        specs.profile = choice.reference; // the plan file records the profile it was made with
         const double budget =
             o->memory_budget.empty()
                 ? 0.9 * profile.memory_bytes() // the default: 90 % of the device

@@ -13,9 +13,11 @@
 #endif
 
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <unistd.h>
+#include <vector>
 
 namespace trident::cli {
 namespace {
@@ -23,7 +25,7 @@ namespace {
 struct ProfileOptions {
     std::string backend = "cpu";
     bool quick = false;
-    std::string out;  // default: <name>.json
+    std::string out;  // default: ./<name>.json and a copy in the user's profile folder
     std::string name; // default: cpu-host, or cuda-device for --backend cuda
     int test_slow_rank = -1;
 };
@@ -53,6 +55,33 @@ void clear_progress() {
     if (::isatty(2) == 1) std::fprintf(stderr, "\r%70s\r", "");
 }
 
+// Where the profile goes: --out, or ./NAME.json and a copy in the user's profile folder, the
+// two places plan, simulate and run look for the cluster's device (core::find_profile).
+std::vector<std::string> destinations(const ProfileOptions& o) {
+    if (!o.out.empty()) return {o.out};
+    std::vector<std::string> places = {o.name + ".json"};
+    if (const std::string dir = core::user_profile_dir(); !dir.empty())
+        places.push_back((std::filesystem::path(dir) / (o.name + ".json")).string());
+    return places;
+}
+
+// Writes every destination (the folder of a default one made first); returns them, joined.
+std::string write_profile(const ProfileOptions& o, const core::Json& profile) {
+    core::Profile::from_json(profile, "profile"); // what we write must load
+    std::string written;
+    for (const std::string& path : destinations(o)) {
+        const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+        std::error_code ec;
+        if (o.out.empty() && !parent.empty()) std::filesystem::create_directories(parent, ec);
+        if (ec)
+            throw core::SpecError("TRIDENT_PROFILE_DIR", "cannot create " + parent.string() +
+                                                             ": " + ec.message());
+        core::write_file_atomically(path, profile.dump(1) + "\n", o.out.empty() ? path : "--out");
+        written += (written.empty() ? "" : " and ") + path;
+    }
+    return written;
+}
+
 // `--backend cuda`: one process drives every visible GPU (NCCL cliques from ncclCommInitAll),
 // so it refuses to run under mpirun with several ranks.
 int profile_cuda(const ProfileOptions& o, int world_size) {
@@ -71,9 +100,8 @@ int profile_cuda(const ProfileOptions& o, int world_size) {
     const executor::ProfileMeasurements m = executor::measure_cuda(options);
     const core::Json profile = executor::measured_profile_json(m);
     clear_progress();
-    core::Profile::from_json(profile, "profile"); // what we write must load
-    core::write_file_atomically(o.out, profile.dump(1) + "\n", "--out");
-    std::printf("wrote %s: %s, bf16 GEMM %s, copy %.0f GB/s%s\n", o.out.c_str(),
+    const std::string written = write_profile(o, profile);
+    std::printf("wrote %s: %s, bf16 GEMM %s, copy %.0f GB/s%s\n", written.c_str(),
                 m.measured_on.c_str(),
                 core::flop_rate_text(profile["device"]["peak_flops_per_s"]["bf16"].get<double>())
                     .c_str(),
@@ -100,7 +128,8 @@ Command add_profile_command(CLI::App& app) {
     c.app->add_flag("--quick", o->quick, "Smaller grids and messages (cpu: under 30 s)");
     c.app->add_option(
         "--out", o->out,
-        "Where to write the profile (default cpu-host.json; cuda-device.json for --backend cuda)");
+        "Where to write the profile (default: ./NAME.json and a copy in the user's profile "
+        "folder, where plan, simulate and run look)");
     c.app->add_option("--name", o->name,
                       "Profile name (default cpu-host, the localhost cluster's device; "
                       "cuda-device for --backend cuda)");
@@ -113,8 +142,6 @@ Command add_profile_command(CLI::App& app) {
         const int rank = mpi.world_rank();
         try {
             if (o->name.empty()) o->name = o->backend == "cuda" ? "cuda-device" : "cpu-host";
-            if (o->out.empty())
-                o->out = o->backend == "cuda" ? "cuda-device.json" : "cpu-host.json";
             if (o->backend == "cuda") return profile_cuda(*o, mpi.world_size());
             if (o->backend != "cpu")
                 throw core::SpecError("--backend",
@@ -132,29 +159,28 @@ Command add_profile_command(CLI::App& app) {
             const core::Json profile = executor::measure_cpu_profile(options);
             // Rank 0 alone checks and writes; the others learn whether that worked, so every
             // refusal leaves through the same collective exit.
-            std::string written;
+            std::string written, failed; // rank 0: where it wrote, or why it could not
             if (rank == 0) {
                 clear_progress();
                 try {
-                    core::Profile::from_json(profile, "profile"); // what we write must load
-                    core::write_file_atomically(o->out, profile.dump(1) + "\n", "--out");
+                    written = write_profile(*o, profile);
                 } catch (const core::SpecError& e) {
-                    written = e.field() + "\n" + e.reason();
+                    failed = e.field() + "\n" + e.reason();
                 }
             }
-            int length = int(written.size());
+            int length = int(failed.size());
             MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
-            written.resize(std::size_t(length));
-            MPI_Bcast(written.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
-            if (!written.empty()) {
-                const auto cut = written.find('\n');
-                throw core::SpecError(written.substr(0, cut), written.substr(cut + 1));
+            failed.resize(std::size_t(length));
+            MPI_Bcast(failed.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+            if (!failed.empty()) {
+                const auto cut = failed.find('\n');
+                throw core::SpecError(failed.substr(0, cut), failed.substr(cut + 1));
             }
             if (rank != 0) return 0;
             const double peak = profile["device"]["peak_flops_per_s"]["fp32"].get<double>();
             const double bandwidth =
                 profile["device"]["memory_bandwidth_bytes_per_s"].get<double>();
-            std::printf("wrote %s: fp32 sgemm %s, memory %.1f GB/s, %d ranks\n", o->out.c_str(),
+            std::printf("wrote %s: fp32 sgemm %s, memory %.1f GB/s, %d ranks\n", written.c_str(),
                         core::flop_rate_text(peak).c_str(), bandwidth / 1e9, mpi.world_size());
             return 0;
         } catch (const core::SpecError& e) {

@@ -4,6 +4,8 @@
 // (--save/--load) and load on either backend.
 #include "command.h"
 #include "job_options.h"
+#include "profile_choice.h"
+#include "thread_binding.h"
 #include "progress_bar.h"
 #include "training_data.h"
 #include "trident/core/atomic_file.h"
@@ -93,23 +95,36 @@ std::unique_ptr<executor::Trainer> make_trainer(executor::Backend backend, const
     return std::make_unique<executor::CpuTrainer>(job, groups, seed, std::move(data));
 }
 
-// The per-device peak the MFU column divides by: --profile, else the cluster device's preset.
+// The per-device peak the MFU column divides by, from the profile choose_profile finds.
 // Nothing when neither exists; the banner says so.
 // The CPU backend computes in fp32, the CUDA backend's GEMMs in bf16.
 std::optional<double> peak_flops_per_s(const std::string& reference, const core::JobSpec& job,
-                                       executor::Backend backend, std::string& note) {
+                                       executor::Backend backend, int rank, std::string& note) {
     try {
-        const core::Profile profile = core::load_profile(reference, job.cluster);
+        const core::Profile profile =
+            core::Profile::from_json(choose_profile(reference, job, rank == 0).json, "profile");
         const bool cuda = backend == executor::Backend::cuda;
         note = "MFU against " + profile.name() + (cuda ? "'s bf16 peak" : "'s fp32 peak");
         return profile.peak_flops_per_s(cuda ? core::Dtype::bf16 : core::Dtype::fp32);
     } catch (const core::SpecError& e) {
         if (!reference.empty()) throw; // asked for by name: a bad one is an error
-        note = "no MFU: no profile for device '" + job.cluster.device +
-               "' (measure one with `mpirun -np N trident profile --backend cpu --out F` and "
-               "pass --profile F)";
+        note = "no MFU: " + e.reason();
         return std::nullopt;
     }
+}
+
+// Says once (rank 0, for the rank with the fewest cores) when a rank's CPU affinity holds
+// fewer cores than its BLAS threads — Open MPI's default binding — and the flags that fix it.
+void warn_if_threads_share_cores(int threads, executor::Backend backend, int rank) {
+    if (backend != executor::Backend::cpu) return;
+    int fewest = affinity_cores();
+    MPI_Allreduce(MPI_IN_PLACE, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (rank != 0 || fewest <= 0 || fewest >= threads) return;
+    std::fprintf(stderr,
+                 "trident: warning: --threads: %d BLAS threads per rank, but a rank may run on "
+                 "only %d core%s (its CPU affinity; mpirun binds each rank to one core by "
+                 "default): start it with `mpirun %s` (or `--bind-to none`)\n",
+                 threads, fewest, fewest == 1 ? "" : "s", binding_flags(threads).c_str());
 }
 
 // Refuses before training what would only fail after it: an unwritable --trace directory.
@@ -136,7 +151,9 @@ std::string banner(const core::JobSpec& job, int ranks) {
                   job.model.name.c_str(), ranks, degrees.c_str(),
                   core::to_string(job.plan.schedule).c_str(),
                   (long long)job.micro_batches_per_step(), (long long)job.plan.micro_batch_size);
-    return text;
+    // Everything else in the plan that changes what runs.
+    return std::string(text) + "\n" +
+           core::describe_features(job.plan, job.layers_per_model_chunk());
 }
 
 } // namespace
@@ -164,7 +181,8 @@ Command add_run_command(CLI::App& app) {
     c.app->add_option("--threads", o->threads, "BLAS threads per rank, CPU backend (default 1)")
         ->check(CLI::Range(1, 256));
     c.app->add_option("--profile", o->profile,
-                      "Device profile whose peak the MFU column uses (default: the cluster's "
+                      "Device profile whose peak the MFU column uses (default: the plan's, then "
+                      "./DEVICE.json, the user's profile folder, the preset of the cluster's "
                       "device)");
     const std::string data = "Data";
     c.app
@@ -226,8 +244,9 @@ Command add_run_command(CLI::App& app) {
             const std::uint64_t seed = std::uint64_t(job.training.seed);
             const TrainingData data = open_training_data(o->data_path, o->split, job, seed);
             std::string mfu_note;
-            const std::optional<double> peak = peak_flops_per_s(o->profile, job, backend, mfu_note);
+            const std::optional<double> peak = peak_flops_per_s(o->profile, job, backend, rank, mfu_note);
             kernels::cpu::set_blas_threads(o->threads);
+            warn_if_threads_share_cores(o->threads, backend, rank);
             // Activations are freed and reallocated every micro-batch: keep the freed memory in
             // the heap instead of returning it to the kernel, which would hand back zero-filled
             // pages (page faults and clearing cost ~15 % of a GPT-2 step otherwise).

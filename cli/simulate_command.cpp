@@ -1,5 +1,6 @@
 // `trident simulate`: predict one training step of a job from a device profile.
 #include "command.h"
+#include "profile_choice.h"
 #include "job_options.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/profile.h"
@@ -28,13 +29,15 @@ Command add_simulate_command(CLI::App& app) {
     add_job_options(*c.app, options->inputs);
     c.app->add_option(
         "--profile", options->profile,
-        "Device profile preset or trident.profile/1 file (default: the cluster's device)");
+        "Device profile preset or trident.profile/1 file (default: the plan's, then "
+        "./DEVICE.json, the user's profile folder, the preset of the cluster's device)");
     c.app->add_option("--trace", options->trace,
                       "Write the simulated timeline (Chrome-trace JSON)");
     c.app->add_option("--json", options->json, "Write the report as JSON");
     c.run = [options] {
         const core::JobSpec job = core::load_job(options->inputs);
-        const core::Profile profile = core::load_profile(options->profile, job.cluster);
+        const core::Profile profile =
+            core::Profile::from_json(choose_profile(options->profile, job).json, "profile");
         simulator::SimulateOptions sim;
         sim.trace = !options->trace.empty();
         const simulator::Report report = simulator::simulate(job, profile, sim);

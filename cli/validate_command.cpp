@@ -25,10 +25,6 @@ struct ValidateOptions {
     std::string out;
 };
 
-std::string yes_no(bool v) {
-    return v ? "on" : "off";
-}
-
 void print_model(const ModelSpec& m, std::int64_t tp) {
     const ParameterCounts c = count_parameters(m);
     std::cout << "model     " << m.name << (m.source.empty() ? "" : "  [" + m.source + "]") << "\n"
@@ -80,13 +76,8 @@ void print_plan(const JobSpec& job) {
               << " micro-batches per step; " << job.layers_per_pipeline_rank()
               << " layers per pipeline rank (" << job.layers_per_model_chunk()
               << " per model chunk)\n"
-              << "  schedule " << to_string(p.schedule) << "; recompute "
-              << to_string(p.recompute.granularity);
-    if (p.recompute.granularity == RecomputeGranularity::full)
-        std::cout << " (" << to_string(p.recompute.method) << ", " << p.recompute.num_layers
-                  << " layers)";
-    std::cout << "; sequence parallel " << yes_no(p.sequence_parallel) << "; distributed optimizer "
-              << yes_no(p.distributed_optimizer) << "\n";
+              << "  schedule " << to_string(p.schedule) << "; "
+              << describe_features(p, job.layers_per_model_chunk()) << "\n";
     const RankGrid grid(p);
     std::cout << "  groups (size, nodes spanned):";
     for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {

@@ -25,6 +25,12 @@ RecomputeGranularity JobSpec::layer_recompute(std::int64_t layer) const {
     return RecomputeGranularity::none;
 }
 
+Recompute with_recompute_defaults(Recompute r, std::int64_t layers_per_chunk) {
+    if (r.granularity == RecomputeGranularity::full && r.num_layers == 0)
+        r.num_layers = r.method == RecomputeMethod::uniform ? 1 : layers_per_chunk;
+    return r;
+}
+
 void validate(const JobSpec& job) {
     const ModelSpec& m = job.model;
     const ClusterSpec& c = job.cluster;
@@ -92,6 +98,10 @@ void validate(const JobSpec& job) {
         throw SpecError("training.global_batch_size",
                         "interleaved-1f1b needs micro-batches per step (" + s(m_batches) +
                             ") divisible by pp = " + s(p.pp) + " (Megatron's rule)");
+    if (p.recompute.granularity == RecomputeGranularity::full && p.recompute.num_layers < 1)
+        throw SpecError("parallel.recompute.num_layers",
+                        "full recomputation needs num_layers >= 1 (got " +
+                            s(p.recompute.num_layers) + ")");
     if (p.recompute.num_layers > job.layers_per_model_chunk())
         throw SpecError("parallel.recompute.num_layers",
                         s(p.recompute.num_layers) + " exceeds the " +
@@ -107,6 +117,7 @@ Json to_json(const JobSpec& job) {
     j["cluster"].erase("format");
     j["training"] = to_json(job.training);
     j["parallel"] = to_json(job.plan);
+    if (!job.profile.empty()) j["profile"] = job.profile;
     return j;
 }
 

@@ -58,7 +58,7 @@ Json recompute_object(const Json* existing) {
 // What a plan file contributes before command-line options override it.
 struct PlanFile {
     Json model_ref, cluster_ref, training_ref, parallel = Json::object();
-    std::string source;
+    std::string source, profile;
 };
 
 PlanFile read_plan_file(const JobInputs& in) {
@@ -81,6 +81,11 @@ PlanFile read_plan_file(const JobInputs& in) {
         f.model_ref = relative_to(top.get("model"), plan_dir);
         f.cluster_ref = relative_to(top.get("cluster"), plan_dir);
         f.training_ref = relative_to(top.get("training"), plan_dir);
+        if (const Json* profile = top.get("profile")) {
+            if (!profile->is_string())
+                throw SpecError("profile", "must be a preset name or a file path (a string)");
+            f.profile = relative_to(profile, plan_dir).get<std::string>();
+        }
         if (const Json* p = top.get("parallel")) {
             if (!p->is_object()) throw SpecError("parallel", "must be a JSON object");
             f.parallel = *p;
@@ -94,6 +99,7 @@ PlanFile read_plan_file(const JobInputs& in) {
 // Model, cluster and training from the plan file and the options.
 void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
     const std::string& plan_source = f.source;
+    job.profile = f.profile;
     Json model_ref = f.model_ref, cluster_ref = f.cluster_ref, training_ref = f.training_ref;
     // Model.
     if (in.model) model_ref = *in.model;
@@ -175,6 +181,9 @@ JobSpec load_job(const JobInputs& in) {
     if (in.recompute || in.recompute_method || in.recompute_num_layers) {
         Json rc =
             recompute_object(parallel.contains("recompute") ? &parallel["recompute"] : nullptr);
+        // A granularity other than full from the command line replaces the plan's whole
+        // recomputation: its full-only method and layer count do not apply any more.
+        if (in.recompute && *in.recompute != "full") rc = Json::object();
         if (in.recompute) rc["granularity"] = *in.recompute;
         if (in.recompute_method) rc["method"] = *in.recompute_method;
         if (in.recompute_num_layers) rc["num_layers"] = *in.recompute_num_layers;
@@ -207,6 +216,7 @@ JobSpec load_job(const JobInputs& in) {
         parallel["schedule"] = "interleaved-1f1b";
 
     job.plan = from_source(plan_source, [&] { return plan_from_json(parallel); });
+    job.plan.recompute = with_recompute_defaults(job.plan.recompute, job.layers_per_model_chunk());
     if (job.plan.dp == 0) { // "auto": the data-parallel degree fills the cluster
         const std::int64_t model_parallel = job.plan.tp * job.plan.cp * job.plan.pp;
         if (job.cluster.devices() % model_parallel != 0)

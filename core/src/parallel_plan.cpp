@@ -15,16 +15,34 @@ std::string to_string(RecomputeMethod m) {
     return std::string(kRecomputeMethodNames[int(m)]);
 }
 
+std::string short_text(const Recompute& r) {
+    if (r.granularity != RecomputeGranularity::full) return to_string(r.granularity);
+    return "full " + std::to_string(r.num_layers);
+}
+
+std::string describe(const Recompute& r, std::int64_t layers_per_chunk) {
+    if (r.granularity != RecomputeGranularity::full) return to_string(r.granularity);
+    if (r.method == RecomputeMethod::uniform)
+        return "full (uniform: every layer, in groups of " + std::to_string(r.num_layers) + ")";
+    return "full (block: " + std::to_string(r.num_layers) + " of " +
+           std::to_string(layers_per_chunk) + " layers per chunk)";
+}
+
+std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chunk) {
+    const auto on = [](bool b) { return b ? "on" : "off"; };
+    return "recompute " + describe(p.recompute, layers_per_chunk) + " · sequence parallel " +
+           on(p.sequence_parallel) + " · distributed optimizer " + on(p.distributed_optimizer) +
+           " · flash attention " + on(p.flash_attention) + " · overlap grad-reduce " +
+           on(p.overlap_grad_reduce) + ", param-gather " + on(p.overlap_param_gather);
+}
+
 namespace {
 
 Recompute recompute_from_json(const Json& j, const std::string& path) {
     Recompute rc;
-    if (j.is_string()) { // shorthand: "recompute": "selective"
+    if (j.is_string()) { // shorthand: "recompute": "selective" (or "full": every layer)
         rc.granularity = static_cast<RecomputeGranularity>(
             enum_index(j.get<std::string>(), kRecomputeGranularityNames, path));
-        if (rc.granularity == RecomputeGranularity::full)
-            throw SpecError(path, "full recomputation needs an object with num_layers, e.g. "
-                                  "{\"granularity\": \"full\", \"num_layers\": 1}");
         return rc;
     }
     ObjectReader r(j, path);
@@ -44,9 +62,11 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
     using namespace limits;
     ObjectReader r(j, path);
     ParallelPlan p;
-    p.tp = r.integer("tp", 1, kMaxDegree);
-    p.pp = r.integer("pp", 1, kMaxDegree);
-    const Json& dp = r.require("dp");
+    // Megatron's defaults: tp and pp 1, the data-parallel degree whatever the devices leave.
+    p.tp = r.integer_or("tp", 1, 1, kMaxDegree);
+    p.pp = r.integer_or("pp", 1, 1, kMaxDegree);
+    const Json* given_dp = r.get("dp");
+    const Json dp = given_dp ? *given_dp : Json("auto");
     if (dp.is_string()) {
         if (dp.get<std::string>() != "auto")
             throw SpecError(r.field("dp"), "must be a positive integer or \"auto\", got \"" +
@@ -100,8 +120,6 @@ void validate(const ParallelPlan& p, const std::string& path) {
         throw SpecError(f("overlap_param_gather"), "needs distributed_optimizer (only it gathers "
                                                    "parameters after the step)");
     const Recompute& rc = p.recompute;
-    if (rc.granularity == RecomputeGranularity::full && rc.num_layers < 1)
-        throw SpecError(f("recompute.num_layers"), "full recomputation needs num_layers >= 1");
     if (rc.granularity != RecomputeGranularity::full && rc.num_layers != 0)
         throw SpecError(f("recompute.num_layers"),
                         "applies only to granularity \"full\" (selective covers every layer)");

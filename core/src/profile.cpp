@@ -455,10 +455,4 @@ Timing Profile::collective(const std::string& fabric, Collective c, std::int64_t
                          std::to_string(group) + " not in the table: alpha-beta"};
 }
 
-Profile load_profile(const std::string& reference, const ClusterSpec& cluster) {
-    const std::string name = reference.empty() ? cluster.device : reference;
-    const std::string field = reference.empty() ? "cluster.device" : "--profile";
-    return Profile::from_json(resolve_reference(name, PresetKind::profile, field), "profile");
-}
-
 } // namespace trident::core

@@ -138,15 +138,17 @@ std::vector<AttentionTiming> measure_attention(const std::vector<std::int64_t>& 
         for (std::int64_t bh : batch_heads)
             for (std::int64_t T : seqs) {
                 const Vec qkv = filled(std::size_t(bh * T * 3 * D));
-                Vec out(std::size_t(bh * T * D)), probs(std::size_t(bh * T * T)), dqkv(qkv.size());
+                Vec out(std::size_t(bh * T * D)), lse(std::size_t(bh * T)), dqkv(qkv.size());
                 const Vec dout = filled(out.size());
-                // batch_heads sequences of one head each: B = batch_heads, H = KV = 1.
+                // The flash kernels, which `trident run` uses for plans with flash_attention (the
+                // default) and the simulator times from this table; batch_heads sequences of one
+                // head each: B = batch_heads, H = KV = 1.
                 const double f = time_median([&] {
-                    k::attention_forward(out.data(), probs.data(), qkv.data(), bh, T, 1, 1, D);
+                    k::flash_attention_forward(out.data(), lse.data(), qkv.data(), bh, T, 1, 1, D);
                 });
                 const double b = time_median([&] {
-                    k::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), bh, T,
-                                          1, 1, D);
+                    k::flash_attention_backward(dqkv.data(), dout.data(), out.data(), qkv.data(),
+                                                lse.data(), bh, T, 1, 1, D);
                 });
                 rows.push_back({bh, T, D, f, b});
             }

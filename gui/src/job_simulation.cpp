@@ -4,10 +4,10 @@
 
 namespace trident::gui {
 
-simulator::Report simulate_with_trace(const core::JobSpec& job) {
+simulator::Report simulate_with_trace(const core::JobSpec& job, const std::string& profile) {
     simulator::SimulateOptions options;
     options.trace = true;
-    return simulator::simulate(job, core::load_profile("", job.cluster), options);
+    return simulator::simulate(job, core::load_profile(profile, job.cluster, job.profile), options);
 }
 
 } // namespace trident::gui

@@ -57,14 +57,19 @@ int main(int argc, char** argv) {
     const QCommandLineOption view("view", "View to show: timeline, compare or planner", "view",
                                   "timeline");
     const QCommandLineOption size("size", "Window size (default 1400x900)", "WxH", "1400x900");
-    parser.addOptions({help, screenshot, view, size});
+    const QCommandLineOption profile(
+        "profile",
+        "Device profile (preset or trident.profile/1 file) for plans, reports and the Planner; "
+        "default: the plan's, then ./DEVICE.json, the user's profile folder, the preset",
+        "profile");
+    parser.addOptions({help, screenshot, view, size, profile});
     parser.addPositionalArgument(
         "FILE", "Trace, plan or report to open; a second file is compared with the first",
         "[FILE…]");
     if (!parser.parse(arguments)) return usage_error(parser.errorText());
     if (parser.isSet(help)) {
         std::cout << "Usage: trident-gui [--screenshot out.png] [--view timeline|compare|planner] "
-                     "[--size WxH] [FILE…]\n"
+                     "[--size WxH] [--profile P] [FILE…]\n"
                   << parser.helpText().section('\n', 1).toStdString();
         return 0;
     }
@@ -97,6 +102,7 @@ int main(int argc, char** argv) {
     // then clip), so pictures for documentation and tests have the size asked for.
     if (parser.isSet(screenshot)) window.layout()->setSizeConstraint(QLayout::SetNoConstraint);
     window.resize(size_match.captured(1).toInt(), size_match.captured(2).toInt());
+    if (parser.isSet(profile)) window.set_profile(parser.value(profile));
     if (!files.isEmpty() && !window.open_file(files[0])) return file_error(window.last_error());
     if (files.size() == 2 && !window.open_compare_file(files[1]))
         return file_error(window.last_error());

@@ -8,6 +8,7 @@
 #include "trident/core/spec_error.h"
 #include "trident/simulator/report.h"
 
+#include <QComboBox>
 #include <QApplication>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -69,9 +70,13 @@ void MainWindow::build_menu() {
     file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
 }
 
+void MainWindow::set_profile(const QString& profile) {
+    planner_->profile_box()->setCurrentText(profile);
+}
+
 bool MainWindow::open_file(const QString& path) {
     try {
-        OpenedFile f = open_trident_file(path.toStdString());
+        OpenedFile f = open_trident_file(path.toStdString(), planner_->profile());
         const QString title = title_of(f);
         timeline_->set_trace(f.trace, title);
         if (f.report) planner_->show_simulated_job(*f.report, title);
@@ -92,7 +97,7 @@ bool MainWindow::open_file(const QString& path) {
 
 bool MainWindow::open_compare_file(const QString& path) {
     try {
-        compare_b_ = open_trident_file(path.toStdString());
+        compare_b_ = open_trident_file(path.toStdString(), planner_->profile());
         update_compare();
         show_view(View::compare);
         inform("comparing with " + path);

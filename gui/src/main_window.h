@@ -29,6 +29,9 @@ public:
     // Trace → Timeline tab; plan → simulated, shown on the Timeline tab and loaded into the
     // Planner; report → its job's timeline. The first trace opened is also Compare's left side.
     bool open_file(const QString& path);
+    // The device profile (trident-gui --profile) plans and reports are simulated on, and the
+    // Planner tab's; empty: each job's own (core::find_profile's order).
+    void set_profile(const QString& profile);
     // The right side of Compare (the left is the last file opened); switches to Compare.
     bool open_compare_file(const QString& path);
     bool save_file(const QString& path, SaveKind kind);

@@ -51,7 +51,7 @@ FileKind file_kind(const core::Json& document, const std::string& path) {
                                           "plan or report)");
 }
 
-OpenedFile open_trident_file(const std::string& path) {
+OpenedFile open_trident_file(const std::string& path, const std::string& profile) {
     OpenedFile f;
     f.path = path;
     f.document = core::read_json_file(path, path);
@@ -63,7 +63,7 @@ OpenedFile open_trident_file(const std::string& path) {
     case FileKind::plan: {
         core::JobInputs inputs;
         inputs.plan = path;
-        f.report = simulate_with_trace(core::load_job(inputs));
+        f.report = simulate_with_trace(core::load_job(inputs), profile);
         f.trace = f.report->trace;
         break;
     }
@@ -72,7 +72,7 @@ OpenedFile open_trident_file(const std::string& path) {
         if (const auto it = f.document.find("trace"); it != f.document.end() && it->is_object()) {
             f.trace = core::read_chrome_trace(*it, path + ": trace");
         } else {
-            f.report = simulate_with_trace(job_of_report(f.document, path));
+            f.report = simulate_with_trace(job_of_report(f.document, path), profile);
             f.trace = f.report->trace;
         }
         break;

@@ -24,8 +24,8 @@ struct OpenedFile {
 // What a parsed document is; throws SpecError(path, ...) for JSON that is none of them.
 FileKind file_kind(const core::Json& document, const std::string& path);
 
-// Reads, recognises and (for plans and reports) simulates. Throws SpecError naming the file
-// and the field at fault.
-OpenedFile open_trident_file(const std::string& path);
+// Reads, recognises and (for plans and reports) simulates, on `profile` when given (see
+// simulate_with_trace). Throws SpecError naming the file and the field at fault.
+OpenedFile open_trident_file(const std::string& path, const std::string& profile = "");
 
 } // namespace trident::gui

@@ -72,6 +72,13 @@ void PlannerPanel::build_controls() {
     devices_per_node_box_ = count_box(1, 1024, 8);
     global_batch_box_ = count_box(1, 1 << 24, 64);
     seq_length_box_ = count_box(1, 1 << 22, 1024);
+    // Empty: the profile of the cluster's device, found as the command line finds it.
+    profile_box_ = reference_box(core::PresetKind::profile, "");
+    profile_box_->insertItem(0, "");
+    profile_box_->setCurrentText("");
+    profile_box_->setToolTip("Device profile: a preset or a trident.profile/1 file; empty for "
+                             "./DEVICE.json, the user's profile folder, then the device's preset");
+    auto* profile_file = new QPushButton("File…");
     budget_edit_ = new QLineEdit("90%");
     budget_edit_->setToolTip("Per-device budget: 70GiB, 80GB, 0.9 or 90% of the device");
     auto* model_file = new QPushButton("File…");
@@ -106,7 +113,10 @@ void PlannerPanel::build_controls() {
     form->addWidget(seq_length_box_, 1, 4);
     form->addWidget(new QLabel("Memory budget"), 1, 6);
     form->addWidget(budget_edit_, 1, 7);
-    form->setColumnStretch(10, 1);
+    form->addWidget(new QLabel("Profile"), 1, 8);
+    form->addWidget(profile_box_, 1, 9);
+    form->addWidget(profile_file, 1, 10);
+    form->setColumnStretch(11, 1);
 
     auto* actions = new QHBoxLayout;
     actions->addWidget(run_button_);
@@ -153,6 +163,8 @@ void PlannerPanel::build_controls() {
             [this] { browse(model_box_, "Model file (trident.model/1)"); });
     connect(cluster_file, &QPushButton::clicked, this,
             [this] { browse(cluster_box_, "Cluster file (trident.cluster/1)"); });
+    connect(profile_file, &QPushButton::clicked, this,
+            [this] { browse(profile_box_, "Device profile (trident.profile/1)"); });
     connect(cluster_box_, &QComboBox::currentTextChanged, this, &PlannerPanel::fill_cluster_size);
     connect(table_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& current) {
@@ -170,7 +182,12 @@ PlannerRequest PlannerPanel::request() const {
     r.global_batch_size = global_batch_box_->value();
     r.seq_length = seq_length_box_->value();
     r.memory_budget = budget_edit_->text().trimmed().toStdString();
+    r.profile = profile();
     return r;
+}
+
+std::string PlannerPanel::profile() const {
+    return profile_box_->currentText().trimmed().toStdString();
 }
 
 void PlannerPanel::set_request(const PlannerRequest& r) {
@@ -181,6 +198,7 @@ void PlannerPanel::set_request(const PlannerRequest& r) {
     global_batch_box_->setValue(int(r.global_batch_size));
     seq_length_box_->setValue(int(r.seq_length));
     budget_edit_->setText(QString::fromStdString(r.memory_budget));
+    profile_box_->setCurrentText(QString::fromStdString(r.profile));
 }
 
 // A cluster preset's own size is the natural starting point; the user then scales it.

@@ -62,6 +62,9 @@ public:
     QSpinBox* global_batch_box() const { return global_batch_box_; }
     QSpinBox* seq_length_box() const { return seq_length_box_; }
     QLineEdit* budget_edit() const { return budget_edit_; }
+    QComboBox* profile_box() const { return profile_box_; }
+    // The profile field as typed: a preset, a file, or empty (the search order).
+    std::string profile() const;
     QPushButton* run_button() const { return run_button_; }
     QPushButton* cancel_button() const { return cancel_button_; }
     QPushButton* save_button() const { return save_button_; }
@@ -98,6 +101,7 @@ private:
     QSpinBox* global_batch_box_ = nullptr;
     QSpinBox* seq_length_box_ = nullptr;
     QLineEdit* budget_edit_ = nullptr;
+    QComboBox* profile_box_ = nullptr;
     QPushButton* run_button_ = nullptr;
     QPushButton* cancel_button_ = nullptr;
     QPushButton* save_button_ = nullptr;

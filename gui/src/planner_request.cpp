@@ -20,7 +20,9 @@ PlannerJob load_planner_job(const PlannerRequest& request) {
     inputs.seq_length = request.seq_length;
     PlannerJob job;
     job.specs = core::load_specs(inputs);
-    job.profile = core::load_profile("", job.specs.cluster);
+    const core::ProfileChoice choice = core::find_profile(request.profile, job.specs.cluster);
+    job.profile = core::Profile::from_json(choice.json, "profile");
+    job.specs.profile = choice.reference; // a saved plan records it
     job.memory_budget_bytes = planner::parse_memory_budget(
         request.memory_budget, job.profile.memory_bytes(), "memory budget");
     return job;

@@ -17,6 +17,7 @@ struct PlannerRequest {
     std::int64_t global_batch_size = 64;
     std::int64_t seq_length = 1024;
     std::string memory_budget = "90%"; // "70GiB", "80GB", "0.9", "90%"
+    std::string profile; // preset or trident.profile/1 file; empty: core::find_profile's order
 };
 
 // Everything a planner run needs, loaded and checked.

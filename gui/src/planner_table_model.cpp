@@ -78,9 +78,7 @@ QString display_text(const planner::Candidate& c, int column, double budget_byte
 } // namespace
 
 QString recompute_text(const core::ParallelPlan& plan) {
-    if (plan.recompute.granularity != core::RecomputeGranularity::full)
-        return QString::fromStdString(core::to_string(plan.recompute.granularity));
-    return "full " + QString::number(plan.recompute.num_layers);
+    return QString::fromStdString(core::short_text(plan.recompute));
 }
 
 void PlannerTableModel::set_candidates(std::vector<planner::Candidate> candidates,

@@ -41,10 +41,8 @@ std::string describe(const ParallelPlan& p) {
            (p.distributed_optimizer ? " zero1" : "");
 }
 
-std::string describe(const Recompute& r, std::int64_t layers_per_chunk) {
-    if (r.granularity != RecomputeGranularity::full) return core::to_string(r.granularity);
-    return "full recomputation of " + std::to_string(r.num_layers) + " of " +
-           std::to_string(layers_per_chunk) + " layers per chunk";
+std::string recompute_phrase(const Recompute& r, std::int64_t layers_per_chunk) {
+    return "recompute " + core::describe(r, layers_per_chunk);
 }
 
 struct Peak {
@@ -228,16 +226,16 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
     const auto over_budget = [&](const Recompute& r, const Peak& pk, const std::string& rule) {
         if (pk.bytes < result.smallest_peak_bytes) {
             result.smallest_peak_bytes = pk.bytes;
-            result.smallest_layout = describe(p) + ", " + describe(r, per_chunk);
+            result.smallest_layout = describe(p) + ", " + recompute_phrase(r, per_chunk);
         }
         record_rejection(result, "memory",
                          rule + "; stage " + std::to_string(pk.stage) + " needs " +
                              bytes_text(pk.bytes) + ", " + bytes_text(pk.bytes - budget) +
                              " over the budget of " + bytes_text(budget) + " (" + describe(p) +
-                             ", " + describe(r, per_chunk) + ")");
+                             ", " + recompute_phrase(r, per_chunk) + ")");
         result.closest_rejected.push_back({p,
                                            "stage " + std::to_string(pk.stage) + " needs " +
-                                               bytes_text(pk.bytes) + " with " + describe(r, per_chunk) +
+                                               bytes_text(pk.bytes) + " with " + recompute_phrase(r, per_chunk) +
                                                ", over the budget by " + bytes_text(pk.bytes - budget),
                                            pk.bytes - budget});
         return false;
@@ -249,12 +247,13 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
         return true;
     };
     if (space.recompute) {
-        const Peak pk = peak_with(*space.recompute);
+        const Recompute pinned = core::with_recompute_defaults(*space.recompute, per_chunk);
+        const Peak pk = peak_with(pinned);
         if (pk.bytes > budget)
-            return over_budget(*space.recompute, pk,
+            return over_budget(pinned, pk,
                                "over budget with the pinned recomputation");
-        return accept(*space.recompute, pk,
-                      "pinned: " + describe(*space.recompute, per_chunk) + " needs " +
+        return accept(pinned, pk,
+                      "pinned: " + recompute_phrase(pinned, per_chunk) + " needs " +
                           bytes_text(pk.bytes));
     }
     const Peak none = peak_with({});
@@ -286,7 +285,7 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
     }
     const Peak fit = peak_with(full(lo));
     return accept(full(lo), fit,
-                  why + "; " + describe(full(lo), per_chunk) + " fits at " + bytes_text(fit.bytes));
+                  why + "; " + recompute_phrase(full(lo), per_chunk) + " fits at " + bytes_text(fit.bytes));
 }
 
 // No stage finishes before its own work and its step tail are done: a lower bound on the
@@ -340,7 +339,9 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
             options.on_progress({"memory", std::int64_t(i), std::int64_t(layouts.size())});
         Feasible f{specs, "", {}, 0.0};
         f.job.plan = layouts[i];
-        if (space.recompute) f.job.plan.recompute = *space.recompute;
+        if (space.recompute)
+            f.job.plan.recompute =
+                core::with_recompute_defaults(*space.recompute, f.job.layers_per_model_chunk());
         try {
             core::validate(f.job);
         } catch (const core::SpecError& e) {

@@ -2,6 +2,7 @@
 // checks exit code 2, one line on stderr, the exact field named, and the reason's key words.
 #include "run_command.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <gtest/gtest.h>
 
@@ -45,6 +46,8 @@ class BadInput : public testing::TestWithParam<BadCase> {};
 
 TEST_P(BadInput, ExitsTwoNamingTheField) {
     const BadCase& c = GetParam();
+    // No profile of this user's (`trident profile` keeps a copy there) may answer for a case.
+    ::setenv("TRIDENT_PROFILE_DIR", "/nonexistent/trident-test-profiles", 1);
     const auto r = run_trident(split_words(c.args));
     EXPECT_EQ(r.exit_code, 2) << c.args << "\nstderr: " << r.err;
     ASSERT_FALSE(r.err.empty()) << c.args;

@@ -84,3 +84,28 @@ TEST(Launch, TakesThePlannersOutputStraightIn) {
     EXPECT_NE(r.out.find("mpirun -np 16 --host a:8,b:8 "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(" run --plan " + plan.string()), std::string::npos) << r.out;
 }
+
+TEST(Launch, BindsEachCpuRankToACorePerBlasThread) {
+    const std::string plan = std::string(TRIDENT_TEST_DATA) + "/plans/gpt-tiny-dp2.json";
+    const std::string hosts = write_temp("hosts-local", "localhost slots=2\n");
+    const auto two = run_trident({"launch", "--plan", plan, "--hostfile", hosts, "--dry-run", "--",
+                                  "--threads", "2"});
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    EXPECT_NE(two.out.find("--map-by slot:PE=2 --bind-to core"), std::string::npos) << two.out;
+    const auto one = run_trident({"launch", "--plan", plan, "--hostfile", hosts, "--dry-run"});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_NE(one.out.find("--map-by slot --bind-to core"), std::string::npos) << one.out;
+    const std::string script = (fs::path(testing::TempDir()) / "threads.sbatch").string();
+    const auto slurm =
+        run_trident({"launch", "--plan", plan, "--slurm", script, "--", "--threads=3"});
+    ASSERT_EQ(slurm.exit_code, 0) << slurm.err;
+    std::ifstream in(script);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("#SBATCH --cpus-per-task=3"), std::string::npos) << text;
+    EXPECT_NE(text.find("--cpus-per-task=3 --cpu-bind=cores"), std::string::npos) << text;
+    const auto bad = run_trident({"launch", "--plan", plan, "--hostfile", hosts, "--dry-run", "--",
+                                  "--threads", "many"});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("--threads: expected 1 to 256 threads, got \"many\""), std::string::npos)
+        << bad.err;
+}

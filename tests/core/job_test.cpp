@@ -86,8 +86,9 @@ TEST(Job, EachRuleNamesItsField) {
     in.schedule = "1f1b";
     EXPECT_EQ(error_field(in), "parallel.vpp");
     in = base();
-    in.recompute = "full";
-    EXPECT_EQ(error_field(in), "parallel.recompute.num_layers");
+    in.recompute = "full"; // alone: every layer of the chunk (block over all 12)
+    EXPECT_EQ(error_field(in), "(no error)");
+    EXPECT_EQ(load_job(in).plan.recompute.num_layers, 12);
     in.recompute_num_layers = 13; // 12 layers per stage
     EXPECT_EQ(error_field(in), "parallel.recompute.num_layers");
     in.recompute_num_layers = 12;
@@ -105,8 +106,10 @@ TEST(Job, EachRuleNamesItsField) {
     in.model = "gpt-3";
     EXPECT_EQ(error_field(in), "model");
     in = base();
-    in.tp = std::nullopt;
-    EXPECT_EQ(error_field(in), "parallel.tp");
+    in.tp = std::nullopt; // Megatron's default: 1, so 8 · 1 · 1 devices leave dp 8
+    EXPECT_EQ(error_field(in), "parallel.dp");
+    in.dp = "auto";
+    EXPECT_EQ(load_job(in).plan.tp, 1);
 }
 
 TEST(Job, ExpertParallelRules) {

@@ -31,7 +31,8 @@ double measured_peak(int ranks, const std::string& job) {
 double predicted_peak(const std::string& job) {
     const std::string json = testing::TempDir() + "trident-memory-report.json";
     const auto r = trident::test::run_trident(trident::test::split_words(
-        "simulate " + job + " --profile h100-sxm5-80gb --json " + json));
+        "simulate " + job + " --profile " + TRIDENT_TEST_DATA + "/profiles/cpu-host-2-ranks.json" +
+        " --json " + json));
     EXPECT_EQ(r.exit_code, 0) << job << "\n" << r.err;
     std::ifstream in(json);
     std::stringstream text;

@@ -84,11 +84,14 @@ void flash_attention_forward_rows(float* out, std::int64_t out_stride, float* ls
                         // Online softmax: rescale what the earlier tiles summed to the new max.
                         const float m = std::fmax(row_max[std::size_t(r)], tile_max);
                         const float rescale = std::exp(row_max[std::size_t(r)] - m);
+                        // Separate loops without branches, so they vectorise (libmvec's exp).
                         float sum = 0.0f;
-                        for (std::int64_t c = 0; c < cols; ++c) {
-                            row[c] = c < last ? std::exp(row[c] - m) : 0.0f;
+                        for (std::int64_t c = 0; c < last; ++c) {
+                            row[c] = std::exp(row[c] - m);
                             sum += row[c];
                         }
+                        for (std::int64_t c = std::max<std::int64_t>(last, 0); c < cols; ++c)
+                            row[c] = 0.0f;
                         row_sum[std::size_t(r)] = row_sum[std::size_t(r)] * rescale + sum;
                         row_max[std::size_t(r)] = m;
                         for (std::int64_t d = 0; d < D; ++d) acc[std::size_t(r * D + d)] *= rescale;
@@ -149,20 +152,26 @@ void flash_attention_backward_rows(float* dq, float* dk, float* dv, const float*
                                 int(D), 1.0f, dy + t0 * out_stride, int(out_stride),
                                 hv.v + s0 * kv_stride, int(kv_stride), 0.0f, dP.data(), int(cols));
                     for (std::int64_t r = 0; r < rows; ++r) {
-                        const std::int64_t last = std::min<std::int64_t>(cols, visible[t0 + r] - s0);
+                        const std::int64_t last = std::clamp<std::int64_t>(visible[t0 + r] - s0, 0, cols);
                         float* p = P.data() + r * cols;
                         float* dp = dP.data() + r * cols;
-                        const float l = row_lse[t0 + r];
-                        for (std::int64_t c = 0; c < cols; ++c) {
-                            const float prob = c < last ? std::exp(p[c] - l) : 0.0f;
-                            const float f = keys && c < last ? dropout_factor(keys[t0 + r], s0 + c,
-                                                                              dropout->probability)
-                                                             : 1.0f;
-                            if (keys) Pv[std::size_t(r * cols + c)] = prob * f;
-                            p[c] = prob;
-                            // dS = P ∘ (dP − D), dP = dP̃ ∘ F, scaled like S.
-                            dp[c] = prob * (dp[c] * f - row_dot[std::size_t(t0 + r)]) * scale;
+                        const float l = row_lse[t0 + r], d = row_dot[std::size_t(t0 + r)];
+                        // P = exp(S − lse) where the row sees the key, else 0 (branch-free loops,
+                        // so they vectorise).
+                        for (std::int64_t c = 0; c < last; ++c) p[c] = std::exp(p[c] - l);
+                        for (std::int64_t c = last; c < cols; ++c) p[c] = 0.0f;
+                        if (keys) { // P̃ = P ∘ F and dP = dP̃ ∘ F
+                            float* pv = Pv.data() + r * cols;
+                            for (std::int64_t c = 0; c < cols; ++c) {
+                                const float f = c < last ? dropout_factor(keys[t0 + r], s0 + c,
+                                                                          dropout->probability)
+                                                         : 0.0f;
+                                pv[c] = p[c] * f;
+                                dp[c] *= f;
+                            }
                         }
+                        // dS = P ∘ (dP − D), scaled like S.
+                        for (std::int64_t c = 0; c < cols; ++c) dp[c] = p[c] * (dp[c] - d) * scale;
                     }
                     // dV += P̃ᵀ·dO; dQ += dS·K; dK += dSᵀ·Q.
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(cols), int(D),

@@ -19,6 +19,9 @@ struct JobSpec {
     ClusterSpec cluster;
     TrainingSpec training;
     ParallelPlan plan;
+    // The device profile the plan was made with, as the plan file recorded it (a path, tried
+    // relative to the plan file too, or a preset name); empty when none was recorded.
+    std::string profile;
 
     std::int64_t micro_batches_per_step() const;
     std::int64_t layers_per_pipeline_rank() const;
@@ -29,10 +32,16 @@ struct JobSpec {
     RecomputeGranularity layer_recompute(std::int64_t layer) const;
 };
 
+// Full recomputation without a layer count (`--recompute full` alone) recomputes every layer:
+// block over all the layers of a model chunk, uniform in groups of one (Megatron's
+// --recompute-num-layers 1). Other recomputations come back unchanged.
+Recompute with_recompute_defaults(Recompute r, std::int64_t layers_per_chunk);
+
 // Every rule that spans specs; throws SpecError naming the field and the rule.
 void validate(const JobSpec& job);
 
-// Writes a self-contained plan file: model, cluster and training inline.
+// Writes a self-contained plan file: model, cluster and training inline, and the profile
+// when one is recorded.
 Json to_json(const JobSpec& job);
 
 } // namespace trident::core

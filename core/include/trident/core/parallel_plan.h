@@ -64,6 +64,15 @@ struct ParallelPlan {
 std::string to_string(ScheduleKind s);
 std::string to_string(RecomputeGranularity g);
 std::string to_string(RecomputeMethod m);
+// A table cell: "none", "selective", "full 2" (layers per chunk).
+std::string short_text(const Recompute& r);
+// A sentence's: "none", "selective", "full (block: 2 of 4 layers per chunk)", "full (uniform:
+// every layer, in groups of 1)".
+std::string describe(const Recompute& r, std::int64_t layers_per_chunk);
+// The plan fields that change what a run does beyond its degrees, for banners: "recompute
+// full (block: 4 of 4 layers per chunk) · sequence parallel off · distributed optimizer on ·
+// flash attention on · overlap grad-reduce on, param-gather off".
+std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chunk);
 
 // `dp` may be the word "auto" in JSON: it is then left 0 here and resolved from the cluster's
 // device count by resolve_job (devices / (tp·cp·pp)).

@@ -99,9 +99,26 @@ private:
     std::map<std::string, Fabric> fabrics_;
 };
 
-// The profile a command works with: `reference` (a preset name or a trident.profile/1 file,
-// from --profile) or, when empty, the one the cluster's device names. Errors name --profile or
-// cluster.device accordingly.
-Profile load_profile(const std::string& reference, const ClusterSpec& cluster);
+// The device profile a command works with — the first of:
+//   1. `reference` (--profile): a preset name or a trident.profile/1 file;
+//   2. `recorded`: the profile a plan file recorded (`trident plan --out` writes it there);
+//   3. ./DEVICE.json, DEVICE being the cluster's device — where `trident profile` writes;
+//   4. user_profile_dir()/DEVICE.json — where `trident profile` keeps a copy;
+//   5. the preset named DEVICE.
+// A --profile that cannot be loaded is an error; a recorded one that is not on this machine is
+// passed over, and `note` says so. Nothing found: SpecError("cluster.device") naming where it
+// looked and the command that measures a profile.
+struct ProfileChoice {
+    std::string reference; // what was loaded: a file's absolute path, or a preset's name
+    std::string note;      // a recorded profile passed over (printed as a warning), else empty
+    Json json;
+};
+ProfileChoice find_profile(const std::string& reference, const ClusterSpec& cluster,
+                           const std::string& recorded = "");
+Profile load_profile(const std::string& reference, const ClusterSpec& cluster,
+                     const std::string& recorded = "");
+// Per user: $TRIDENT_PROFILE_DIR, else $XDG_DATA_HOME/trident/profiles, else
+// $HOME/.local/share/trident/profiles; empty when none of them is set.
+std::string user_profile_dir();
 
 } // namespace trident::core
