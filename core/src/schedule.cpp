@@ -209,24 +209,66 @@ bool fuses_backward(const Schedule& s, std::int32_t rank, std::size_t index) {
            w.microbatch == b.microbatch && w.chunk == b.chunk;
 }
 
+namespace {
+
+// `a` can be no higher a peak than `b`: as many or fewer pairs of every chunk, and a backward
+// at that moment only if `b` has the same one.
+bool dominated(const HeldPairs& a, const HeldPairs& b) {
+    if (a.in_backward >= 0 && a.in_backward != b.in_backward) return false;
+    for (std::size_t c = 0; c < a.until_backward_input.size(); ++c)
+        if (a.until_backward_input[c] > b.until_backward_input[c] ||
+            a.until_backward_weight[c] > b.until_backward_weight[c])
+            return false;
+    return true;
+}
+
+// Adds `moment` to the moments no other dominates (steady states repeat, so few remain).
+void keep_if_undominated(std::vector<HeldPairs>& kept, const HeldPairs& moment) {
+    for (const HeldPairs& k : kept)
+        if (dominated(moment, k)) return;
+    std::erase_if(kept, [&](const HeldPairs& k) { return dominated(k, moment); });
+    kept.push_back(moment);
+}
+
+} // namespace
+
 InFlight max_in_flight(const Schedule& s, std::int32_t rank) {
     InFlight peak;
+    HeldPairs held;
+    held.until_backward_input.assign(std::size_t(s.chunks), 0);
+    held.until_backward_weight.assign(std::size_t(s.chunks), 0);
     std::int32_t until_b = 0, until_w = 0;
+    // The held state after the latest F, kept only if a W lowers it before the next B (which
+    // otherwise holds as much, and more).
+    bool after_forward = false;
     const std::vector<Action>& actions = s.ranks.at(std::size_t(rank));
     for (std::size_t i = 0; i < actions.size(); ++i) {
         const Action& a = actions[i];
+        const std::size_t c = std::size_t(a.chunk);
         if (a.kind == ActionKind::forward) {
             ++until_b;
             ++until_w;
+            ++held.until_backward_input[c];
+            after_forward = true;
         } else if (a.kind == ActionKind::backward_input) {
             peak.fused_backward = peak.fused_backward && fuses_backward(s, rank, i);
+            held.in_backward = a.chunk; // the pair is still whole while its B runs
+            keep_if_undominated(peak.peaks, held);
+            held.in_backward = -1;
+            after_forward = false;
             --until_b;
+            --held.until_backward_input[c];
+            ++held.until_backward_weight[c];
         } else if (a.kind == ActionKind::backward_weight) {
+            if (after_forward) keep_if_undominated(peak.peaks, held);
+            after_forward = false;
             --until_w;
+            --held.until_backward_weight[c];
         }
         peak.until_backward_input = std::max(peak.until_backward_input, until_b);
         peak.until_backward_weight = std::max(peak.until_backward_weight, until_w);
     }
+    if (after_forward) keep_if_undominated(peak.peaks, held); // forward-only orders
     return peak;
 }
 

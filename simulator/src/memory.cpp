@@ -4,6 +4,7 @@
 #include "trident/simulator/flops.h"
 
 #include <algorithm>
+#include <array>
 
 namespace trident::simulator {
 
@@ -155,22 +156,48 @@ struct ChunkActivations {
     double stored = 0.0, weight_state = 0.0, backward_extra = 0.0;
 };
 
-ChunkActivations chunk_activations(const core::JobSpec& job, LayerView v, std::int64_t vs,
-                                   bool fused_backward) {
+// One layer's bytes for one micro-batch: stored until B, its backward's working set, W's state.
+struct LayerBytes {
+    double stored = 0.0, working = 0.0, state = 0.0;
+};
+
+// Layers differ only by being MoE or dense and by their recomputation: each kind's bytes are
+// computed once (the planner asks for thousands of layouts).
+class LayerBytesTable {
+public:
+    LayerBytesTable(const core::JobSpec& job, bool fused) : job_(job), fused_(fused) {}
+    const LayerBytes& of(std::int64_t layer) {
+        const core::RecomputeGranularity rc = job_.layer_recompute(layer);
+        const int key = int(rc) * 2 + (job_.model.is_moe_layer(layer) ? 1 : 0);
+        LayerBytes& b = kinds_[std::size_t(key)];
+        if (!known_[std::size_t(key)]) {
+            LayerView v = LayerView::of(job_.plan, job_.training.seq_length);
+            v.recompute = rc;
+            b = {activation_bytes(job_.model, v, layer),
+                 backward_working_bytes(job_.model, v, layer, fused_),
+                 weight_gradient_state_bytes(job_.model, v, layer)};
+            known_[std::size_t(key)] = true;
+        }
+        return b;
+    }
+
+private:
+    const core::JobSpec& job_;
+    bool fused_;
+    std::array<LayerBytes, 6> kinds_{};
+    std::array<bool, 6> known_{};
+};
+
+ChunkActivations chunk_activations(const core::JobSpec& job, LayerBytesTable& layers,
+                                   std::int64_t vs, bool fused_backward) {
     const core::ModelSpec& m = job.model;
     const core::ParallelPlan& p = job.plan;
     const std::int64_t per_chunk = job.layers_per_model_chunk(), first = vs * per_chunk;
     const double eb = double(core::dtype_bytes(m.precision.params));
-    const double T = double(v.tokens()), h = double(m.hidden_size);
+    const double T = double(LayerView::of(p, job.training.seq_length).tokens());
+    const double h = double(m.hidden_size);
     const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
     const bool last = vs == p.pp * p.vpp - 1;
-    std::vector<double> stored, working, state;
-    for (std::int64_t layer = first; layer < first + per_chunk; ++layer) {
-        v.recompute = job.layer_recompute(layer);
-        stored.push_back(activation_bytes(m, v, layer));
-        working.push_back(backward_working_bytes(m, v, layer, fused_backward));
-        state.push_back(weight_gradient_state_bytes(m, v, layer));
-    }
     const double loss = last ? loss_stage_bytes(job) : 0.0;
     // W of the output layer (its input and the logits' gradient) and of the embedding (the
     // gradient of its output, every row: the table is split by vocabulary).
@@ -179,19 +206,22 @@ ChunkActivations chunk_activations(const core::JobSpec& job, LayerView v, std::i
                                    : 0.0;
     const double embedding_state = vs == 0 ? eb * T * h : 0.0;
     ChunkActivations c;
-    for (double x : stored) c.stored += x;
-    c.stored += loss;
+    for (std::int64_t layer = first; layer < first + per_chunk; ++layer) {
+        c.stored += layers.of(layer).stored;
+        c.weight_state += layers.of(layer).state;
+    }
     // The backward walks the layers from the last. At layer i the micro-batch holds the layers
     // below i as stored, layer i with its working set, and — B alone — the W state of the
     // layers above i and of the loss; a fused backward has spent those (and freed the loss's
     // buffers after the output layer's W, before the first layer).
-    double below = c.stored - loss, above = fused_backward ? 0.0 : loss_state, worst = 0.0;
-    for (std::size_t i = stored.size(); i-- > 0;) {
-        below -= stored[i];
-        worst = std::max(worst, below + stored[i] + working[i] + above);
-        if (!fused_backward) above += state[i];
+    double below = c.stored, above = fused_backward ? 0.0 : loss_state, worst = 0.0;
+    for (std::int64_t layer = first + per_chunk; layer-- > first;) {
+        const LayerBytes& b = layers.of(layer);
+        below -= b.stored;
+        worst = std::max(worst, below + b.stored + b.working + above);
+        if (!fused_backward) above += b.state;
     }
-    for (double x : state) c.weight_state += x;
+    c.stored += loss;
     c.weight_state += loss_state + embedding_state;
     if (!fused_backward) worst = std::max(worst, c.weight_state); // B's end: W's inputs only
     c.backward_extra = std::max(0.0, worst - c.stored);
@@ -267,6 +297,7 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
     const double h = double(m.hidden_size);
     const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
 
+    LayerBytesTable fused_layers(job, true), split_layers(job, false);
     std::vector<StageMemory> stages(std::size_t(p.pp));
     for (std::int32_t r = 0; r < p.pp; ++r) {
         StageMemory& s = stages[std::size_t(r)];
@@ -275,22 +306,27 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
         s.gradients_bytes = params.total() * grad_b;
         s.optimizer_bytes = optimizer_b * optimizer_parameters(params, p);
 
-        // Activations of one (micro-batch, chunk), largest chunk of this rank: what the
-        // micro-batches store until B and hold until W, and on top what the one in its
-        // backward holds at worst (one micro-batch's backward runs at a time).
-        const core::InFlight flight = in_flight.at(std::size_t(r));
-        ChunkActivations worst;
-        for (std::int64_t c = 0; c < p.vpp; ++c) {
-            const ChunkActivations a = chunk_activations(job, v, c * p.pp + r, flight.fused_backward);
-            worst.stored = std::max(worst.stored, a.stored);
-            worst.weight_state = std::max(worst.weight_state, a.weight_state);
-            worst.backward_extra = std::max(worst.backward_extra, a.backward_extra);
-        }
+        // Activations: at each moment that can be this rank's peak, every held (micro-batch,
+        // chunk) pair at its chunk's bytes — stored until B, W's state until W — and, while a
+        // B runs, what that micro-batch's backward holds on top (one backward at a time).
+        const core::InFlight& flight = in_flight.at(std::size_t(r));
+        std::vector<ChunkActivations> chunk;
+        LayerBytesTable& layers = flight.fused_backward ? fused_layers : split_layers;
+        for (std::int64_t c = 0; c < p.vpp; ++c)
+            chunk.push_back(chunk_activations(job, layers, c * p.pp + r, flight.fused_backward));
         s.in_flight = flight.until_backward_input;
-        s.activations_bytes =
-            double(flight.until_backward_input) * worst.stored +
-            double(flight.until_backward_weight - flight.until_backward_input) * worst.weight_state;
-        s.backward_working_bytes = flight.until_backward_input > 0 ? worst.backward_extra : 0.0;
+        for (const core::HeldPairs& held : flight.peaks) {
+            double held_bytes = 0.0;
+            for (std::size_t c = 0; c < chunk.size(); ++c)
+                held_bytes += double(held.until_backward_input[c]) * chunk[c].stored +
+                              double(held.until_backward_weight[c]) * chunk[c].weight_state;
+            const double working =
+                held.in_backward >= 0 ? chunk[std::size_t(held.in_backward)].backward_extra : 0.0;
+            if (held_bytes + working > s.activations_bytes + s.backward_working_bytes) {
+                s.activations_bytes = held_bytes;
+                s.backward_working_bytes = working;
+            }
+        }
         // Point-to-point send and receive buffers for activations and gradients, and the
         // all-gathered activation that sequence parallelism materialises for each GEMM.
         s.buffers_bytes = (p.pp > 1 ? 4.0 * weight_b * T * h / sd : 0.0) +

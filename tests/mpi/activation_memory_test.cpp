@@ -85,3 +85,19 @@ TEST(ActivationMemory, MeasuredPeakFollowsTheSimulatorWithFlashAttention) {
 TEST(ActivationMemory, MeasuredPeakFollowsTheSimulatorWithStoredScores) {
     expect_measured_follows_prediction("--no-flash-attention");
 }
+
+TEST(ActivationMemory, InterleavedAndZeroBubbleSchedulesToo) {
+    // Each held (micro-batch, chunk) at its own chunk's bytes (the loss only on the last
+    // virtual stage), and ZB-H1's W state kept between B and W.
+    for (const char* layout : {"--vpp 2 --recompute none", "--vpp 2 --recompute full",
+                               "--schedule zero-bubble-h1 --recompute none",
+                               "--schedule zero-bubble-h1 --recompute selective"}) {
+        const std::string job = "--model gpt-demo --cluster localhost --devices-per-node 2 --pp 2 "
+                                "--mbs 8 --gbs 32 --seq-length 128 " +
+                                std::string(layout);
+        const double measured = measured_peak(2, job), predicted = predicted_peak(job);
+        ASSERT_GT(measured, 0.0) << job;
+        EXPECT_LE(measured, 1.1 * predicted) << job;
+        EXPECT_GE(measured, 0.9 * predicted) << job;
+    }
+}

@@ -88,13 +88,23 @@ void check_schedule(const Schedule& s);
 // places the send).
 bool fuses_backward(const Schedule& s, std::int32_t rank, std::size_t index);
 
-// Peak number of (micro-batch, chunk) pairs a rank holds between two points of its order:
-// from F until B finishes (all activations live) and from F until W finishes (the inputs W
-// still needs). The memory model multiplies per-micro-batch activation bytes by these.
+// What a rank holds at one moment of its order, per model chunk: the micro-batches between
+// their F and their B (all activations live) and those between B and W (what W still needs),
+// and the chunk whose B runs at that moment (−1 when none does).
+struct HeldPairs {
+    std::vector<std::int32_t> until_backward_input, until_backward_weight; // one per chunk
+    std::int32_t in_backward = -1;
+};
+
+// The most (micro-batch, chunk) pairs a rank holds from F until B finishes and from F until W
+// finishes, and the moments that can be its memory peak (`peaks`: every held state after an
+// F and at each B, less those another holds as much of in every chunk). The memory model
+// weighs each chunk's pairs by that chunk's bytes and takes the largest.
 struct InFlight {
     std::int32_t until_backward_input = 0;
     std::int32_t until_backward_weight = 0;
     bool fused_backward = true; // every B of the rank is fused with its W (fuses_backward)
+    std::vector<HeldPairs> peaks;
 };
 InFlight max_in_flight(const Schedule& s, std::int32_t rank);
 
