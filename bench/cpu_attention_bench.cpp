@@ -55,24 +55,24 @@ int main(int argc, char** argv) {
         const auto qkv = random_values(std::size_t(s.B) * s.T * W);
         const auto dout = random_values(std::size_t(s.B) * s.T * s.H * s.D);
         std::vector<float> out(dout.size()), dqkv(qkv.size());
-        std::vector<float> probs(std::size_t(s.B) * s.H * s.T * s.T), lse(std::size_t(s.B) * s.H * s.T);
+        std::vector<float> probs(std::size_t(s.B) * s.H * s.T * s.T),
+            lse(std::size_t(s.B) * s.H * s.T);
         const double flops = 4.0 * s.B * s.H * double(s.T) * s.T * s.D / 2.0;
         const auto row = [&](const char* path, double f, double b, double kept_bytes) {
-            std::printf("| %d × %d × %d | %s | %.2f | %.2f | %.1f | %.1f | %.1f MiB |\n",
-                        s.B * s.H, s.T, s.D, path, f * 1e3, b * 1e3, flops / f / 1e9,
-                        2.5 * flops / b / 1e9, kept_bytes / 1048576.0);
+            std::printf("| %d × %d × %d | %s | %.2f | %.2f | %.1f | %.1f | %.1f MiB |\n", s.B * s.H,
+                        s.T, s.D, path, f * 1e3, b * 1e3, flops / f / 1e9, 2.5 * flops / b / 1e9,
+                        kept_bytes / 1048576.0);
         };
         const double stored_f = median_s(repetitions, [&] {
             k::attention_forward(out.data(), probs.data(), qkv.data(), s.B, s.T, s.H, s.H, s.D);
         });
         const double stored_b = median_s(repetitions, [&] {
-            k::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), s.B, s.T,
-                                  s.H, s.H, s.D);
+            k::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), s.B, s.T, s.H,
+                                  s.H, s.D);
         });
         row("stored scores", stored_f, stored_b, 4.0 * double(probs.size()));
         const double flash_f = median_s(repetitions, [&] {
-            k::flash_attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.H, s.H,
-                                       s.D);
+            k::flash_attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.H, s.H, s.D);
         });
         const double flash_b = median_s(repetitions, [&] {
             k::flash_attention_backward(dqkv.data(), dout.data(), out.data(), qkv.data(),

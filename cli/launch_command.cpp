@@ -183,8 +183,10 @@ Command add_launch_command(CLI::App& app) {
               << "#SBATCH --nodes=" << job.cluster.nodes << "\n"
               << "#SBATCH --ntasks-per-node=" << per_node << "\n";
             const int threads = run_threads(o->run_args);
-            if (uses_cuda(job)) s << "#SBATCH --gpus-per-node=" << per_node << "\n";
-            else s << "#SBATCH --cpus-per-task=" << threads << "\n";
+            if (uses_cuda(job))
+                s << "#SBATCH --gpus-per-node=" << per_node << "\n";
+            else
+                s << "#SBATCH --cpus-per-task=" << threads << "\n";
             s << "#SBATCH --exclusive\n\n";
             for (const std::string& e : environment(job)) s << "export " << e << "\n";
             // Block distribution: consecutive ranks fill a node first, so tensor groups
@@ -192,9 +194,9 @@ Command add_launch_command(CLI::App& app) {
             // The CPU backend's ranks get a core per BLAS thread (srun binds to them).
             s << "\nsrun --mpi=pmix --ntasks=" << world << " --ntasks-per-node=" << per_node
               << " --distribution=block:block "
-              << (uses_cuda(job) ? ""
-                                 : "--cpus-per-task=" + std::to_string(threads) +
-                                       " --cpu-bind=cores ")
+              << (uses_cuda(job)
+                      ? ""
+                      : "--cpus-per-task=" + std::to_string(threads) + " --cpu-bind=cores ")
               << joined(run) << "\n";
             core::write_file_atomically(o->slurm, s.str(), "--slurm");
             std::printf("wrote %s: sbatch %s starts %lld ranks on %lld nodes\n", o->slurm.c_str(),

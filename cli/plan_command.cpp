@@ -124,7 +124,8 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
                       p.distributed_optimizer ? "on" : "off", core::short_text(p.recompute).c_str(),
                       c.step_time_s, c.tokens_per_s, c.tflops_per_device * 1e12 / rate.scale,
                       100 * c.mfu, 100 * c.bubble_fraction,
-                      core::bytes_text(c.peak_memory_bytes).c_str(), core::bytes_text(budget).c_str());
+                      core::bytes_text(c.peak_memory_bytes).c_str(),
+                      core::bytes_text(budget).c_str());
         out << line;
     }
 }

@@ -74,8 +74,8 @@ std::string write_profile(const ProfileOptions& o, const core::Json& profile) {
         std::error_code ec;
         if (o.out.empty() && !parent.empty()) std::filesystem::create_directories(parent, ec);
         if (ec)
-            throw core::SpecError("TRIDENT_PROFILE_DIR", "cannot create " + parent.string() +
-                                                             ": " + ec.message());
+            throw core::SpecError("TRIDENT_PROFILE_DIR",
+                                  "cannot create " + parent.string() + ": " + ec.message());
         core::write_file_atomically(path, profile.dump(1) + "\n", o.out.empty() ? path : "--out");
         written += (written.empty() ? "" : " and ") + path;
     }
@@ -101,12 +101,11 @@ int profile_cuda(const ProfileOptions& o, int world_size) {
     const core::Json profile = executor::measured_profile_json(m);
     clear_progress();
     const std::string written = write_profile(o, profile);
-    std::printf("wrote %s: %s, bf16 GEMM %s, copy %.0f GB/s%s\n", written.c_str(),
-                m.measured_on.c_str(),
-                core::flop_rate_text(profile["device"]["peak_flops_per_s"]["bf16"].get<double>())
-                    .c_str(),
-                m.memory_bandwidth_bytes_per_s / 1e9,
-                m.collectives.empty() ? ", no collective tables (one GPU)" : "");
+    std::printf(
+        "wrote %s: %s, bf16 GEMM %s, copy %.0f GB/s%s\n", written.c_str(), m.measured_on.c_str(),
+        core::flop_rate_text(profile["device"]["peak_flops_per_s"]["bf16"].get<double>()).c_str(),
+        m.memory_bandwidth_bytes_per_s / 1e9,
+        m.collectives.empty() ? ", no collective tables (one GPU)" : "");
     return 0;
 #else
     (void)o;

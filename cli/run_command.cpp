@@ -5,8 +5,8 @@
 #include "command.h"
 #include "job_options.h"
 #include "profile_choice.h"
-#include "thread_binding.h"
 #include "progress_bar.h"
+#include "thread_binding.h"
 #include "training_data.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/job_loader.h"
@@ -244,7 +244,8 @@ Command add_run_command(CLI::App& app) {
             const std::uint64_t seed = std::uint64_t(job.training.seed);
             const TrainingData data = open_training_data(o->data_path, o->split, job, seed);
             std::string mfu_note;
-            const std::optional<double> peak = peak_flops_per_s(o->profile, job, backend, rank, mfu_note);
+            const std::optional<double> peak =
+                peak_flops_per_s(o->profile, job, backend, rank, mfu_note);
             kernels::cpu::set_blas_threads(o->threads);
             warn_if_threads_share_cores(o->threads, backend, rank);
             // Activations are freed and reallocated every micro-batch: keep the freed memory in

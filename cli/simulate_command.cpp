@@ -1,7 +1,7 @@
 // `trident simulate`: predict one training step of a job from a device profile.
 #include "command.h"
-#include "profile_choice.h"
 #include "job_options.h"
+#include "profile_choice.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/profile.h"
 #include "trident/simulator/report.h"

@@ -66,7 +66,8 @@ ProfileChoice find_profile(const std::string& reference, const ClusterSpec& clus
             return c;
         }
     if (find_preset(PresetKind::profile, cluster.device)) {
-        ProfileChoice c{cluster.device, note.empty() ? "" : note + "; using preset " + cluster.device,
+        ProfileChoice c{cluster.device,
+                        note.empty() ? "" : note + "; using preset " + cluster.device,
                         resolve_reference(cluster.device, PresetKind::profile, "cluster.device")};
         return c;
     }

@@ -25,7 +25,7 @@ namespace k = kernels::cpu;
 using Clock = std::chrono::steady_clock;
 using Vec = std::vector<float>;
 
-constexpr double kBudgetS = 0.05;   // time one measurement may take
+constexpr double kBudgetS = 0.05; // time one measurement may take
 constexpr int kMaxRepetitions = 50;
 
 double median(std::vector<double> times) {

@@ -35,8 +35,8 @@ double GptChunk::Activations::bytes() const {
     const auto add = [&](std::initializer_list<const Vec*> vs) {
         for (const Vec* v : vs) n += double(v->size());
     };
-    add({&input, &output, &embedding_grad, &lnf, &lnf_mean, &lnf_rstd, &logits, &row_max,
-         &sum_exp, &dlogits, &hidden_out, &dinput});
+    add({&input, &output, &embedding_grad, &lnf, &lnf_mean, &lnf_rstd, &logits, &row_max, &sum_exp,
+         &dlogits, &hidden_out, &dinput});
     for (const Layer& l : layers) {
         add({&l.x_in, &l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.kv, &l.probs, &l.lse, &l.att,
              &l.x_mid, &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fc, &l.act, &l.d_qkv, &l.d_proj_out,

@@ -4,7 +4,6 @@
 // s² probabilities. With context parallelism the keys and values of the whole sequence are
 // all-gathered first and their gradients reduce-scattered back.
 #include "trident/executor/gpt_chunk.h"
-
 #include "trident/kernels/cpu.h"
 
 namespace trident::executor {
@@ -117,10 +116,9 @@ void GptChunk::attention_backward(Layer& L, const Vec& d_att, Communicator& cp) 
                                          keys, values, KVW, L.lse.data(), visible_.data(), B_, T_,
                                          seq_, Hl_, KVl_, D_, drop);
     else
-        k::attention_backward_rows(L.d_qkv.data(), dkv.data(), dkv.data() + KVl_ * D_,
-                                   d_att.data(), Hl_ * D_, L.qkv.data(), W, keys, values, KVW,
-                                   L.probs.data(), visible_.data(), B_, T_, seq_, Hl_, KVl_, D_,
-                                   drop);
+        k::attention_backward_rows(L.d_qkv.data(), dkv.data(), dkv.data() + KVl_ * D_, d_att.data(),
+                                   Hl_ * D_, L.qkv.data(), W, keys, values, KVW, L.probs.data(),
+                                   visible_.data(), B_, T_, seq_, Hl_, KVl_, D_, drop);
     // Each rank's key and value gradients, summed over the ranks whose queries used them.
     Vec blocks(static_cast<std::size_t>(cp_ * N_ * KVW));
     for (std::int64_t r = 0; r < cp_; ++r)

@@ -8,7 +8,6 @@
 // backward), which is what makes recomputation save memory at every pipeline depth
 // (Korthikanti et al. 2022).
 #include "trident/executor/gpt_chunk.h"
-
 #include "trident/kernels/cpu.h"
 
 #include <chrono>

@@ -102,8 +102,8 @@ void require_host_memory(const core::JobSpec& job, double bytes_per_parameter,
     if (on_every_rank(available < 0.0 || per_rank * local_ranks <= available)) return;
     throw core::SpecError("model", "needs about " + core::bytes_text(per_rank) + " per rank for " +
                                        what + " (" + std::to_string(local_ranks) + " rank" +
-                                       (local_ranks == 1 ? "" : "s") + " on a node), more than the " +
-                                       core::bytes_text(available) +
+                                       (local_ranks == 1 ? "" : "s") +
+                                       " on a node), more than the " + core::bytes_text(available) +
                                        " available; use more ranks or nodes");
 }
 
@@ -304,10 +304,9 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
                 t1 = t0 + fused_weight_s;
                 fused_weight_s = 0.0;
             }
-            trace->push_back({groups_.world_rank, stream, core::to_event_kind(a.kind),
-                              a.microbatch, a.chunk, t0, t1,
-                              double(hidden) * sizeof(float) * double(!core::is_compute(a.kind)),
-                              0.0});
+            trace->push_back(
+                {groups_.world_rank, stream, core::to_event_kind(a.kind), a.microbatch, a.chunk, t0,
+                 t1, double(hidden) * sizeof(float) * double(!core::is_compute(a.kind)), 0.0});
         }
         if (a.kind == core::ActionKind::backward_weight) fused_weight_s = 0.0;
         if (a.kind == core::ActionKind::backward_weight) { // W done: only B's output may remain
@@ -321,9 +320,8 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
         for (const auto& [key, s] : slots) live_bytes += s.acts.bytes();
         stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, live_bytes);
         if (a.kind == core::ActionKind::backward_input) // (B never erases its slot)
-            stats.peak_activation_bytes =
-                std::max(stats.peak_activation_bytes,
-                         live_bytes - slot.acts.bytes() + slot.acts.peak_bytes);
+            stats.peak_activation_bytes = std::max(
+                stats.peak_activation_bytes, live_bytes - slot.acts.bytes() + slot.acts.peak_bytes);
     }
     groups_.pipeline->wait_sends();
     // The step's loss: the last stage's tensor rank 0 of every data rank contributes its mean.

@@ -8,8 +8,8 @@
 #include "trident/core/spec_error.h"
 #include "trident/simulator/report.h"
 
-#include <QComboBox>
 #include <QApplication>
+#include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMenuBar>

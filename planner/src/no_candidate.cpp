@@ -43,7 +43,8 @@ std::string rejection_kind(const std::string& field, const std::string& reason) 
                 ++end;
             } else if (rule[end] == '.' && end + 1 < rule.size() && is_digit(rule[end + 1])) {
                 ++end;
-            } else if (middle_dot_at(rule, end) && end + 2 < rule.size() && is_digit(rule[end + 2])) {
+            } else if (middle_dot_at(rule, end) && end + 2 < rule.size() &&
+                       is_digit(rule[end + 2])) {
                 end += 2;
             } else {
                 break;
@@ -108,9 +109,9 @@ core::SpecError why_no_candidate(const core::JobSpec& specs, const PlanResult& r
     std::string reasons;
     for (const std::string& line : rejection_lines(result, 3))
         reasons += (reasons.empty() ? "" : "; ") + line;
-    return core::SpecError("cluster", "no valid layout of " +
-                                          std::to_string(specs.cluster.devices()) +
-                                          " devices for " + specs.model.name + ": " + reasons + tail);
+    return core::SpecError("cluster",
+                           "no valid layout of " + std::to_string(specs.cluster.devices()) +
+                               " devices for " + specs.model.name + ": " + reasons + tail);
 }
 
 } // namespace trident::planner

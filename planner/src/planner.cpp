@@ -159,11 +159,11 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                 }
                 if (tp < 1 || cp < 1 || pp < 1 || devices % (tp * cp * pp) != 0) {
                     ++result.layouts;
-                    record_rejection(result, "cluster",
-                                     std::to_string(devices) +
-                                         " devices are not divisible by tp·cp·pp = " +
-                                         std::to_string(tp) + "·" + std::to_string(cp) + "·" +
-                                         std::to_string(pp));
+                    record_rejection(
+                        result, "cluster",
+                        std::to_string(devices) +
+                            " devices are not divisible by tp·cp·pp = " + std::to_string(tp) + "·" +
+                            std::to_string(cp) + "·" + std::to_string(pp));
                     continue;
                 }
                 const std::int64_t dp = devices / (tp * cp * pp);
@@ -233,11 +233,12 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
                              bytes_text(pk.bytes) + ", " + bytes_text(pk.bytes - budget) +
                              " over the budget of " + bytes_text(budget) + " (" + describe(p) +
                              ", " + recompute_phrase(r, per_chunk) + ")");
-        result.closest_rejected.push_back({p,
-                                           "stage " + std::to_string(pk.stage) + " needs " +
-                                               bytes_text(pk.bytes) + " with " + recompute_phrase(r, per_chunk) +
-                                               ", over the budget by " + bytes_text(pk.bytes - budget),
-                                           pk.bytes - budget});
+        result.closest_rejected.push_back(
+            {p,
+             "stage " + std::to_string(pk.stage) + " needs " + bytes_text(pk.bytes) + " with " +
+                 recompute_phrase(r, per_chunk) + ", over the budget by " +
+                 bytes_text(pk.bytes - budget),
+             pk.bytes - budget});
         return false;
     };
     const auto accept = [&](const Recompute& r, const Peak& pk, std::string why) {
@@ -250,8 +251,7 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
         const Recompute pinned = core::with_recompute_defaults(*space.recompute, per_chunk);
         const Peak pk = peak_with(pinned);
         if (pk.bytes > budget)
-            return over_budget(pinned, pk,
-                               "over budget with the pinned recomputation");
+            return over_budget(pinned, pk, "over budget with the pinned recomputation");
         return accept(pinned, pk,
                       "pinned: " + recompute_phrase(pinned, per_chunk) + " needs " +
                           bytes_text(pk.bytes));
@@ -261,7 +261,8 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
         return accept({}, none,
                       "no recomputation needed: " + bytes_text(none.bytes) + " on stage " +
                           std::to_string(none.stage));
-    std::string why = "none needs " + bytes_text(none.bytes) + " on stage " + std::to_string(none.stage);
+    std::string why =
+        "none needs " + bytes_text(none.bytes) + " on stage " + std::to_string(none.stage);
     const Recompute selective{RecomputeGranularity::selective, core::RecomputeMethod::block, 0};
     const Peak sel = peak_with(selective);
     if (sel.bytes <= budget)
@@ -273,8 +274,7 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
     };
     const Peak all = peak_with(full(per_chunk));
     if (all.bytes > budget)
-        return over_budget(full(per_chunk), all,
-                           "over budget even with full recomputation");
+        return over_budget(full(per_chunk), all, "over budget even with full recomputation");
     std::int64_t lo = 1, hi = per_chunk;
     while (lo < hi) {
         const std::int64_t mid = (lo + hi) / 2;
@@ -285,7 +285,8 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
     }
     const Peak fit = peak_with(full(lo));
     return accept(full(lo), fit,
-                  why + "; " + recompute_phrase(full(lo), per_chunk) + " fits at " + bytes_text(fit.bytes));
+                  why + "; " + recompute_phrase(full(lo), per_chunk) + " fits at " +
+                      bytes_text(fit.bytes));
 }
 
 // No stage finishes before its own work and its step tail are done: a lower bound on the

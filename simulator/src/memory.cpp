@@ -201,9 +201,8 @@ ChunkActivations chunk_activations(const core::JobSpec& job, LayerBytesTable& la
     const double loss = last ? loss_stage_bytes(job) : 0.0;
     // W of the output layer (its input and the logits' gradient) and of the embedding (the
     // gradient of its output, every row: the table is split by vocabulary).
-    const double loss_state = last ? eb * T * h / sd + 4.0 * T * double(m.padded_vocab_size(p.tp)) /
-                                                            double(p.tp)
-                                   : 0.0;
+    const double loss_state =
+        last ? eb * T * h / sd + 4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp) : 0.0;
     const double embedding_state = vs == 0 ? eb * T * h : 0.0;
     ChunkActivations c;
     for (std::int64_t layer = first; layer < first + per_chunk; ++layer) {

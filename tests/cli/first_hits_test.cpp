@@ -40,8 +40,8 @@ fs::path folder_with_cpu_host_profile(const std::string& name) {
 
 // `trident ARGS` run in `dir`, with the user's profile folder at dir/user.
 trident::test::CommandResult in_folder(const fs::path& dir, const std::string& args) {
-    return run_shell("cd " + quoted(dir) + " && TRIDENT_PROFILE_DIR=" + quoted(dir / "user") +
-                     " " + TRIDENT_BINARY + " " + args);
+    return run_shell("cd " + quoted(dir) + " && TRIDENT_PROFILE_DIR=" + quoted(dir / "user") + " " +
+                     TRIDENT_BINARY + " " + args);
 }
 
 } // namespace
@@ -60,9 +60,9 @@ TEST(FirstHits, LocalhostFlowFindsTheMeasuredProfileAndRecordsIt) {
               std::string::npos)
         << written;
     // ... which simulate finds from any folder.
-    const auto elsewhere = run_shell(std::string("cd / && TRIDENT_PROFILE_DIR=/nonexistent ") +
-                                     TRIDENT_BINARY + " simulate --plan " +
-                                     quoted(dir / "plan.json"));
+    const auto elsewhere =
+        run_shell(std::string("cd / && TRIDENT_PROFILE_DIR=/nonexistent ") + TRIDENT_BINARY +
+                  " simulate --plan " + quoted(dir / "plan.json"));
     ASSERT_EQ(elsewhere.exit_code, 0) << elsewhere.err;
     EXPECT_NE(elsewhere.out.find("profile cpu-host"), std::string::npos) << elsewhere.out;
     // Gone from there, the plan's profile is passed over with a warning for the user's copy.
@@ -162,8 +162,8 @@ TEST(FirstHits, SizesAndRatesInUnitsThatFit) {
     ASSERT_EQ(plan.exit_code, 0) << plan.err;
     EXPECT_NE(plan.out.find(" MiB / "), std::string::npos) << plan.out;
     EXPECT_EQ(plan.out.find("0.0/"), std::string::npos) << plan.out;
-    const auto tight = in_folder(
-        dir, "plan --model gpt-tiny --cluster localhost --gbs 8 --memory-budget 1KiB");
+    const auto tight =
+        in_folder(dir, "plan --model gpt-tiny --cluster localhost --gbs 8 --memory-budget 1KiB");
     EXPECT_EQ(tight.exit_code, 2);
     EXPECT_NE(tight.err.find("no layout fits in 1.0 KiB; the smallest needs "), std::string::npos)
         << tight.err;

@@ -88,8 +88,8 @@ TEST(Launch, TakesThePlannersOutputStraightIn) {
 TEST(Launch, BindsEachCpuRankToACorePerBlasThread) {
     const std::string plan = std::string(TRIDENT_TEST_DATA) + "/plans/gpt-tiny-dp2.json";
     const std::string hosts = write_temp("hosts-local", "localhost slots=2\n");
-    const auto two = run_trident({"launch", "--plan", plan, "--hostfile", hosts, "--dry-run", "--",
-                                  "--threads", "2"});
+    const auto two = run_trident(
+        {"launch", "--plan", plan, "--hostfile", hosts, "--dry-run", "--", "--threads", "2"});
     ASSERT_EQ(two.exit_code, 0) << two.err;
     EXPECT_NE(two.out.find("--map-by slot:PE=2 --bind-to core"), std::string::npos) << two.out;
     const auto one = run_trident({"launch", "--plan", plan, "--hostfile", hosts, "--dry-run"});
@@ -103,8 +103,8 @@ TEST(Launch, BindsEachCpuRankToACorePerBlasThread) {
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("#SBATCH --cpus-per-task=3"), std::string::npos) << text;
     EXPECT_NE(text.find("--cpus-per-task=3 --cpu-bind=cores"), std::string::npos) << text;
-    const auto bad = run_trident({"launch", "--plan", plan, "--hostfile", hosts, "--dry-run", "--",
-                                  "--threads", "many"});
+    const auto bad = run_trident(
+        {"launch", "--plan", plan, "--hostfile", hosts, "--dry-run", "--", "--threads", "many"});
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_NE(bad.err.find("--threads: expected 1 to 256 threads, got \"many\""), std::string::npos)
         << bad.err;

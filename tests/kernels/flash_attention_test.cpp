@@ -51,7 +51,7 @@ void compare_with_reference(const Shape& s, float p) {
     // The saved log-sum-exp gives the reference's probabilities back.
     const float scale = 1.0f / std::sqrt(float(s.D));
     for (int t : {0, s.T / 2, s.T - 1}) {
-        const float* q = qkv.data() + t * W;                 // sequence 0, head 0
+        const float* q = qkv.data() + t * W;                   // sequence 0, head 0
         const float* k = qkv.data() + (t / 2) * W + s.H * s.D; // a key it sees
         float score = 0.0f;
         for (int d = 0; d < s.D; ++d) score += q[d] * k[d];
@@ -59,8 +59,8 @@ void compare_with_reference(const Shape& s, float p) {
                     probs[std::size_t(t * s.T + t / 2)], 1e-5);
     }
     Vec dref(qkv.size(), 0.0f), dflash(qkv.size(), 0.0f);
-    attention_backward(dref.data(), dout.data(), qkv.data(), probs.data(), s.B, s.T, s.H, s.KV,
-                       s.D, drop);
+    attention_backward(dref.data(), dout.data(), qkv.data(), probs.data(), s.B, s.T, s.H, s.KV, s.D,
+                       drop);
     flash_attention_backward(dflash.data(), dout.data(), out.data(), qkv.data(), lse.data(), s.B,
                              s.T, s.H, s.KV, s.D, drop);
     expect_close(dflash, dref, 5e-5, "backward");
@@ -95,11 +95,11 @@ TEST(FlashAttention, RowsOfAContextRankEqualThoseRowsOfTheWhole) {
     for (int b = 0; b < B; ++b)
         for (int i = 0; i < Tq; ++i)
             for (int j = 0; j < H * D; ++j)
-                q[std::size_t((b * Tq + i) * H * D + j)] = qkv[std::size_t((b * T + rows[i]) * W + j)];
+                q[std::size_t((b * Tq + i) * H * D + j)] =
+                    qkv[std::size_t((b * T + rows[i]) * W + j)];
     Vec out(std::size_t(B * Tq * H * D)), lse(std::size_t(B * H * Tq));
-    flash_attention_forward_rows(out.data(), H * D, lse.data(), q.data(), H * D,
-                                 qkv.data() + H * D, qkv.data() + (H + KV) * D, W, visible.data(),
-                                 B, Tq, T, H, KV, D);
+    flash_attention_forward_rows(out.data(), H * D, lse.data(), q.data(), H * D, qkv.data() + H * D,
+                                 qkv.data() + (H + KV) * D, W, visible.data(), B, Tq, T, H, KV, D);
     for (int b = 0; b < B; ++b)
         for (int i = 0; i < Tq; ++i)
             for (int j = 0; j < H * D; ++j)
@@ -120,8 +120,8 @@ TEST(FlashAttention, BackwardMatchesFiniteDifferences) {
     };
     loss();
     Vec dqkv(qkv.size(), 0.0f);
-    flash_attention_backward(dqkv.data(), r.data(), out.data(), qkv.data(), lse.data(), B, T, H,
-                             KV, D);
+    flash_attention_backward(dqkv.data(), r.data(), out.data(), qkv.data(), lse.data(), B, T, H, KV,
+                             D);
     const float eps = 1e-2f;
     for (std::size_t i = 0; i < qkv.size(); i += qkv.size() / 40) {
         const float saved = qkv[i];

@@ -17,8 +17,8 @@ namespace {
 // Bytes the run measured on its busiest rank.
 double measured_peak(int ranks, const std::string& job) {
     const auto r = trident::test::run_shell("mpirun --allow-run-as-root --oversubscribe -np " +
-                                            std::to_string(ranks) + " " + TRIDENT_BINARY +
-                                            " run " + job + " --steps 1");
+                                            std::to_string(ranks) + " " + TRIDENT_BINARY + " run " +
+                                            job + " --steps 1");
     EXPECT_EQ(r.exit_code, 0) << job << "\n" << r.err;
     // "peak activation memory (largest rank): 37.1 MiB (38944768 bytes)"
     const std::string key = "peak activation memory (largest rank): ";
@@ -30,9 +30,9 @@ double measured_peak(int ranks, const std::string& job) {
 // The busiest stage's predicted activations: stored, and the working set of the backward.
 double predicted_peak(const std::string& job) {
     const std::string json = testing::TempDir() + "trident-memory-report.json";
-    const auto r = trident::test::run_trident(trident::test::split_words(
-        "simulate " + job + " --profile " + TRIDENT_TEST_DATA + "/profiles/cpu-host-2-ranks.json" +
-        " --json " + json));
+    const auto r = trident::test::run_trident(
+        trident::test::split_words("simulate " + job + " --profile " + TRIDENT_TEST_DATA +
+                                   "/profiles/cpu-host-2-ranks.json" + " --json " + json));
     EXPECT_EQ(r.exit_code, 0) << job << "\n" << r.err;
     std::ifstream in(json);
     std::stringstream text;
@@ -53,10 +53,9 @@ double predicted_peak(const std::string& job) {
 void expect_measured_follows_prediction(const std::string& attention) {
     for (int pp : {1, 2}) {
         double none = 0.0;
-        for (const char* policy :
-             {"--recompute none", "--recompute selective", "--recompute full",
-              "--recompute full --recompute-num-layers 2",
-              "--recompute full --recompute-method uniform"}) {
+        for (const char* policy : {"--recompute none", "--recompute selective", "--recompute full",
+                                   "--recompute full --recompute-num-layers 2",
+                                   "--recompute full --recompute-method uniform"}) {
             const std::string job = "--model gpt-demo --cluster localhost --devices-per-node " +
                                     std::to_string(pp) + " --pp " + std::to_string(pp) +
                                     " --mbs 8 --gbs 32 --seq-length 128 " + policy + " " +

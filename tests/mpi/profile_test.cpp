@@ -35,7 +35,8 @@ TEST(CpuProfiler, FinishesWithOneRankSlowedUnequally) {
     EXPECT_NE(r.out.find("wrote cpu-host.json and " + copy.string()), std::string::npos) << r.out;
     // Without a terminal, rank 0 says which phase it is in, once per phase.
     EXPECT_NE(r.err.find("trident profile: collectives"), std::string::npos) << r.err;
-    EXPECT_EQ(r.err.find("trident profile: collectives"), r.err.rfind("trident profile: collectives"))
+    EXPECT_EQ(r.err.find("trident profile: collectives"),
+              r.err.rfind("trident profile: collectives"))
         << "one line per phase, from rank 0 only:\n"
         << r.err;
 }

@@ -129,8 +129,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                         std::int64_t D, const AttentionDropout* dropout) {
     const std::int64_t W = (H + 2 * KV) * D;
     attention_backward_rows(dqkv, dqkv + H * D, dqkv + (H + KV) * D, dout, H * D, qkv, W,
-                            qkv + H * D, qkv + (H + KV) * D, W, probs, causal_visible(T).data(), B, T, T, H,
-                            KV, D, dropout);
+                            qkv + H * D, qkv + (H + KV) * D, W, probs, causal_visible(T).data(), B,
+                            T, T, H, KV, D, dropout);
 }
 
 } // namespace trident::kernels::cpu

@@ -61,7 +61,8 @@ void flash_attention_forward_rows(float* out, std::int64_t out_stride, float* ls
                                   std::int64_t KV, std::int64_t D,
                                   const AttentionDropout* dropout) {
     const float scale = 1.0f / std::sqrt(float(D));
-    std::vector<float> S(static_cast<std::size_t>(kTile * kTile)), acc(static_cast<std::size_t>(kTile * D));
+    std::vector<float> S(static_cast<std::size_t>(kTile * kTile)),
+        acc(static_cast<std::size_t>(kTile * D));
     std::vector<float> row_max(static_cast<std::size_t>(kTile)), row_sum(row_max.size());
     for (std::int64_t b = 0; b < B; ++b)
         for (std::int64_t h = 0; h < H; ++h) {
@@ -78,9 +79,11 @@ void flash_attention_forward_rows(float* out, std::int64_t out_stride, float* ls
                     score_tile(S.data(), hv, t0, rows, s0, cols, D, scale);
                     for (std::int64_t r = 0; r < rows; ++r) {
                         float* row = S.data() + r * cols;
-                        const std::int64_t last = std::min<std::int64_t>(cols, visible[t0 + r] - s0);
+                        const std::int64_t last =
+                            std::min<std::int64_t>(cols, visible[t0 + r] - s0);
                         float tile_max = kNoScore;
-                        for (std::int64_t c = 0; c < last; ++c) tile_max = std::fmax(tile_max, row[c]);
+                        for (std::int64_t c = 0; c < last; ++c)
+                            tile_max = std::fmax(tile_max, row[c]);
                         // Online softmax: rescale what the earlier tiles summed to the new max.
                         const float m = std::fmax(row_max[std::size_t(r)], tile_max);
                         const float rescale = std::exp(row_max[std::size_t(r)] - m);
@@ -97,7 +100,8 @@ void flash_attention_forward_rows(float* out, std::int64_t out_stride, float* ls
                         for (std::int64_t d = 0; d < D; ++d) acc[std::size_t(r * D + d)] *= rescale;
                         if (keys) // the softmax sums undropped probabilities; V sees dropped ones
                             for (std::int64_t c = 0; c < last; ++c)
-                                row[c] *= dropout_factor(keys[t0 + r], s0 + c, dropout->probability);
+                                row[c] *=
+                                    dropout_factor(keys[t0 + r], s0 + c, dropout->probability);
                     }
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(D),
                                 int(cols), 1.0f, S.data(), int(cols), hv.v + s0 * kv_stride,
@@ -120,10 +124,11 @@ void flash_attention_backward_rows(float* dq, float* dk, float* dv, const float*
                                    std::int64_t q_stride, const float* k, const float* v,
                                    std::int64_t kv_stride, const float* lse,
                                    const std::int32_t* visible, std::int64_t B, std::int64_t Tq,
-                                   std::int64_t Tk, std::int64_t H, std::int64_t KV,
-                                   std::int64_t D, const AttentionDropout* dropout) {
+                                   std::int64_t Tk, std::int64_t H, std::int64_t KV, std::int64_t D,
+                                   const AttentionDropout* dropout) {
     const float scale = 1.0f / std::sqrt(float(D));
-    std::vector<float> P(static_cast<std::size_t>(kTile * kTile)), dP(P.size()), Pv(dropout ? P.size() : 0u);
+    std::vector<float> P(static_cast<std::size_t>(kTile * kTile)), dP(P.size()),
+        Pv(dropout ? P.size() : 0u);
     std::vector<float> row_dot(static_cast<std::size_t>(Tq));
     for (std::int64_t b = 0; b < B; ++b)
         for (std::int64_t h = 0; h < H; ++h) {
@@ -138,7 +143,8 @@ void flash_attention_backward_rows(float* dq, float* dk, float* dv, const float*
             const std::uint64_t* keys = dropout ? dropout->row_keys + (b * H + h) * Tq : nullptr;
             for (std::int64_t t = 0; t < Tq; ++t) { // D_t = Σ_d dO·O
                 float s = 0.0f;
-                for (std::int64_t d = 0; d < D; ++d) s += dy[t * out_stride + d] * y[t * out_stride + d];
+                for (std::int64_t d = 0; d < D; ++d)
+                    s += dy[t * out_stride + d] * y[t * out_stride + d];
                 row_dot[std::size_t(t)] = s;
             }
             for (std::int64_t t0 = 0; t0 < Tq; t0 += kTile) {
@@ -152,7 +158,8 @@ void flash_attention_backward_rows(float* dq, float* dk, float* dv, const float*
                                 int(D), 1.0f, dy + t0 * out_stride, int(out_stride),
                                 hv.v + s0 * kv_stride, int(kv_stride), 0.0f, dP.data(), int(cols));
                     for (std::int64_t r = 0; r < rows; ++r) {
-                        const std::int64_t last = std::clamp<std::int64_t>(visible[t0 + r] - s0, 0, cols);
+                        const std::int64_t last =
+                            std::clamp<std::int64_t>(visible[t0 + r] - s0, 0, cols);
                         float* p = P.data() + r * cols;
                         float* dp = dP.data() + r * cols;
                         const float l = row_lse[t0 + r], d = row_dot[std::size_t(t0 + r)];
@@ -201,9 +208,9 @@ void flash_attention_backward(float* dqkv, const float* dout, const float* out, 
                               const float* lse, std::int64_t B, std::int64_t T, std::int64_t H,
                               std::int64_t KV, std::int64_t D, const AttentionDropout* dropout) {
     const std::int64_t W = (H + 2 * KV) * D;
-    flash_attention_backward_rows(dqkv, dqkv + H * D, dqkv + (H + KV) * D, dout, out, H * D, qkv,
-                                  W, qkv + H * D, qkv + (H + KV) * D, W, lse,
-                                  causal_visible(T).data(), B, T, T, H, KV, D, dropout);
+    flash_attention_backward_rows(dqkv, dqkv + H * D, dqkv + (H + KV) * D, dout, out, H * D, qkv, W,
+                                  qkv + H * D, qkv + (H + KV) * D, W, lse, causal_visible(T).data(),
+                                  B, T, T, H, KV, D, dropout);
 }
 
 } // namespace trident::kernels::cpu

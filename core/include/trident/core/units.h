@@ -18,11 +18,8 @@ struct Unit {
 
 // The largest of B, KiB, MiB, GiB, TiB in which `bytes` is at least 1 (B for 0).
 inline Unit byte_unit(double bytes) {
-    static constexpr Unit kUnits[] = {{"B", 1.0},
-                                      {"KiB", 1024.0},
-                                      {"MiB", 1048576.0},
-                                      {"GiB", kGiB},
-                                      {"TiB", kGiB * 1024.0}};
+    static constexpr Unit kUnits[] = {
+        {"B", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", kGiB}, {"TiB", kGiB * 1024.0}};
     Unit u = kUnits[0];
     for (const Unit& c : kUnits)
         if (std::fabs(bytes) >= c.scale) u = c;

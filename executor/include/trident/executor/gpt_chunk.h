@@ -134,7 +134,7 @@ public:
         Vec x_in, ln1, ln1_mean, ln1_rstd, qkv, att, x_mid, ln2, ln2_mean, ln2_rstd, fc, act;
         Vec probs; // unfused attention: the softmax [B×H×T×T]
         Vec lse;   // flash attention: log-sum-exp per query row [B×H×T]
-        Vec kv; // context parallelism: the whole sequence's keys and values [B×seq×2·KV·D]
+        Vec kv;    // context parallelism: the whole sequence's keys and values [B×seq×2·KV·D]
         std::vector<std::uint64_t> attention_keys; // dropout: one per (sequence, head, query)
         Vec d_qkv, d_proj_out, d_fc, d_fc2_out;
         MoeState moe;
@@ -149,11 +149,11 @@ public:
         std::vector<Layer> layers;
         Vec embedding_grad; // first chunk: d(embedding output)
         Vec lnf, lnf_mean, lnf_rstd, logits, row_max, sum_exp, dlogits; // last chunk
-        Vec hidden_out;    // last chunk: final layer output
-        double loss = 0.0; // last chunk: mean over tokens
-        Vec dinput;        // B's result (not the first chunk)
+        Vec hidden_out;                 // last chunk: final layer output
+        double loss = 0.0;              // last chunk: mean over tokens
+        Vec dinput;                     // B's result (not the first chunk)
         double weight_gradient_s = 0.0; // a fused backward: the seconds its weight gradients took
-        double peak_bytes = 0.0; // the most bytes() reached inside the last backward
+        double peak_bytes = 0.0;        // the most bytes() reached inside the last backward
         // Everything above and in the layers, MoE routing state included, in bytes.
         double bytes() const;
     };
@@ -197,8 +197,8 @@ private:
     void layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& comms,
                        const Activations& a) const;
     // B of the whole chunk, with W fused in or not.
-    void backward_pass(Activations& a, const float* dout, float loss_scale,
-                       const ChunkComms& comms, bool fused) const;
+    void backward_pass(Activations& a, const float* dout, float loss_scale, const ChunkComms& comms,
+                       bool fused) const;
     // B of layer i: dx (the gradient of its output) becomes the gradient of its input; fused,
     // each linear layer's weight gradient follows its input gradient and frees its inputs.
     void layer_backward(std::size_t i, Activations& a, Vec& dx, float loss_scale,
@@ -236,7 +236,7 @@ private:
     const core::ModelSpec* model_;
     ParameterStore* store_;
     bool first_, last_, layernorm_, swiglu_, bias_, sp_;
-    bool flash_ = true; // the plan's flash_attention
+    bool flash_ = true;                                // the plan's flash_attention
     std::int64_t cp_ = 1, seq_ = 0, loss_tokens_ = 0;  // T_ is this rank's part of seq_
     std::vector<std::vector<std::int32_t>> positions_; // per context rank
     std::vector<std::int32_t> visible_;                // keys each local query sees

@@ -76,7 +76,7 @@ struct PlanResult {
     // Per reason kind: the field and rule with every number written N ("parallel.vpp: num_layers
     // N must be divisible by pp·vpp = N"); names such as interleaved-1f1b keep their digits.
     std::map<std::string, RejectionGroup> rejections;
-    std::vector<std::int64_t> pp_searched; // the pipeline degrees tried
+    std::vector<std::int64_t> pp_searched;   // the pipeline degrees tried
     std::vector<Rejection> closest_rejected; // memory rejections with the smallest overrun
     std::int64_t layouts = 0;                // enumerated
     std::int64_t feasible = 0;               // valid and within the budget

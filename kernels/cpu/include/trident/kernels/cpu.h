@@ -108,8 +108,8 @@ void flash_attention_backward_rows(float* dq, float* dk, float* dv, const float*
                                    std::int64_t q_stride, const float* k, const float* v,
                                    std::int64_t kv_stride, const float* lse,
                                    const std::int32_t* visible, std::int64_t B, std::int64_t Tq,
-                                   std::int64_t Tk, std::int64_t H, std::int64_t KV,
-                                   std::int64_t D, const AttentionDropout* dropout = nullptr);
+                                   std::int64_t Tk, std::int64_t H, std::int64_t KV, std::int64_t D,
+                                   const AttentionDropout* dropout = nullptr);
 
 // Rotary position embedding (Su et al. 2021, RoFormer), in place, in the "rotate half" layout
 // of GPT-NeoX, Llama and Megatron-LM: within each head of D values, element i pairs with
