@@ -2,6 +2,7 @@
 // reference that stores the scores: the same outputs and gradients, with grouped-query heads,
 // with dropout, over several tiles with a ragged last one, and for the rows of a context rank;
 // and its own backward against finite differences.
+#include "kernel_test_support.h"
 #include "trident/kernels/cpu.h"
 
 #include <cmath>
@@ -10,17 +11,9 @@
 #include <vector>
 
 using namespace trident::kernels::cpu;
-using Vec = std::vector<float>;
+using namespace trident::kernels::test;
 
 namespace {
-
-Vec random_vec(std::size_t n, unsigned seed, float scale = 1.0f) {
-    std::mt19937 g(seed);
-    std::normal_distribution<float> d(0.0f, scale);
-    Vec v(n);
-    for (auto& x : v) x = d(g);
-    return v;
-}
 
 void expect_close(const Vec& a, const Vec& b, double tol, const char* what) {
     ASSERT_EQ(a.size(), b.size());
@@ -114,23 +107,11 @@ TEST(FlashAttention, BackwardMatchesFiniteDifferences) {
     Vec out(r.size()), lse(std::size_t(B * H * T));
     const auto loss = [&] {
         flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, H, KV, D);
-        double s = 0.0;
-        for (std::size_t i = 0; i < out.size(); ++i) s += double(out[i]) * double(r[i]);
-        return s;
+        return dot(out, r);
     };
     loss();
     Vec dqkv(qkv.size(), 0.0f);
     flash_attention_backward(dqkv.data(), r.data(), out.data(), qkv.data(), lse.data(), B, T, H, KV,
                              D);
-    const float eps = 1e-2f;
-    for (std::size_t i = 0; i < qkv.size(); i += qkv.size() / 40) {
-        const float saved = qkv[i];
-        qkv[i] = saved + eps;
-        const double up = loss();
-        qkv[i] = saved - eps;
-        const double down = loss();
-        qkv[i] = saved;
-        const double numeric = (up - down) / (2.0 * eps);
-        EXPECT_NEAR(dqkv[i], numeric, 2e-2 * (1.0 + std::fabs(numeric))) << "dqkv [" << i << "]";
-    }
+    check_gradient(qkv, dqkv, loss, "flash attention dqkv");
 }
