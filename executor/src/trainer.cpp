@@ -200,18 +200,55 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
                               "needs more MPI message tags than the MPI library offers");
 }
 
+namespace {
+
+// What one (micro-batch, chunk) holds while the schedule walk runs.
+struct Slot {
+    GptChunk::Activations acts;
+    std::vector<std::int32_t> inputs, targets;
+    Vec received_activation, received_gradient;
+};
+using Slots = std::map<std::pair<std::int32_t, std::int32_t>, Slot>;
+
+// The activations every live (micro-batch, chunk) holds; after a B, also the most its own
+// micro-batch held inside it (the others did not change meanwhile).
+double held_bytes(const Slots& slots, const core::Action& a, const Slot& slot) {
+    double live = 0.0;
+    for (const auto& [key, s] : slots) live += s.acts.bytes();
+    if (a.kind != core::ActionKind::backward_input) return live; // (B never erases its slot)
+    return std::max(live, live - slot.acts.bytes() + slot.acts.peak_bytes);
+}
+
+// The trace event of action `a`, run from t0 to t1. A fused backward is traced as the
+// schedule names it, B then W, split at the `fused_weight_s` its weight gradients took.
+core::TraceEvent action_event(int world_rank, core::Stream stream, const core::Action& a, double t0,
+                              double t1, double p2p_bytes, double fused_weight_s,
+                              const std::vector<core::TraceEvent>& before) {
+    if (fused_weight_s > 0.0 && a.kind == core::ActionKind::backward_input) t1 -= fused_weight_s;
+    if (fused_weight_s > 0.0 && a.kind == core::ActionKind::backward_weight) {
+        t0 = before.back().end_s;
+        t1 = t0 + fused_weight_s;
+    }
+    return {world_rank,
+            stream,
+            core::to_event_kind(a.kind),
+            a.microbatch,
+            a.chunk,
+            t0,
+            t1,
+            core::is_compute(a.kind) ? 0.0 : p2p_bytes,
+            0.0};
+}
+
+} // namespace
+
 void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sample,
                               bool forward_only, StepStats& stats,
                               std::vector<core::TraceEvent>* trace) {
     const std::int32_t pp_rank = std::int32_t(groups_.coord.pp);
     const std::int32_t m = schedule_.microbatches;
     const float loss_scale = 1.0f / float(m * job_.plan.dp); // the cp ranks' shares already add up
-    struct Slot {
-        GptChunk::Activations acts;
-        std::vector<std::int32_t> inputs, targets;
-        Vec received_activation, received_gradient;
-    };
-    std::map<std::pair<std::int32_t, std::int32_t>, Slot> slots;
+    Slots slots;
     const ChunkComms comms{*groups_.tensor, *groups_.expert, *groups_.context};
     const auto tag = [&](std::int32_t receiver_vs, std::int32_t mb, bool gradient) {
         return (receiver_vs * m + mb) * 2 + (gradient ? 1 : 0);
@@ -221,7 +258,7 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
     if (trace) groups_.world->barrier();
     const auto start = Clock::now();
     const auto now = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-    double live_bytes = 0.0, loss_sum = 0.0;
+    double loss_sum = 0.0;
     const std::vector<core::Action>& actions = schedule_.ranks[std::size_t(pp_rank)];
     double fused_weight_s = 0.0; // the W a fused backward just ran: its share of the B's time
     for (std::size_t index = 0; index < actions.size(); ++index) {
@@ -232,7 +269,7 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
             a.kind != core::ActionKind::send_activation &&
             a.kind != core::ActionKind::recv_activation)
             continue;
-        double t0 = now();
+        const double t0 = now();
         Slot& slot = slots[{a.microbatch, a.chunk}];
         const GptChunk& chunk = chunks_[std::size_t(a.chunk)];
         const std::int32_t vs = schedule_.virtual_stage(pp_rank, a.chunk);
@@ -293,35 +330,17 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
                                    tag(vs, a.microbatch, true));
             break;
         }
-        if (trace) {
-            double t1 = now();
-            // A fused backward is traced as the schedule names it, B then W, split at the time
-            // its weight gradients took.
-            if (a.kind == core::ActionKind::backward_input && fused_weight_s > 0.0)
-                t1 -= fused_weight_s;
-            if (a.kind == core::ActionKind::backward_weight && fused_weight_s > 0.0) {
-                t0 = trace->back().end_s;
-                t1 = t0 + fused_weight_s;
-                fused_weight_s = 0.0;
-            }
-            trace->push_back(
-                {groups_.world_rank, stream, core::to_event_kind(a.kind), a.microbatch, a.chunk, t0,
-                 t1, double(hidden) * sizeof(float) * double(!core::is_compute(a.kind)), 0.0});
-        }
-        if (a.kind == core::ActionKind::backward_weight) fused_weight_s = 0.0;
+        if (trace)
+            trace->push_back(action_event(groups_.world_rank, stream, a, t0, now(),
+                                          double(hidden) * sizeof(float), fused_weight_s, *trace));
         if (a.kind == core::ActionKind::backward_weight) { // W done: only B's output may remain
+            fused_weight_s = 0.0;
             Vec dinput = std::move(slot.acts.dinput);
             slot.acts = GptChunk::Activations{};
             slot.acts.dinput = std::move(dinput);
         }
-        // Peak activation memory: everything the live micro-batches still hold, and inside a
-        // backward the most its micro-batch held (the others did not change meanwhile).
-        live_bytes = 0.0;
-        for (const auto& [key, s] : slots) live_bytes += s.acts.bytes();
-        stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, live_bytes);
-        if (a.kind == core::ActionKind::backward_input) // (B never erases its slot)
-            stats.peak_activation_bytes = std::max(
-                stats.peak_activation_bytes, live_bytes - slot.acts.bytes() + slot.acts.peak_bytes);
+        stats.peak_activation_bytes =
+            std::max(stats.peak_activation_bytes, held_bytes(slots, a, slot));
     }
     groups_.pipeline->wait_sends();
     // The step's loss: the last stage's tensor rank 0 of every data rank contributes its mean.
