@@ -76,13 +76,19 @@ ProfileChoice find_profile(const std::string& reference, const ClusterSpec& clus
     std::string presets;
     for (const std::string& name : preset_names(PresetKind::profile))
         presets += (presets.empty() ? "" : ", ") + name;
-    throw SpecError("cluster.device",
-                    "no profile for device '" + cluster.device + "' (looked for " + looked +
-                        " and a preset of that name; presets: " + presets +
-                        "): measure this machine with `mpirun -np " +
-                        std::to_string(cluster.devices_per_node) +
-                        " trident profile --backend cpu`, or give --profile FILE" +
-                        (note.empty() ? "" : "; " + note));
+    // The localhost cluster's device is this machine's CPU; any other is a GPU to measure.
+    const std::string measure =
+        cluster.device.rfind("cpu", 0) == 0
+            ? "mpirun -np " + std::to_string(cluster.devices_per_node) +
+                  " trident profile --backend cpu" +
+                  (cluster.device == "cpu-host" ? "" : " --name " + cluster.device)
+            : "trident profile --backend cuda --name " + cluster.device;
+    throw SpecError("cluster.device", "no profile for device '" + cluster.device +
+                                          "' (looked for " + looked +
+                                          " and a preset of that name; presets: " + presets +
+                                          "): measure one with `" + measure +
+                                          "`, or give --profile FILE" +
+                                          (note.empty() ? "" : "; " + note));
 }
 
 Profile load_profile(const std::string& reference, const ClusterSpec& cluster,

@@ -5,6 +5,7 @@
 #include <QImage>
 #include <QTemporaryDir>
 #include <algorithm>
+#include <cstdio>
 #include <gtest/gtest.h>
 #include <set>
 
@@ -103,6 +104,33 @@ TEST(TridentGuiCommand, AMissingGuiIsOneLineAndExitTwo) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.err, "trident: error: TRIDENT_GUI_PATH: /no/such/trident-gui is not an executable "
                      "trident-gui\n");
+}
+
+TEST_F(MainWindowScreenshot, ProfileOptionSimulatesALocalhostPlan) {
+    // A plan for this machine records no profile; --profile names the measured one, and
+    // without it (none in the folder or the user's) the window says how to make one.
+    const std::string plan = out("localhost.json");
+    FILE* f = std::fopen(plan.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(R"({"format": "trident.plan/1", "model": "gpt-tiny",
+                   "cluster": {"preset": "localhost", "devices_per_node": 1},
+                   "training": {"global_batch_size": 8, "seq_length": 32},
+                   "parallel": {"micro_batch_size": 2}})",
+               f);
+    std::fclose(f);
+    const std::string profile = TRIDENT_TEST_DATA "/profiles/cpu-host-2-ranks.json";
+    const std::string cd = "cd " + quoted(dir.path().toStdString()) +
+                           " && TRIDENT_PROFILE_DIR=/nonexistent/trident-test-profiles ";
+    auto r = run_shell(cd + gui("--profile " + quoted(profile) + " --screenshot " +
+                                quoted(out("p.png")) + " " + quoted(plan)));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(QImage(QString::fromStdString(out("p.png"))).isNull());
+    r = run_shell(cd + gui("--screenshot " + quoted(out("q.png")) + " " + quoted(plan)));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("no profile for device 'cpu-host'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("trident profile --backend cpu"), std::string::npos) << r.err;
+    r = run_shell(gui("--help"));
+    EXPECT_NE(r.out.find("--profile"), std::string::npos) << r.out;
 }
 
 } // namespace
