@@ -248,7 +248,7 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
         return true;
     };
     if (space.recompute) {
-        const Recompute pinned = core::with_recompute_defaults(*space.recompute, per_chunk);
+        const Recompute pinned = p.recompute; // resolved by plan() before validation
         const Peak pk = peak_with(pinned);
         if (pk.bytes > budget)
             return over_budget(pinned, pk, "over budget with the pinned recomputation");

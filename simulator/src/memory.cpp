@@ -134,20 +134,26 @@ double backward_working_bytes(const core::ModelSpec& m, const LayerView& v, std:
     return bytes;
 }
 
-double loss_stage_bytes(const core::JobSpec& job) {
+namespace {
+
+// What the last stage keeps per micro-batch for the loss: until B (Korthikanti et al. 2022,
+// §4.3) the final norm's input, the output layer's input and the fp32 logits the softmax
+// cross-entropy keeps (vocabulary-parallel over tp); between B and W the output layer's
+// input and the logits, turned into their gradient in place.
+struct LossBytes {
+    double stored = 0.0, weight_state = 0.0;
+};
+
+LossBytes loss_bytes(const core::JobSpec& job) {
     const core::ModelSpec& m = job.model;
     const core::ParallelPlan& p = job.plan;
     const double eb = double(core::dtype_bytes(m.precision.params));
     const double T = double(LayerView::of(p, job.training.seq_length).tokens());
     const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
-    // Korthikanti et al. 2022, §4.3: the final norm's input, the output layer's input, and
-    // the fp32 logits the softmax cross-entropy keeps (vocabulary-parallel over tp). After B
-    // the logits have become their gradient, which the output layer's W reads with its input.
-    return 2.0 * eb * T * double(m.hidden_size) / sd +
-           4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
+    const double norm_output = eb * T * double(m.hidden_size) / sd;
+    const double logits = 4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
+    return {2.0 * norm_output + logits, norm_output + logits};
 }
-
-namespace {
 
 // One micro-batch of one model chunk: what it stores until B (its layers, and the loss on the
 // last virtual stage), what it holds between B and W, and how much more than its stored bytes
@@ -195,15 +201,10 @@ ChunkActivations chunk_activations(const core::JobSpec& job, LayerBytesTable& la
     const std::int64_t per_chunk = job.layers_per_model_chunk(), first = vs * per_chunk;
     const double eb = double(core::dtype_bytes(m.precision.params));
     const double T = double(LayerView::of(p, job.training.seq_length).tokens());
-    const double h = double(m.hidden_size);
-    const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
-    const bool last = vs == p.pp * p.vpp - 1;
-    const double loss = last ? loss_stage_bytes(job) : 0.0;
-    // W of the output layer (its input and the logits' gradient) and of the embedding (the
-    // gradient of its output, every row: the table is split by vocabulary).
-    const double loss_state =
-        last ? eb * T * h / sd + 4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp) : 0.0;
-    const double embedding_state = vs == 0 ? eb * T * h : 0.0;
+    const LossBytes loss = vs == p.pp * p.vpp - 1 ? loss_bytes(job) : LossBytes{};
+    // W of the embedding: the gradient of its output, every row (the table is split by
+    // vocabulary).
+    const double embedding_state = vs == 0 ? eb * T * double(m.hidden_size) : 0.0;
     ChunkActivations c;
     for (std::int64_t layer = first; layer < first + per_chunk; ++layer) {
         c.stored += layers.of(layer).stored;
@@ -213,15 +214,15 @@ ChunkActivations chunk_activations(const core::JobSpec& job, LayerBytesTable& la
     // below i as stored, layer i with its working set, and — B alone — the W state of the
     // layers above i and of the loss; a fused backward has spent those (and freed the loss's
     // buffers after the output layer's W, before the first layer).
-    double below = c.stored, above = fused_backward ? 0.0 : loss_state, worst = 0.0;
+    double below = c.stored, above = fused_backward ? 0.0 : loss.weight_state, worst = 0.0;
     for (std::int64_t layer = first + per_chunk; layer-- > first;) {
         const LayerBytes& b = layers.of(layer);
         below -= b.stored;
         worst = std::max(worst, below + b.stored + b.working + above);
         if (!fused_backward) above += b.state;
     }
-    c.stored += loss;
-    c.weight_state += loss_state + embedding_state;
+    c.stored += loss.stored;
+    c.weight_state += loss.weight_state + embedding_state;
     if (!fused_backward) worst = std::max(worst, c.weight_state); // B's end: W's inputs only
     c.backward_extra = std::max(0.0, worst - c.stored);
     return c;

@@ -28,8 +28,6 @@ double weight_gradient_state_bytes(const core::ModelSpec& m, const LayerView& v,
 // recomputed layer's activations, or the score state selective recomputation rebuilds.
 double backward_working_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer,
                               bool fused);
-// What the last stage stores per micro-batch for the loss (Korthikanti et al. 2022, §4.3).
-double loss_stage_bytes(const core::JobSpec& job);
 
 struct StageParameters {
     double dense = 0.0;  // parameters on one rank of this stage, replicated over dp·cp
