@@ -49,11 +49,14 @@ void write_chrome_trace(const Trace& trace, std::ostream& out) {
             << ",\"tid\":" << int(e.stream) << ",\"ts\":" << fmt(e.start_s * kMicroseconds);
         out << ",\"dur\":" << fmt((e.end_s - e.start_s) * kMicroseconds)
             << ",\"args\":{\"microbatch\":" << e.microbatch << ",\"chunk\":" << e.chunk;
+        if (e.stage >= 0) out << ",\"stage\":" << e.stage;
         out << ",\"bytes\":" << fmt(e.bytes);
         out << ",\"flops\":" << fmt(e.flops) << "}}";
     }
     out << "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"format\":\"trident.trace/1\","
-        << "\"source\":\"" << trace.source << "\"}}\n";
+        << "\"source\":\"" << trace.source << "\"";
+    if (!trace.plan.is_null()) out << ",\"plan\":" << trace.plan.dump();
+    out << "}}\n";
 }
 
 Trace read_chrome_trace(const Json& document, const std::string& path) {
@@ -65,6 +68,10 @@ Trace read_chrome_trace(const Json& document, const std::string& path) {
         ObjectReader o(*other, path + ".otherData");
         o.expect_format("trident.trace/1");
         trace.source = o.string_or("source", "");
+        if (const Json* plan = o.get("plan")) {
+            if (!plan->is_object()) throw SpecError(o.field("plan"), "must be an object");
+            trace.plan = *plan;
+        }
         o.finish();
     } else {
         throw SpecError(path + ".otherData", "missing (not a Trident trace)");
@@ -89,6 +96,7 @@ Trace read_chrome_trace(const Json& document, const std::string& path) {
         ObjectReader args(r.require("args"), r.field("args"));
         e.microbatch = std::int32_t(args.integer("microbatch", -1, INT32_MAX));
         e.chunk = std::int32_t(args.integer("chunk", -1, INT32_MAX));
+        e.stage = std::int32_t(args.integer_or("stage", -1, -1, INT32_MAX));
         e.bytes = args.number("bytes", 0.0, 1.0e30);
         e.flops = args.number("flops", 0.0, 1.0e30);
         args.finish();

@@ -1,7 +1,10 @@
 #include "trident/executor/cuda_trainer.h"
 
 #include "cuda_gpt_chunk.h"
+#include "partial_sums.h"
+#include "schedule_walk.h"
 #include "trident/core/spec_error.h"
+#include "trident/core/step_numbers.h"
 #include "trident/core/units.h"
 #include "trident/executor/backend.h"
 #include "trident/executor/gradient_buckets.h"
@@ -31,9 +34,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Megatron's default data-parallel bucket: 40 M parameters.
-constexpr std::int64_t kBucketElements = 40'000'000;
-
 // This rank's GPU: its rank among the ranks on the same node, modulo the visible devices
 // (mpirun places consecutive ranks on a node; one GPU per rank is the intended layout).
 int select_local_device() {
@@ -50,8 +50,12 @@ int select_local_device() {
 void require_device_memory(const core::JobSpec& job) {
     std::size_t free_bytes = 0, total_bytes = 0;
     TRIDENT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    const double moments = job.plan.distributed_optimizer ? 8.0 / double(job.plan.dp) : 8.0;
-    const double needed = rank_parameters_estimate(job) * (4.0 + 4.0 + 2.0 + moments);
+    // bf16 weights, fp32 gradients and master weights (held whole: the optimizer updates its
+    // shard and all-gathers), fp32 moments over the optimizer's shard.
+    const core::Precision held{core::Dtype::bf16, core::Dtype::fp32, core::Dtype::fp32, true};
+    const double needed =
+        rank_parameters_estimate(job) *
+        core::state_bytes_per_parameter(held, optimizer_shards(job.plan), false);
     if (on_every_rank(needed <= double(free_bytes))) return;
     throw core::SpecError("model", "needs about " + core::bytes_text(needed) +
                                        " of GPU memory per rank for weights, gradients and Adam "
@@ -88,6 +92,8 @@ private:
         core::TraceEvent event;
         std::unique_ptr<kc::Event> start, end;
     };
+    class Bodies;
+    class Tracer;
     void run_schedule(const SampleSource& samples, std::int64_t first_sample, bool forward_only,
                       StepStats& stats, std::vector<Timed>* timed);
     void reduce_bucket(std::int32_t bucket, std::vector<Timed>* timed);
@@ -98,7 +104,7 @@ private:
     const core::JobSpec job_;
     ProcessGroups& groups_;
     SampleSource samples_;
-    core::Schedule schedule_;
+    std::unique_ptr<ScheduleWalk> walk_;  // this pipeline rank's walk of the step's schedule
     std::vector<std::int32_t> positions_; // of a sequence's tokens (all: no context parallelism)
     int device_;
     // Declared in the order they must outlive each other: streams, allocator, cuBLASLt, NCCL.
@@ -122,9 +128,10 @@ CudaTrainer::CudaTrainer(const core::JobSpec& job, ProcessGroups& groups, std::u
                          SampleSource samples)
     : job_(job), groups_(groups),
       samples_(samples ? std::move(samples) : synthetic_samples(job, seed)),
-      schedule_(core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp),
-                                    std::int32_t(job.plan.vpp),
-                                    std::int32_t(job.micro_batches_per_step()))),
+      walk_(std::make_unique<ScheduleWalk>(
+          core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp),
+                              std::int32_t(job.plan.vpp), std::int32_t(job.micro_batches_per_step())),
+          std::int32_t(groups.coord.pp))),
       positions_(std::size_t(job.training.seq_length)), device_(select_local_device()),
       nccl_(groups, compute_.get(), data_stream_.get()) {
     require_supported(job);
@@ -164,7 +171,8 @@ CudaTrainer::CudaTrainer(const core::JobSpec& job, ProcessGroups& groups, std::u
     host_v_.assign(std::size_t(shard_.size), 0.0f);
     state_loaded(); // uploads the initial values and zero moments
     if (groups.data->size() > 1 && !job.plan.distributed_optimizer)
-        buckets_ = std::make_unique<GradientBuckets>(store_, kBucketElements);
+        buckets_ = std::make_unique<GradientBuckets>(
+            store_, core::ddp_bucket_elements(groups.data->size()));
 }
 
 const ParameterStore& CudaTrainer::parameters() {
@@ -225,121 +233,151 @@ void CudaTrainer::reduce_bucket(std::int32_t b, std::vector<Timed>* timed) {
     }
 }
 
+// What one (micro-batch, chunk) holds while the schedule walk runs.
+struct CudaSlot {
+    CudaGptChunk::Activations acts;
+    CudaTensor<bf16> received_activation, received_gradient;
+};
+
+// The CUDA backend's action bodies: bf16 chunks on the compute stream, NCCL point to point.
+class CudaTrainer::Bodies final : public ActionBodies<CudaSlot> {
+public:
+    Bodies(CudaTrainer& t, const SampleSource& samples, std::int64_t first_sample,
+           std::vector<Timed>* timed)
+        : t_(t), samples_(samples), first_sample_(first_sample), timed_(timed),
+          m_(t.walk_->schedule().microbatches),
+          loss_tokens_(t.job_.plan.micro_batch_size * t.job_.training.seq_length),
+          // The micro-batch's share of the step's mean loss, per token (as CpuTrainer's).
+          ctx_{t.weights_.get(), t.grads_.get(), &t.gemm_, &t.allocator_, t.compute_.get(),
+               t.nccl_.tensor.get()},
+          weight_passes_(t.chunks_.size(), 0) {}
+
+    std::int64_t loss_tokens() const { return loss_tokens_; }
+
+    void forward(const WalkAction& w, CudaSlot& slot) override {
+        const cudaStream_t s = ctx_.stream;
+        const CudaGptChunk& chunk = t_.chunks_[std::size_t(w.action.chunk)];
+        microbatch_tokens(t_.job_, t_.groups_.coord.dp, t_.positions_, samples_, first_sample_,
+                          w.action.microbatch, inputs_, targets_);
+        const std::int64_t n = std::int64_t(inputs_.size());
+        slot.acts.tokens = CudaTensor<std::int32_t>(t_.allocator_, n, s);
+        slot.acts.targets = CudaTensor<std::int32_t>(t_.allocator_, n, s);
+        // Through this (micro-batch, chunk)'s own pinned region, so the copies are asynchronous
+        // and no later micro-batch overwrites them before they run.
+        std::int32_t* staged =
+            t_.token_staging_.get() +
+            2 * n * (std::int64_t(w.action.microbatch) * t_.job_.plan.vpp + w.action.chunk);
+        std::copy(inputs_.begin(), inputs_.end(), staged);
+        std::copy(targets_.begin(), targets_.end(), staged + n);
+        const std::size_t bytes = std::size_t(n) * sizeof(std::int32_t);
+        TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.tokens.get(), staged, bytes,
+                                           cudaMemcpyHostToDevice, s));
+        TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.targets.get(), staged + n, bytes,
+                                           cudaMemcpyHostToDevice, s));
+        if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
+        const float grad_scale = 1.0f / float(m_ * t_.job_.plan.dp * loss_tokens_);
+        chunk.forward(slot.acts, grad_scale, t_.scalars_.get(), ctx_);
+    }
+    // The CUDA chunk runs B and W as two passes even where the schedule fuses them.
+    double backward_input(const WalkAction& w, CudaSlot& slot) override {
+        t_.chunks_[std::size_t(w.action.chunk)].backward_input(
+            slot.acts, slot.received_gradient.get(), ctx_);
+        slot.received_gradient.reset();
+        return 0.0;
+    }
+    void backward_weight(const WalkAction& w, CudaSlot& slot) override {
+        const bool last_pass = ++weight_passes_[std::size_t(w.action.chunk)] == m_;
+        // With overlap_grad_reduce (Megatron's flag) each bucket's all-reduce starts as soon as
+        // its last gradient is enqueued; without it, all start after the walk.
+        t_.chunks_[std::size_t(w.action.chunk)].backward_weight(
+            slot.acts, ctx_, last_pass && t_.buckets_ && t_.job_.plan.overlap_grad_reduce,
+            [&](std::size_t tensor) {
+                const std::int32_t b = t_.buckets_->mark_final(tensor);
+                if (b >= 0) t_.reduce_bucket(b, timed_);
+            });
+    }
+    void send_activation(const WalkAction& w, CudaSlot& slot) override {
+        t_.nccl_.pipeline->send_typed(slot.acts.output.get(), hidden(w), ncclBfloat16,
+                                      w.action.peer);
+        slot.acts.output.reset(); // the send copied it into staging
+    }
+    void recv_activation(const WalkAction& w, CudaSlot& slot) override {
+        slot.received_activation = CudaTensor<bf16>(t_.allocator_, std::int64_t(hidden(w)), ctx_.stream);
+        t_.nccl_.pipeline->recv_typed(slot.received_activation.get(), hidden(w), ncclBfloat16,
+                                      w.action.peer);
+    }
+    void send_gradient(const WalkAction& w, CudaSlot& slot) override {
+        t_.nccl_.pipeline->send_typed(slot.acts.dinput.get(), hidden(w), ncclBfloat16,
+                                      w.action.peer);
+        slot.acts.dinput.reset();
+    }
+    void recv_gradient(const WalkAction& w, CudaSlot& slot) override {
+        slot.received_gradient = CudaTensor<bf16>(t_.allocator_, std::int64_t(hidden(w)), ctx_.stream);
+        t_.nccl_.pipeline->recv_typed(slot.received_gradient.get(), hidden(w), ncclBfloat16,
+                                      w.action.peer);
+    }
+    void keep_only_input_gradient(CudaSlot& slot) override {
+        CudaTensor<bf16> dinput = std::move(slot.acts.dinput);
+        slot.acts = CudaGptChunk::Activations{};
+        slot.acts.dinput = std::move(dinput);
+    }
+    void wait_sends() override { t_.nccl_.pipeline->wait_sends(); }
+    double p2p_bytes(std::int32_t chunk) const override {
+        return double(t_.chunks_[std::size_t(chunk)].hidden_elements()) * sizeof(bf16);
+    }
+
+private:
+    std::size_t hidden(const WalkAction& w) const {
+        return std::size_t(t_.chunks_[std::size_t(w.action.chunk)].hidden_elements());
+    }
+
+    CudaTrainer& t_;
+    const SampleSource& samples_;
+    std::int64_t first_sample_;
+    std::vector<Timed>* timed_;
+    std::int32_t m_;
+    std::int64_t loss_tokens_;
+    CudaChunkContext ctx_;
+    std::vector<std::int32_t> weight_passes_; // per chunk: W passes enqueued this step
+    std::vector<std::int32_t> inputs_, targets_;
+};
+
+// Device-event tracing: each action's start and end recorded on the compute stream, turned into
+// seconds once the step has synchronised (step()).
+class CudaTrainer::Tracer final : public ActionTracer {
+public:
+    Tracer(CudaTrainer& t, std::vector<Timed>& out) : t_(t), out_(out) {}
+    void begin(const core::TraceEvent& event) override {
+        open_ = Timed{event, std::make_unique<kc::Event>(), std::make_unique<kc::Event>()};
+        open_.start->record(t_.compute_.get());
+    }
+    void end(double) override {
+        open_.end->record(t_.compute_.get());
+        out_.push_back(std::move(open_));
+    }
+
+private:
+    CudaTrainer& t_;
+    std::vector<Timed>& out_;
+    Timed open_;
+};
+
 void CudaTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sample,
                                bool forward_only, StepStats& stats, std::vector<Timed>* timed) {
     const cudaStream_t s = compute_.get();
-    const std::int32_t pp_rank = std::int32_t(groups_.coord.pp);
-    const std::int32_t m = schedule_.microbatches;
-    const std::int64_t loss_tokens = job_.plan.micro_batch_size * job_.training.seq_length;
-    // The micro-batch's share of the step's mean loss, per token (as CpuTrainer's).
-    const float grad_scale = 1.0f / float(m * job_.plan.dp * loss_tokens);
-    const CudaChunkContext ctx{weights_.get(),    grads_.get(), &gemm_, &allocator_, s,
-                               nccl_.tensor.get()};
-    struct Slot {
-        CudaGptChunk::Activations acts;
-        CudaTensor<bf16> received_activation, received_gradient;
-    };
-    std::map<std::pair<std::int32_t, std::int32_t>, Slot> slots;
-    std::vector<std::int32_t> weight_passes(chunks_.size(), 0);
-    std::vector<std::int32_t> inputs, targets;
     TRIDENT_CUDA_CHECK(cudaMemsetAsync(scalars_.get(), 0, sizeof(float), s));
-    for (const core::Action& a : schedule_.ranks[std::size_t(pp_rank)]) {
-        if (forward_only && a.kind != core::ActionKind::forward &&
-            a.kind != core::ActionKind::send_activation &&
-            a.kind != core::ActionKind::recv_activation)
-            continue;
-        Slot& slot = slots[{a.microbatch, a.chunk}];
-        const CudaGptChunk& chunk = chunks_[std::size_t(a.chunk)];
-        const std::int64_t hidden = chunk.hidden_elements();
-        const bool compute = core::is_compute(a.kind);
-        std::optional<Timed> t;
-        if (timed)
-            t = begin_event(compute ? core::Stream::compute : core::Stream::pipeline_p2p,
-                            core::to_event_kind(a.kind), a.microbatch, a.chunk,
-                            compute ? 0.0 : double(hidden) * sizeof(bf16), s);
-        switch (a.kind) {
-        case core::ActionKind::forward: {
-            microbatch_tokens(job_, groups_.coord.dp, positions_, samples, first_sample,
-                              a.microbatch, inputs, targets);
-            slot.acts.tokens = CudaTensor<std::int32_t>(allocator_, std::int64_t(inputs.size()), s);
-            slot.acts.targets =
-                CudaTensor<std::int32_t>(allocator_, std::int64_t(targets.size()), s);
-            // Through this (micro-batch, chunk)'s own pinned region, so the copies are
-            // asynchronous and no later micro-batch overwrites them before they run.
-            const std::int64_t n = std::int64_t(inputs.size());
-            std::int32_t* staged = token_staging_.get() +
-                                   2 * n * (std::int64_t(a.microbatch) * job_.plan.vpp + a.chunk);
-            std::copy(inputs.begin(), inputs.end(), staged);
-            std::copy(targets.begin(), targets.end(), staged + n);
-            TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.tokens.get(), staged,
-                                               std::size_t(n) * sizeof(std::int32_t),
-                                               cudaMemcpyHostToDevice, s));
-            TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.targets.get(), staged + n,
-                                               std::size_t(n) * sizeof(std::int32_t),
-                                               cudaMemcpyHostToDevice, s));
-            if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
-            chunk.forward(slot.acts, grad_scale, scalars_.get(), ctx);
-            if (forward_only && chunk.last()) slots.erase({a.microbatch, a.chunk});
-            break;
-        }
-        case core::ActionKind::backward_input:
-            chunk.backward_input(slot.acts, slot.received_gradient.get(), ctx);
-            slot.received_gradient.reset();
-            break;
-        case core::ActionKind::backward_weight: {
-            const bool last_pass = ++weight_passes[std::size_t(a.chunk)] == m;
-            // With overlap_grad_reduce (Megatron's flag) each bucket's all-reduce starts as
-            // soon as its last gradient is enqueued; without it, all start after the walk.
-            chunk.backward_weight(slot.acts, ctx,
-                                  last_pass && buckets_ && job_.plan.overlap_grad_reduce,
-                                  [&](std::size_t tensor) {
-                                      const std::int32_t b = buckets_->mark_final(tensor);
-                                      if (b >= 0) reduce_bucket(b, timed);
-                                  });
-            CudaTensor<bf16> dinput = std::move(slot.acts.dinput);
-            slot.acts = CudaGptChunk::Activations{};
-            slot.acts.dinput = std::move(dinput);
-            break;
-        }
-        case core::ActionKind::send_activation:
-            nccl_.pipeline->send_typed(slot.acts.output.get(), std::size_t(hidden), ncclBfloat16,
-                                       a.peer);
-            slot.acts.output.reset(); // the send copied it into staging
-            if (forward_only) slots.erase({a.microbatch, a.chunk});
-            break;
-        case core::ActionKind::recv_activation:
-            slot.received_activation = CudaTensor<bf16>(allocator_, hidden, s);
-            nccl_.pipeline->recv_typed(slot.received_activation.get(), std::size_t(hidden),
-                                       ncclBfloat16, a.peer);
-            break;
-        case core::ActionKind::send_gradient:
-            nccl_.pipeline->send_typed(slot.acts.dinput.get(), std::size_t(hidden), ncclBfloat16,
-                                       a.peer);
-            slot.acts.dinput.reset();
-            break;
-        case core::ActionKind::recv_gradient:
-            slot.received_gradient = CudaTensor<bf16>(allocator_, hidden, s);
-            nccl_.pipeline->recv_typed(slot.received_gradient.get(), std::size_t(hidden),
-                                       ncclBfloat16, a.peer);
-            break;
-        }
-        if (t) {
-            t->end->record(s);
-            timed->push_back(std::move(*t));
-        }
-    }
-    nccl_.pipeline->wait_sends();
-    slots.clear(); // back to the allocator, in stream order
+    Bodies bodies(*this, samples, first_sample, timed);
+    std::optional<Tracer> tracer;
+    if (timed) tracer.emplace(*this, *timed);
+    walk_->run(bodies, {forward_only, tracer ? &*tracer : nullptr, groups_.world_rank});
     float loss_sum = 0.0f;
     TRIDENT_CUDA_CHECK(
         cudaMemcpyAsync(&loss_sum, scalars_.get(), sizeof(float), cudaMemcpyDeviceToHost, s));
     TRIDENT_CUDA_CHECK(cudaStreamSynchronize(s));
-    // The step's loss: the last stage's tensor rank 0 of every data rank contributes its mean.
-    float contribution = 0.0f;
-    if (chunks_.back().last() && groups_.coord.tp == 0)
-        contribution = loss_sum / float(loss_tokens) / float(m) / float(job_.plan.dp);
-    groups_.world->all_reduce_sum(&contribution, 1);
-    stats.loss = contribution;
+    const double microbatch_mean =
+        double(loss_sum) / double(bodies.loss_tokens()) / double(walk_->schedule().microbatches);
+    stats.loss = step_loss(microbatch_mean, chunks_.back().last(), groups_.coord.tp,
+                           job_.plan.dp, *groups_.world);
 }
 
 void CudaTrainer::reduce_and_update(std::int64_t index, StepStats& stats,
@@ -358,15 +396,7 @@ void CudaTrainer::reduce_and_update(std::int64_t index, StepStats& stats,
     // tensors, so the sums must be whole first); after bucketed all-reduces, which they
     // commute with but must not overlap.
     const auto sync_partial_gradients = [&] {
-        if (nccl_.embedding && job_.model.tied_embeddings && p.pp > 1)
-            for (const auto& tensor : store_.tensors)
-                if (tensor.name == "embedding.word" || tensor.name == "embedding.word.tied_copy")
-                    nccl_.embedding->all_reduce_sum(grads + tensor.offset,
-                                                    std::size_t(tensor.size));
-        if (p.sequence_parallel && p.tp > 1)
-            for (const auto& tensor : store_.tensors)
-                if (tensor.sequence_partial)
-                    nccl_.tensor->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
+        sum_partial_gradients(job_, store_, grads, nccl_.embedding.get(), *nccl_.tensor);
     };
     if (buckets_) {
         for (std::int32_t b : buckets_->incomplete()) reduce_bucket(b, timed); // not overlapped

@@ -11,20 +11,9 @@ namespace trident::executor {
 
 namespace k = kernels::cpu;
 
-std::int64_t ParameterStore::add(std::string name, std::int64_t size, bool decay,
-                                 bool tp_replicated, bool duplicate, bool sequence_partial,
-                                 bool expert) {
+std::int64_t ParameterStore::add(std::string name, std::int64_t size, TensorFlags flags) {
     const std::int64_t offset = std::int64_t(values.size());
-    tensors.push_back({std::move(name),
-                       offset,
-                       size,
-                       decay,
-                       tp_replicated,
-                       duplicate,
-                       sequence_partial,
-                       expert,
-                       size,
-                       {{0, size}}});
+    tensors.push_back({flags, std::move(name), offset, size, size, {{0, size}}});
     values.resize(values.size() + std::size_t(size), 0.0f);
     grads.resize(values.size(), 0.0f);
     return offset;
@@ -147,9 +136,9 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     const float residual_std = init_std / std::sqrt(2.0f * float(m.num_layers));
     const auto ones = [&](std::int64_t offset, std::int64_t n) { std::fill_n(p(offset), n, 1.0f); };
     const auto add_norm = [&](const std::string& name, std::int64_t& w, std::int64_t& b) {
-        w = store.add(name + ".weight", h_, false, true, false, sp_);
+        w = store.add(name + ".weight", h_, {.tp_replicated = true, .sequence_partial = sp_});
         ones(w, h_);
-        b = layernorm_ ? store.add(name + ".bias", h_, false, true, false, sp_) : -1;
+        b = layernorm_ ? store.add(name + ".bias", h_, {.tp_replicated = true, .sequence_partial = sp_}) : -1;
     };
     // Record where the last tensor's shard sits in its full tensor: row blocks (begin, count)
     // of a [rows × cols] tensor, or a column block of every row.
@@ -169,8 +158,10 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
             t.placement.push_back({r * full_cols + begin, count});
     };
     const auto vocab_table = [&](const std::string& name, bool duplicate) {
+        const bool tied = m.tied_embeddings && name == "embedding.word";
         const std::int64_t offset =
-            store.add(duplicate ? name + ".tied_copy" : name, Vl_ * h_, true, false, duplicate);
+            store.add(duplicate ? name + ".tied_copy" : name, Vl_ * h_,
+                      {.decay = true, .duplicate = duplicate, .tied_embedding = tied});
         const Vec full = full_normal(seed, name, m.vocab_size * h_, init_std);
         const std::int64_t rows =
             std::max<std::int64_t>(0, std::min(Vl_, m.vocab_size - vocab_start_));
@@ -182,7 +173,8 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     if (first_) {
         wte_ = vocab_table("embedding.word", false);
         if (m.position_embedding == core::PositionEmbedding::learned) {
-            wpe_ = store.add("embedding.position", m.max_position_embeddings * h_, true, true);
+            wpe_ = store.add("embedding.position", m.max_position_embeddings * h_,
+                             {.decay = true, .tp_replicated = true});
             const Vec full =
                 full_normal(seed, "embedding.position", m.max_position_embeddings * h_, init_std);
             std::copy(full.begin(), full.end(), p(wpe_));
@@ -194,7 +186,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         add_norm(prefix + "norm1", lp.ln1_w, lp.ln1_b);
         // QKV: column-parallel over heads; this rank keeps its query heads and KV groups.
         const std::int64_t Wfull = (H + 2 * KV) * D_, Wl = (Hl_ + 2 * KVl_) * D_;
-        lp.qkv_w = store.add(prefix + "qkv.weight", Wl * h_, true, false);
+        lp.qkv_w = store.add(prefix + "qkv.weight", Wl * h_, {.decay = true});
         {
             const Vec full = full_normal(seed, prefix + "qkv.weight", Wfull * h_, init_std);
             copy_rows(p(lp.qkv_w), full, h_, r * Hl_ * D_, Hl_ * D_);
@@ -207,47 +199,47 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
             {(H + r * KVl_) * D_, KVl_ * D_},
             {(H + KV + r * KVl_) * D_, KVl_ * D_}};
         place_rows(Wfull, h_, qkv_rows);
-        lp.qkv_b = bias_ ? store.add(prefix + "qkv.bias", Wl, false, false) : -1;
+        lp.qkv_b = bias_ ? store.add(prefix + "qkv.bias", Wl, {}) : -1;
         if (bias_) place_rows(Wfull, 1, qkv_rows);
         // Output projection: row-parallel over the same heads; its bias added once after the sum.
-        lp.proj_w = store.add(prefix + "proj.weight", h_ * Hl_ * D_, true, false);
+        lp.proj_w = store.add(prefix + "proj.weight", h_ * Hl_ * D_, {.decay = true});
         copy_cols(p(lp.proj_w),
                   full_normal(seed, prefix + "proj.weight", h_ * H * D_, residual_std), h_, H * D_,
                   r * Hl_ * D_, Hl_ * D_);
         place_cols(h_, H * D_, r * Hl_ * D_, Hl_ * D_);
-        lp.proj_b = bias_ ? store.add(prefix + "proj.bias", h_, false, true) : -1;
+        lp.proj_b = bias_ ? store.add(prefix + "proj.bias", h_, {.tp_replicated = true}) : -1;
         add_norm(prefix + "norm2", lp.ln2_w, lp.ln2_b);
         if (m.is_moe_layer(layer)) {
             // Router (replicated) and this expert rank's experts, each initialised from its
             // global name so any ep gives the same model.
             lp.moe = true;
-            lp.router_w = store.add(prefix + "router.weight", experts_ * h_, true, true);
+            lp.router_w = store.add(prefix + "router.weight", experts_ * h_,
+                                    {.decay = true, .tp_replicated = true});
             const Vec router = full_normal(seed, prefix + "router.weight", experts_ * h_, init_std);
             std::copy(router.begin(), router.end(), p(lp.router_w));
             const std::int64_t gate = swiglu_ ? 2 : 1;
             for (std::int64_t e = first_expert_; e < first_expert_ + local_experts_; ++e) {
                 const std::string ex = prefix + "expert." + std::to_string(e) + ".";
                 ExpertParams x{};
-                x.fc_w = store.add(ex + "fc1.weight", gate * expert_ffn_ * h_, true, false, false,
-                                   false, true);
+                x.fc_w = store.add(ex + "fc1.weight", gate * expert_ffn_ * h_,
+                                   {.decay = true, .expert = true});
                 const Vec w1 =
                     full_normal(seed, ex + "fc1.weight", gate * expert_ffn_ * h_, init_std);
                 std::copy(w1.begin(), w1.end(), p(x.fc_w));
-                x.fc_b = bias_ ? store.add(ex + "fc1.bias", gate * expert_ffn_, false, false, false,
-                                           false, true)
+                x.fc_b = bias_ ? store.add(ex + "fc1.bias", gate * expert_ffn_, {.expert = true})
                                : -1;
                 x.fc2_w =
-                    store.add(ex + "fc2.weight", h_ * expert_ffn_, true, false, false, false, true);
+                    store.add(ex + "fc2.weight", h_ * expert_ffn_, {.decay = true, .expert = true});
                 const Vec w2 = full_normal(seed, ex + "fc2.weight", h_ * expert_ffn_, residual_std);
                 std::copy(w2.begin(), w2.end(), p(x.fc2_w));
                 x.fc2_b =
-                    bias_ ? store.add(ex + "fc2.bias", h_, false, false, false, false, true) : -1;
+                    bias_ ? store.add(ex + "fc2.bias", h_, {.expert = true}) : -1;
                 lp.experts.push_back(x);
             }
         } else {
             // MLP: first GEMM column-parallel (SwiGLU keeps its gate and up halves together).
             const std::int64_t gate = swiglu_ ? 2 : 1;
-            lp.fc_w = store.add(prefix + "fc1.weight", gate * Fl_ * h_, true, false);
+            lp.fc_w = store.add(prefix + "fc1.weight", gate * Fl_ * h_, {.decay = true});
             {
                 const Vec full = full_normal(seed, prefix + "fc1.weight", gate * F * h_, init_std);
                 copy_rows(p(lp.fc_w), full, h_, r * Fl_, Fl_);
@@ -256,13 +248,13 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
             std::vector<std::pair<std::int64_t, std::int64_t>> fc_rows = {{r * Fl_, Fl_}};
             if (swiglu_) fc_rows.push_back({F + r * Fl_, Fl_});
             place_rows(gate * F, h_, fc_rows);
-            lp.fc_b = bias_ ? store.add(prefix + "fc1.bias", gate * Fl_, false, false) : -1;
+            lp.fc_b = bias_ ? store.add(prefix + "fc1.bias", gate * Fl_, {}) : -1;
             if (bias_) place_rows(gate * F, 1, fc_rows);
-            lp.fc2_w = store.add(prefix + "fc2.weight", h_ * Fl_, true, false);
+            lp.fc2_w = store.add(prefix + "fc2.weight", h_ * Fl_, {.decay = true});
             copy_cols(p(lp.fc2_w), full_normal(seed, prefix + "fc2.weight", h_ * F, residual_std),
                       h_, F, r * Fl_, Fl_);
             place_cols(h_, F, r * Fl_, Fl_);
-            lp.fc2_b = bias_ ? store.add(prefix + "fc2.bias", h_, false, true) : -1;
+            lp.fc2_b = bias_ ? store.add(prefix + "fc2.bias", h_, {.tp_replicated = true}) : -1;
         }
         layers_.push_back(lp);
         recompute_.push_back(job.layer_recompute(layer));

@@ -5,13 +5,13 @@
 namespace trident::executor {
 
 core::Trace gather_trace(const std::vector<core::TraceEvent>& local) {
-    constexpr int kFields = 9;
+    constexpr int kFields = 10;
     std::vector<double> packed;
     packed.reserve(local.size() * kFields);
     for (const auto& e : local)
         packed.insert(packed.end(), {double(e.rank), double(int(e.stream)), double(int(e.kind)),
                                      double(e.microbatch), double(e.chunk), e.start_s, e.end_s,
-                                     e.bytes, e.flops});
+                                     e.bytes, e.flops, double(e.stage)});
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -36,7 +36,7 @@ core::Trace gather_trace(const std::vector<core::TraceEvent>& local) {
         trace.events.push_back({std::int32_t(all[i]), core::Stream(int(all[i + 1])),
                                 core::EventKind(int(all[i + 2])), std::int32_t(all[i + 3]),
                                 std::int32_t(all[i + 4]), all[i + 5], all[i + 6], all[i + 7],
-                                all[i + 8]});
+                                all[i + 8], std::int32_t(all[i + 9])});
     return trace;
 }
 

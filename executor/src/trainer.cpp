@@ -1,10 +1,14 @@
 #include "trident/executor/trainer.h"
 
 #include "host_memory.h"
+#include "partial_sums.h"
+#include "schedule_walk.h"
 #include "trident/core/hash.h"
 #include "trident/core/parameter_count.h"
 #include "trident/core/spec_error.h"
+#include "trident/core/step_numbers.h"
 #include "trident/core/units.h"
+#include "trident/executor/gradient_buckets.h"
 #include "trident/executor/mpi.h"
 #include "trident/kernels/cpu.h"
 
@@ -83,6 +87,10 @@ OptimizerShard optimizer_shard(const ParameterStore& store, bool distributed, st
             s.norm_runs.push_back({begin, end, t.expert});
     }
     return s;
+}
+
+std::int64_t optimizer_shards(const core::ParallelPlan& plan) {
+    return plan.distributed_optimizer ? plan.dp * plan.cp : 1;
 }
 
 double rank_parameters_estimate(const core::JobSpec& job) {
@@ -174,13 +182,17 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
                        SampleSource samples)
     : job_(job), groups_(groups), seed_(seed),
       samples_(samples ? std::move(samples) : synthetic_samples(job, seed)),
-      schedule_(core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp),
-                                    std::int32_t(job.plan.vpp),
-                                    std::int32_t(job.micro_batches_per_step()))) {
+      walk_(std::make_unique<ScheduleWalk>(
+          core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp),
+                              std::int32_t(job.plan.vpp), std::int32_t(job.micro_batches_per_step())),
+          std::int32_t(groups.coord.pp))) {
     require_supported(job);
-    // fp32 parameters and gradients, and Adam's two moments (over 1/dp with ZeRO-1).
-    const double moments = job.plan.distributed_optimizer ? 8.0 / double(job.plan.dp) : 8.0;
-    require_host_memory(job, 8.0 + moments, "fp32 parameters, gradients and Adam state");
+    // fp32 parameters and gradients, and Adam's two moments (sharded over the data and context
+    // ranks with the distributed optimizer, as optimizer_shard() does).
+    require_host_memory(job,
+                        core::state_bytes_per_parameter(core::cpu_executor_precision(),
+                                                        optimizer_shards(job.plan)),
+                        "fp32 parameters, gradients and Adam state");
     const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
     for (std::int32_t c = 0; c < job.plan.vpp; ++c)
         chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),
@@ -191,10 +203,14 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
     store_.grads.resize(std::size_t(shard_.padded_size), 0.0f);
     adam_m_.assign(std::size_t(shard_.size), 0.0f);
     adam_v_.assign(std::size_t(shard_.size), 0.0f);
+    dense_buckets_ = std::make_unique<GradientBuckets>(
+        store_, core::ddp_bucket_elements(job.plan.dp),
+        [](const ParameterStore::Tensor& t) { return !t.expert; });
     int* tag_limit = nullptr;
     int found = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_limit, &found);
-    const std::int64_t tags = 2 * std::int64_t(schedule_.virtual_stages()) * schedule_.microbatches;
+    const core::Schedule& schedule = walk_->schedule();
+    const std::int64_t tags = 2 * std::int64_t(schedule.virtual_stages()) * schedule.microbatches;
     if (found && tag_limit && tags > *tag_limit)
         throw core::SpecError("training.global_batch_size",
                               "needs more MPI message tags than the MPI library offers");
@@ -203,168 +219,132 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
 namespace {
 
 // What one (micro-batch, chunk) holds while the schedule walk runs.
-struct Slot {
+struct CpuSlot {
     GptChunk::Activations acts;
     std::vector<std::int32_t> inputs, targets;
     Vec received_activation, received_gradient;
 };
-using Slots = std::map<std::pair<std::int32_t, std::int32_t>, Slot>;
 
-// The activations every live (micro-batch, chunk) holds; after a B, also the most its own
-// micro-batch held inside it (the others did not change meanwhile).
-double held_bytes(const Slots& slots, const core::Action& a, const Slot& slot) {
-    double live = 0.0;
-    for (const auto& [key, s] : slots) live += s.acts.bytes();
-    if (a.kind != core::ActionKind::backward_input) return live; // (B never erases its slot)
-    return std::max(live, live - slot.acts.bytes() + slot.acts.peak_bytes);
-}
+// The CPU backend's action bodies: fp32 chunks, MPI point-to-point with tags that name the
+// receiving virtual stage, the micro-batch and the direction.
+class CpuBodies final : public ActionBodies<CpuSlot> {
+public:
+    CpuBodies(const core::JobSpec& job, const ProcessGroups& groups,
+              const std::vector<GptChunk>& chunks, const SampleSource& samples,
+              std::int64_t first_sample, std::int32_t microbatches)
+        : job_(job), groups_(groups), chunks_(chunks), samples_(samples),
+          first_sample_(first_sample), m_(microbatches),
+          comms_{*groups.tensor, *groups.expert, *groups.context},
+          loss_scale_(1.0f / float(microbatches * job.plan.dp)) {} // cp shares already add up
 
-// The trace event of action `a`, run from t0 to t1. A fused backward is traced as the
-// schedule names it, B then W, split at the `fused_weight_s` its weight gradients took.
-core::TraceEvent action_event(int world_rank, core::Stream stream, const core::Action& a, double t0,
-                              double t1, double p2p_bytes, double fused_weight_s,
-                              const std::vector<core::TraceEvent>& before) {
-    if (fused_weight_s > 0.0 && a.kind == core::ActionKind::backward_input) t1 -= fused_weight_s;
-    if (fused_weight_s > 0.0 && a.kind == core::ActionKind::backward_weight) {
-        t0 = before.back().end_s;
-        t1 = t0 + fused_weight_s;
+    double loss_sum() const { return loss_sum_; }
+
+    void forward(const WalkAction& w, CpuSlot& slot) override {
+        const GptChunk& chunk = chunks_[std::size_t(w.action.chunk)];
+        const std::int64_t dp_rank = groups_.coord.dp;
+        microbatch_tokens(job_, dp_rank, chunks_.front().local_positions(), samples_,
+                          first_sample_, w.action.microbatch, slot.inputs, slot.targets);
+        slot.acts.tokens = slot.inputs.data();
+        slot.acts.targets = slot.targets.data();
+        // Dropout masks are keyed by the global sample, as microbatch_tokens reads it.
+        slot.acts.first_sample =
+            microbatch_first_sample(job_, dp_rank, first_sample_, w.action.microbatch);
+        slot.acts.training = !w.forward_only;
+        if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
+        chunk.forward(slot.acts, comms_);
+        if (chunk.last()) loss_sum_ += slot.acts.loss;
     }
-    return {world_rank,
-            stream,
-            core::to_event_kind(a.kind),
-            a.microbatch,
-            a.chunk,
-            t0,
-            t1,
-            core::is_compute(a.kind) ? 0.0 : p2p_bytes,
-            0.0};
-}
+    double backward_input(const WalkAction& w, CpuSlot& slot) override {
+        const GptChunk& chunk = chunks_[std::size_t(w.action.chunk)];
+        const float* dout = chunk.last() ? nullptr : slot.received_gradient.data();
+        double weight_s = 0.0;
+        if (w.fused) { // W too: the next action
+            chunk.backward(slot.acts, dout, loss_scale_, comms_);
+            weight_s = slot.acts.weight_gradient_s;
+        } else {
+            chunk.backward_input(slot.acts, dout, loss_scale_, comms_);
+        }
+        Vec().swap(slot.received_gradient);
+        return weight_s;
+    }
+    void backward_weight(const WalkAction& w, CpuSlot& slot) override {
+        if (!w.fused) chunks_[std::size_t(w.action.chunk)].backward_weight(slot.acts);
+    }
+    void send_activation(const WalkAction& w, CpuSlot& slot) override {
+        groups_.pipeline->send(slot.acts.output.data(), hidden(w), w.action.peer,
+                               tag(w.virtual_stage + 1, w.action.microbatch, false));
+        Vec().swap(slot.acts.output);
+    }
+    void recv_activation(const WalkAction& w, CpuSlot& slot) override {
+        slot.received_activation.resize(hidden(w));
+        groups_.pipeline->recv(slot.received_activation.data(), hidden(w), w.action.peer,
+                               tag(w.virtual_stage, w.action.microbatch, false));
+    }
+    void send_gradient(const WalkAction& w, CpuSlot& slot) override {
+        groups_.pipeline->send(slot.acts.dinput.data(), hidden(w), w.action.peer,
+                               tag(w.virtual_stage - 1, w.action.microbatch, true));
+        Vec().swap(slot.acts.dinput);
+    }
+    void recv_gradient(const WalkAction& w, CpuSlot& slot) override {
+        slot.received_gradient.resize(hidden(w));
+        groups_.pipeline->recv(slot.received_gradient.data(), hidden(w), w.action.peer,
+                               tag(w.virtual_stage, w.action.microbatch, true));
+    }
+    void keep_only_input_gradient(CpuSlot& slot) override {
+        Vec dinput = std::move(slot.acts.dinput);
+        slot.acts = GptChunk::Activations{};
+        slot.acts.dinput = std::move(dinput);
+    }
+    void wait_sends() override { groups_.pipeline->wait_sends(); }
+    double held_bytes(const CpuSlot& slot) const override { return slot.acts.bytes(); }
+    double backward_peak_bytes(const CpuSlot& slot) const override { return slot.acts.peak_bytes; }
+    double p2p_bytes(std::int32_t chunk) const override {
+        return double(chunks_[std::size_t(chunk)].hidden_elements()) * sizeof(float);
+    }
+
+private:
+    std::size_t hidden(const WalkAction& w) const {
+        return std::size_t(chunks_[std::size_t(w.action.chunk)].hidden_elements());
+    }
+    int tag(std::int32_t receiver_vs, std::int32_t mb, bool gradient) const {
+        return (receiver_vs * m_ + mb) * 2 + (gradient ? 1 : 0);
+    }
+
+    const core::JobSpec& job_;
+    const ProcessGroups& groups_;
+    const std::vector<GptChunk>& chunks_;
+    const SampleSource& samples_;
+    std::int64_t first_sample_;
+    std::int32_t m_;
+    ChunkComms comms_;
+    float loss_scale_;
+    double loss_sum_ = 0.0;
+};
 
 } // namespace
 
 void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sample,
                               bool forward_only, StepStats& stats,
                               std::vector<core::TraceEvent>* trace) {
-    const std::int32_t pp_rank = std::int32_t(groups_.coord.pp);
-    const std::int32_t m = schedule_.microbatches;
-    const float loss_scale = 1.0f / float(m * job_.plan.dp); // the cp ranks' shares already add up
-    Slots slots;
-    const ChunkComms comms{*groups_.tensor, *groups_.expert, *groups_.context};
-    const auto tag = [&](std::int32_t receiver_vs, std::int32_t mb, bool gradient) {
-        return (receiver_vs * m + mb) * 2 + (gradient ? 1 : 0);
-    };
+    const std::int32_t m = walk_->schedule().microbatches;
+    CpuBodies bodies(job_, groups_, chunks_, samples, first_sample, m);
     // A traced step starts from a barrier, so every rank's clock has the same origin (within
     // the barrier's exit spread) and sends line up with their receives on the timeline.
     if (trace) groups_.world->barrier();
-    const auto start = Clock::now();
-    const auto now = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-    double loss_sum = 0.0;
-    const std::vector<core::Action>& actions = schedule_.ranks[std::size_t(pp_rank)];
-    double fused_weight_s = 0.0; // the W a fused backward just ran: its share of the B's time
-    for (std::size_t index = 0; index < actions.size(); ++index) {
-        const core::Action& a = actions[index];
-        // Evaluation walks the forward half of the same schedule: forwards never wait on a
-        // backward, so the subsequence keeps the schedule's deadlock-free order.
-        if (forward_only && a.kind != core::ActionKind::forward &&
-            a.kind != core::ActionKind::send_activation &&
-            a.kind != core::ActionKind::recv_activation)
-            continue;
-        const double t0 = now();
-        Slot& slot = slots[{a.microbatch, a.chunk}];
-        const GptChunk& chunk = chunks_[std::size_t(a.chunk)];
-        const std::int32_t vs = schedule_.virtual_stage(pp_rank, a.chunk);
-        const std::size_t hidden = std::size_t(chunk.hidden_elements());
-        core::Stream stream = core::Stream::pipeline_p2p;
-        switch (a.kind) {
-        case core::ActionKind::forward:
-            stream = core::Stream::compute;
-            microbatch_tokens(job_, groups_.coord.dp, chunks_.front().local_positions(), samples,
-                              first_sample, a.microbatch, slot.inputs, slot.targets);
-            slot.acts.tokens = slot.inputs.data();
-            slot.acts.targets = slot.targets.data();
-            // Dropout masks are keyed by the global sample, as microbatch_tokens reads it.
-            slot.acts.first_sample =
-                microbatch_first_sample(job_, groups_.coord.dp, first_sample, a.microbatch);
-            slot.acts.training = !forward_only;
-            if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
-            chunk.forward(slot.acts, comms);
-            if (chunk.last()) loss_sum += slot.acts.loss;
-            if (forward_only && chunk.last()) slots.erase({a.microbatch, a.chunk});
-            break;
-        case core::ActionKind::backward_input: {
-            stream = core::Stream::compute;
-            const float* dout = chunk.last() ? nullptr : slot.received_gradient.data();
-            if (core::fuses_backward(schedule_, pp_rank, index)) {
-                chunk.backward(slot.acts, dout, loss_scale, comms); // W too: the next action
-                fused_weight_s = slot.acts.weight_gradient_s;
-            } else {
-                chunk.backward_input(slot.acts, dout, loss_scale, comms);
-            }
-            Vec().swap(slot.received_gradient);
-            break;
-        }
-        case core::ActionKind::backward_weight:
-            stream = core::Stream::compute;
-            if (!(index > 0 && core::fuses_backward(schedule_, pp_rank, index - 1)))
-                chunk.backward_weight(slot.acts);
-            break;
-        case core::ActionKind::send_activation:
-            groups_.pipeline->send(slot.acts.output.data(), hidden, a.peer,
-                                   tag(vs + 1, a.microbatch, false));
-            Vec().swap(slot.acts.output);
-            if (forward_only) slots.erase({a.microbatch, a.chunk}); // sends copy their buffer
-            break;
-        case core::ActionKind::recv_activation:
-            slot.received_activation.resize(hidden);
-            groups_.pipeline->recv(slot.received_activation.data(), hidden, a.peer,
-                                   tag(vs, a.microbatch, false));
-            break;
-        case core::ActionKind::send_gradient:
-            groups_.pipeline->send(slot.acts.dinput.data(), hidden, a.peer,
-                                   tag(vs - 1, a.microbatch, true));
-            Vec().swap(slot.acts.dinput);
-            break;
-        case core::ActionKind::recv_gradient:
-            slot.received_gradient.resize(hidden);
-            groups_.pipeline->recv(slot.received_gradient.data(), hidden, a.peer,
-                                   tag(vs, a.microbatch, true));
-            break;
-        }
-        if (trace)
-            trace->push_back(action_event(groups_.world_rank, stream, a, t0, now(),
-                                          double(hidden) * sizeof(float), fused_weight_s, *trace));
-        if (a.kind == core::ActionKind::backward_weight) { // W done: only B's output may remain
-            fused_weight_s = 0.0;
-            Vec dinput = std::move(slot.acts.dinput);
-            slot.acts = GptChunk::Activations{};
-            slot.acts.dinput = std::move(dinput);
-        }
-        stats.peak_activation_bytes =
-            std::max(stats.peak_activation_bytes, held_bytes(slots, a, slot));
-    }
-    groups_.pipeline->wait_sends();
-    // The step's loss: the last stage's tensor rank 0 of every data rank contributes its mean.
-    float contribution = 0.0f;
-    if (chunks_.back().last() && groups_.coord.tp == 0)
-        contribution = float(loss_sum / double(m) / double(job_.plan.dp));
-    groups_.world->all_reduce_sum(&contribution, 1);
-    stats.loss = contribution;
+    std::optional<HostClockTracer> tracer;
+    if (trace) tracer.emplace(*trace);
+    const WalkResult walked =
+        walk_->run(bodies, {forward_only, tracer ? &*tracer : nullptr, groups_.world_rank});
+    stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, walked.peak_activation_bytes);
+    stats.loss = step_loss(bodies.loss_sum() / double(m), chunks_.back().last(), groups_.coord.tp,
+                           job_.plan.dp, *groups_.world);
 }
 
 double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     const core::ParallelPlan& p = job_.plan;
     const core::TrainingSpec& t = job_.training;
     float* grads = store_.grads.data();
-    // Tied embeddings on two stages: both copies take the summed gradient.
-    if (groups_.embedding && job_.model.tied_embeddings && p.pp > 1)
-        for (const auto& tensor : store_.tensors)
-            if (tensor.name == "embedding.word" || tensor.name == "embedding.word.tied_copy")
-                groups_.embedding->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
-    // Sequence parallelism leaves each tensor rank the norm gradients of its rows only.
-    if (p.sequence_parallel)
-        for (const auto& tensor : store_.tensors)
-            if (tensor.sequence_partial)
-                groups_.tensor->all_reduce_sum(grads + tensor.offset, std::size_t(tensor.size));
+    sum_partial_gradients(job_, store_, grads, groups_.embedding.get(), *groups_.tensor);
     // Data parallelism: gradients summed over the data ranks, in buckets (Megatron's DDP), or
     // reduce-scattered so each rank gets the sum over its shard (distributed optimizer).
     Communicator& data = *groups_.data;
@@ -377,20 +357,12 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     } else {
         // Dense tensors over the data ranks, in buckets; routed experts' over the ranks holding
         // the same experts (the expert-data group).
-        constexpr std::int64_t kBucket = 1 << 20;
-        std::int64_t begin = 0;
-        const auto flush = [&](std::int64_t end) {
-            for (std::int64_t at = begin; at < end; at += kBucket)
-                data.all_reduce_sum(grads + at, std::size_t(std::min(kBucket, end - at)));
-        };
+        for (const GradientBuckets::Bucket& b : dense_buckets_->buckets())
+            data.all_reduce_sum(grads + b.begin, std::size_t(b.end - b.begin));
         for (const auto& tensor : store_.tensors)
-            if (tensor.expert) {
-                flush(tensor.offset);
+            if (tensor.expert)
                 groups_.expert_data->all_reduce_sum(grads + tensor.offset,
                                                     std::size_t(tensor.size));
-                begin = tensor.offset + tensor.size;
-            }
-        flush(shard_.padded_size);
     }
     // Global gradient norm: each parameter once (see norm_mask_), over data ranks when sharded
     // and over the tensor and pipeline ranks of the model.
@@ -425,6 +397,8 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     }
     return stats.grad_norm;
 }
+
+CpuTrainer::~CpuTrainer() = default;
 
 StepStats CpuTrainer::step(std::int64_t index, std::vector<core::TraceEvent>* trace) {
     const auto start = Clock::now();

@@ -45,9 +45,11 @@ struct RankStart {
     // The rank talks to an earlier stage: it receives activations or sends gradients for the
     // first model chunk. Only ranks of the first stage never do.
     bool has_upstream = false;
+    std::int32_t recorded_stage = -1; // the stage the trace's own events name (Trident traces)
 };
 
-// The trace does not say which pipeline stage a rank is in; two ways to find it.
+// Trident's traces name each event's pipeline stage; another tool's trace may not, and then
+// two ways to find it.
 //
 // By structure (used whenever the trace has the point-to-point events to tell): ranks that
 // never talk upstream are the first stage, and since ranks are numbered with the pipeline
@@ -99,6 +101,12 @@ std::map<std::int32_t, int> stages_by_timing(std::vector<RankStart> starts) {
 }
 
 std::map<std::int32_t, int> derive_stages(const std::vector<RankStart>& starts) {
+    if (std::all_of(starts.begin(), starts.end(),
+                    [](const RankStart& s) { return s.recorded_stage >= 0; })) {
+        std::map<std::int32_t, int> stage_of;
+        for (const RankStart& start : starts) stage_of[start.rank] = start.recorded_stage;
+        return stage_of;
+    }
     const bool any_upstream = std::any_of(starts.begin(), starts.end(),
                                           [](const RankStart& s) { return s.has_upstream; });
     if (any_upstream)
@@ -162,6 +170,7 @@ TimelineModel::TimelineModel(core::Trace trace)
                 max_end_s = std::max(max_end_s, event.end_s);
                 row.max_end_s.push_back(max_end_s);
                 lane.end_s = std::max(lane.end_s, event.end_s);
+                if (event.stage >= 0) start.recorded_stage = event.stage;
                 if (event.chunk <= 0 && (event.kind == core::EventKind::recv_activation ||
                                          event.kind == core::EventKind::send_gradient))
                     start.has_upstream = true;

@@ -51,7 +51,7 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                     t.busy_s[std::size_t(r)] += end - start;
                     if (record_events)
                         t.events.push_back({r, Stream::compute, core::to_event_kind(a.kind),
-                                            a.microbatch, a.chunk, start, end, 0.0, 0.0});
+                                            a.microbatch, a.chunk, start, end, 0.0, 0.0, r});
                 } else if (a.kind == ActionKind::send_activation ||
                            a.kind == ActionKind::send_gradient) {
                     const bool act = a.kind == ActionKind::send_activation;
@@ -63,7 +63,7 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                     (act ? activation_arrival : gradient_arrival)[c] = end;
                     if (record_events)
                         t.events.push_back({r, Stream::pipeline_p2p, core::to_event_kind(a.kind),
-                                            a.microbatch, a.chunk, start, end, 0.0, 0.0});
+                                            a.microbatch, a.chunk, start, end, 0.0, 0.0, r});
                 } else {
                     const bool act = a.kind == ActionKind::recv_activation;
                     const std::size_t c = cell(a.microbatch, vs);

@@ -138,7 +138,7 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
                                  double bytes) {
                 if (seconds <= 0) return;
                 report.trace.events.push_back({std::int32_t(s.representative_rank), stream, kind,
-                                               -1, -1, t, t + seconds, bytes, 0.0});
+                                               -1, -1, t, t + seconds, bytes, 0.0, r});
                 t += seconds;
             };
             add(core::Stream::data_parallel, core::EventKind::gradient_reduce,
@@ -174,7 +174,7 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
         const std::size_t pipeline_events = events.size();
         for (std::size_t i = 0; i < pipeline_events; ++i) {
             core::TraceEvent& e = events[i];
-            const std::int32_t stage = e.rank;
+            const std::int32_t stage = e.stage; // the timeline's rank is the stage
             e.rank = std::int32_t(cost.representative(stage));
             if (e.stream != core::Stream::compute) {
                 e.bytes = cost.p2p_bytes();

@@ -88,7 +88,7 @@ TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
 ParameterStore store_of(const std::vector<std::int64_t>& sizes) {
     ParameterStore s;
     for (std::size_t i = 0; i < sizes.size(); ++i)
-        s.add("t" + std::to_string(i), sizes[i], true, false);
+        s.add("t" + std::to_string(i), sizes[i], {.decay = true});
     return s;
 }
 
@@ -150,9 +150,9 @@ TEST(GradientBuckets, ABucketLargerThanTheLimitHoldsOneTensor) {
 
 TEST(OptimizerShard, ShardsCoverTheBufferAndRunsFollowTheTensors) {
     ParameterStore store;
-    store.add("w", 10, true, false);
-    store.add("norm", 3, false, true);
-    store.add("w2", 8, true, false);
+    store.add("w", 10, {.decay = true});
+    store.add("norm", 3, {.tp_replicated = true});
+    store.add("w2", 8, {.decay = true});
     const auto whole = executor::optimizer_shard(store, false, 4, 1, 1);
     EXPECT_EQ(whole.begin, 0);
     EXPECT_EQ(whole.size, 21);

@@ -45,11 +45,15 @@ struct TraceEvent {
     double end_s = 0.0;
     double bytes = 0.0;
     double flops = 0.0;
+    std::int32_t stage = -1; // pipeline rank the event ran on (-1: unknown, e.g. another tool's)
 };
 
 struct Trace {
     std::string source; // "simulated" or "measured"
     std::vector<TraceEvent> events;
+    // The job the trace is of (JobSpec::to_json: model, cluster, training, plan), so a reader
+    // knows every event's stage and chunk without guessing; null for other tools' traces.
+    Json plan;
 };
 
 void write_chrome_trace(const Trace& trace, std::ostream& out);

@@ -61,16 +61,22 @@ using Vec = std::vector<float, UninitializedAllocator<float>>;
 
 // All parameters of one rank in one flat buffer (and one for their gradients), so data
 // parallelism and the sharded optimizer see a single array.
+// How the optimizer and the gradient sums treat one tensor.
+struct TensorFlags {
+    bool decay = false;            // weight decay applies (matrices, not norms or biases)
+    bool tp_replicated = false;    // every tensor rank holds the same values
+    bool duplicate = false;        // a copy kept in sync (the last stage's tied embedding)
+    bool sequence_partial = false; // under sequence parallelism each tensor rank holds a
+                                   // partial gradient (norms): summed over the tensor group
+    bool expert = false;           // a routed expert's: reduced over the expert-data group
+    bool tied_embedding = false;   // the tied word embedding or its last-stage copy: both
+                                   // take the sum of their gradients over the embedding group
+};
+
 struct ParameterStore {
-    struct Tensor {
+    struct Tensor : TensorFlags {
         std::string name;
         std::int64_t offset = 0, size = 0;
-        bool decay = false;            // weight decay applies (matrices, not norms or biases)
-        bool tp_replicated = false;    // every tensor rank holds the same values
-        bool duplicate = false;        // a copy kept in sync (the last stage's tied embedding)
-        bool sequence_partial = false; // under sequence parallelism each tensor rank holds a
-                                       // partial gradient (norms): summed over the tensor group
-        bool expert = false;           // a routed expert's: reduced over the expert-data group
         // Where this shard sits in the full tensor: (full offset, length) of each contiguous
         // run, in shard order; one run covering everything when the tensor is not split.
         std::int64_t full_size = 0;
@@ -78,8 +84,7 @@ struct ParameterStore {
     };
     Vec values, grads;
     std::vector<Tensor> tensors;
-    std::int64_t add(std::string name, std::int64_t size, bool decay, bool tp_replicated,
-                     bool duplicate = false, bool sequence_partial = false, bool expert = false);
+    std::int64_t add(std::string name, std::int64_t size, TensorFlags flags);
 };
 
 // The groups a chunk talks over.

@@ -25,6 +25,9 @@
 
 namespace trident::executor {
 
+class ScheduleWalk;
+class GradientBuckets;
+
 // The checks that say what this executor cannot run yet; throws SpecError naming the field.
 void require_supported(const core::JobSpec& job);
 // What the spec asks for that this executor runs without (each "field: reason"); the run goes
@@ -72,6 +75,9 @@ public:
     virtual void state_loaded() {}
 };
 
+// The ranks one rank's optimizer state is divided over: the data group (data × context ranks,
+// ProcessGroups::data) with the distributed optimizer, else 1.
+std::int64_t optimizer_shards(const core::ParallelPlan& plan);
 // About how many parameters one rank of `job` holds: its share of the layers (experts over ep),
 // the larger of the embedding and the output layer over tp, and the position table. An upper
 // estimate for the memory checks made before anything is allocated.
@@ -128,6 +134,7 @@ public:
     // An empty `samples` trains on synthetic_sequence(seed, …).
     CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uint64_t seed,
                SampleSource samples = {});
+    ~CpuTrainer() override;
 
     StepStats step(std::int64_t index, std::vector<core::TraceEvent>* trace = nullptr) override;
     double evaluate(const SampleSource& samples, std::int64_t first_sample) override;
@@ -144,12 +151,13 @@ private:
     ProcessGroups& groups_;
     std::uint64_t seed_;
     SampleSource samples_;
-    core::Schedule schedule_;
+    std::unique_ptr<ScheduleWalk> walk_; // this pipeline rank's walk of the step's schedule
     ParameterStore store_;
     std::vector<GptChunk> chunks_;
     // Optimizer: fp32 Adam moments over this rank's shard of the flat parameters.
     OptimizerShard shard_;
     Vec adam_m_, adam_v_;
+    std::unique_ptr<GradientBuckets> dense_buckets_; // data-parallel all-reduce, experts aside
     std::int64_t skipped_ = 0;
 };
 
