@@ -2,7 +2,7 @@
 # Measured against simulated activation memory on this machine: gpt-demo (4 layers, hidden
 # 128, sequence 128, fp32; micro-batch 8, global batch 32) under each recomputation at one and
 # two pipeline stages, with flash attention and with stored scores, and ZB-H1. Prints a
-# Markdown table (README, "Measured"). Run after ./trident.sh build; the memory model does not
+# Markdown table (docs/measurements/2026-12-01-activation-memory.md). Run after ./trident.sh build; the memory model does not
 # depend on the profile, so the test fixture serves.
 set -euo pipefail
 cd "$(dirname "$0")/.."

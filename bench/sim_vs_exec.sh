@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Simulated versus measured step time and peak activation memory on this machine, for a GPT
 # small enough for two ranks (bench/models/gpt-bench.json), three layouts. Run after
-# ./trident.sh build; prints a Markdown table (README, "Simulator vs executor").
+# ./trident.sh build; prints a Markdown table (docs/measurements/2026-12-01-simulator-vs-executor.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trident=build/cli/trident

@@ -12,6 +12,7 @@
 #include "trident/core/job_loader.h"
 #include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
+#include "trident/core/step_numbers.h"
 #include "trident/core/units.h"
 #include "trident/executor/backend.h"
 #include "trident/executor/checkpoint.h"
@@ -323,9 +324,13 @@ Command add_run_command(CLI::App& app) {
                 peak_activation_bytes = std::max(peak_activation_bytes, st.peak_activation_bytes);
                 if (rank == 0) {
                     // Model FLOPs per device (Narayanan et al. 2021), as Megatron reports them.
-                    const double rate = model_flops / st.seconds / mpi.world_size();
+                    const double devices = double(mpi.world_size());
+                    const double rate = core::flops_per_device_s(model_flops, st.seconds, devices);
                     char mfu[32] = "";
-                    if (peak) std::snprintf(mfu, sizeof mfu, " | MFU %.1f %%", rate / *peak * 100);
+                    if (peak)
+                        std::snprintf(mfu, sizeof mfu, " | MFU %.1f %%",
+                                      100 * core::flops_utilization(model_flops, st.seconds,
+                                                                    devices, *peak));
                     bar.finish();
                     std::printf("step %lld/%lld | loss %.9g | lr %.3e | grad norm %.4f | %.3f s | "
                                 "%.0f tokens/s | %s%s%s\n",
@@ -342,7 +347,8 @@ Command add_run_command(CLI::App& app) {
                     bar.update(double(s + 1), detail);
                 }
                 if (record) {
-                    const core::Trace trace = executor::gather_trace(events);
+                    core::Trace trace = executor::gather_trace(events);
+                    trace.plan = core::to_json(job);
                     if (rank == 0) {
                         std::ostringstream text;
                         core::write_chrome_trace(trace, text);

@@ -86,8 +86,8 @@ std::int64_t ModelSpec::num_moe_layers() const {
     return (eligible + moe->layer_frequency - 1) / moe->layer_frequency;
 }
 
-std::int64_t ModelSpec::padded_vocab_size(std::int64_t tp, std::int64_t divisible_by) const {
-    const std::int64_t multiple = divisible_by * tp;
+std::int64_t ModelSpec::padded_vocab_size(std::int64_t tp) const {
+    const std::int64_t multiple = make_vocab_size_divisible_by * tp;
     return (vocab_size + multiple - 1) / multiple * multiple;
 }
 
@@ -110,6 +110,9 @@ ModelSpec model_from_json(const Json& j, const std::string& path) {
     m.normalization = read_enum<Normalization>(r, "normalization", kNormalizationNames);
     m.position_embedding = read_enum<PositionEmbedding>(r, "position_embedding", kPositionNames);
     m.rotary_base = r.number_or("rotary_base", 10000.0, 2.0, 1e12);
+    m.norm_epsilon = r.number_or("norm_epsilon", 1e-5, 1e-12, 1.0);
+    m.make_vocab_size_divisible_by =
+        r.integer_or("make_vocab_size_divisible_by", 128, 1, 1 << 20);
     m.tied_embeddings = r.boolean("tied_embeddings");
     m.linear_bias = r.boolean("linear_bias");
     m.dropout = r.boolean_or("dropout", false);
@@ -186,6 +189,8 @@ Json to_json(const ModelSpec& m) {
     j["normalization"] = to_string(m.normalization);
     j["position_embedding"] = to_string(m.position_embedding);
     if (m.position_embedding == PositionEmbedding::rope) j["rotary_base"] = m.rotary_base;
+    j["norm_epsilon"] = m.norm_epsilon;
+    j["make_vocab_size_divisible_by"] = m.make_vocab_size_divisible_by;
     j["tied_embeddings"] = m.tied_embeddings;
     j["linear_bias"] = m.linear_bias;
     j["dropout"] = m.dropout;

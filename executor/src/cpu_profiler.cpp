@@ -1,6 +1,7 @@
 #include "trident/executor/cpu_profiler.h"
 
 #include "host_memory.h"
+#include "trident/core/model_spec.h"
 #include "trident/executor/measured_profile.h"
 #include "trident/kernels/cpu.h"
 
@@ -177,10 +178,11 @@ measure_memory_bound(const std::vector<double>& sizes) {
     // Bytes moved per element (reads + writes), as the simulator's layer operations count them.
     table("layernorm", 8.0, [&](std::int64_t n) {
         k::layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), w.data(),
-                             n / C, C);
+                             n / C, C, float(core::ModelSpec{}.norm_epsilon));
     });
     table("rmsnorm", 8.0, [&](std::int64_t n) {
-        k::rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), n / C, C);
+        k::rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), n / C, C,
+                           float(core::ModelSpec{}.norm_epsilon));
     });
     table("gelu", 8.0, [&](std::int64_t n) { k::gelu_forward(y.data(), x.data(), n); });
     table("swiglu", 12.0,

@@ -20,7 +20,6 @@ namespace kc = kernels::cuda;
 
 namespace {
 
-constexpr float kNormEps = 1e-5f; // as the CPU kernels (kernels/cpu/src/norm.cpp)
 
 class TensorIndex {
 public:
@@ -56,6 +55,7 @@ CudaGptChunk::CudaGptChunk(const core::JobSpec& job, std::int32_t pipeline_rank,
     layernorm_ = m.normalization == core::Normalization::layernorm;
     rope_ = m.position_embedding == core::PositionEmbedding::rope;
     rotary_base_ = m.rotary_base;
+    norm_eps_ = float(m.norm_epsilon);
     swiglu_ = m.activation == core::Activation::swiglu;
     bias_ = m.linear_bias;
     B_ = plan.micro_batch_size;
@@ -70,7 +70,7 @@ CudaGptChunk::CudaGptChunk(const core::JobSpec& job, std::int32_t pipeline_rank,
     KVl_ = m.num_query_groups / t;
     Fl_ = m.ffn_hidden_size / t;
     vocab_ = m.vocab_size;
-    Vl_ = (m.vocab_size + t - 1) / t;
+    Vl_ = m.padded_vocab_size(t) / t; // padded rows are masked out of the softmax
     vocab_start_ = tp_rank * Vl_;
     kc::AttentionShape shape{B_, T_, Hl_, KVl_, D_, 0.0f};
     try {
@@ -153,10 +153,10 @@ void CudaGptChunk::norm_forward(bf16* sum, bf16* out, float* mean, float* rstd, 
                                 const CudaChunkContext& ctx) const {
     if (layernorm_)
         kc::residual_layernorm_forward<bf16>(sum, out, mean, rstd, x, residual, ctx.weights + w,
-                                             ctx.weights + b, Nl_, h_, kNormEps, ctx.stream);
+                                             ctx.weights + b, Nl_, h_, norm_eps_, ctx.stream);
     else
         kc::residual_rmsnorm_forward<bf16>(sum, out, rstd, x, residual, ctx.weights + w, Nl_, h_,
-                                           kNormEps, ctx.stream);
+                                           norm_eps_, ctx.stream);
 }
 
 void CudaGptChunk::norm_backward(bf16* dsum, const bf16* dout, const bf16* dsum_in, const bf16* sum,

@@ -120,6 +120,7 @@ private:
     bool first_ = false, last_ = false, layernorm_ = true, swiglu_ = false, bias_ = true;
     bool rope_ = false, sp_ = false;
     std::int64_t Nl_ = 0, first_row_ = 0; // this rank's rows outside the tensor-parallel regions
+    float norm_eps_ = 1e-5f; // the model's norm_epsilon
     double rotary_base_ = 10000.0;
     std::int64_t B_ = 0, T_ = 0, N_ = 0, h_ = 0, Hl_ = 0, KVl_ = 0, D_ = 0, Fl_ = 0, Vl_ = 0;
     std::int64_t vocab_ = 0, vocab_start_ = 0;

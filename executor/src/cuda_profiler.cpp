@@ -1,5 +1,6 @@
 #include "trident/executor/cuda_profiler.h"
 
+#include "trident/core/model_spec.h"
 #include "trident/core/spec_error.h"
 #include "trident/executor/nccl_communicator.h"
 #include "trident/kernels/cuda/activation.h"
@@ -158,13 +159,13 @@ measure_memory_bound(const std::vector<double>& sizes, cudaStream_t s) {
         kc::residual_layernorm_forward<bf16>(as<bf16>(out), as<bf16>(out) + n, as<float>(out) + n,
                                              as<float>(out) + n + r, as<bf16>(in), as<bf16>(in) + n,
                                              as<bf16>(in) + 2 * n, as<bf16>(in) + 2 * n + 4096, r,
-                                             4096, 1e-5f, s);
+                                             4096, float(core::ModelSpec{}.norm_epsilon), s);
     });
     table("rmsnorm", 8.0, 4096, [&](std::int64_t r, const Bytes& in, const Bytes& out) {
         const std::size_t n = std::size_t(r) * 4096;
         kc::residual_rmsnorm_forward<bf16>(as<bf16>(out), as<bf16>(out) + n, as<float>(out) + n,
                                            as<bf16>(in), as<bf16>(in) + n, as<bf16>(in) + 2 * n, r,
-                                           4096, 1e-5f, s);
+                                           4096, float(core::ModelSpec{}.norm_epsilon), s);
     });
     table("gelu", 4.0, 8192, [&](std::int64_t r, const Bytes& in, const Bytes& out) {
         kc::bias_gelu_forward<bf16>(as<bf16>(out), as<bf16>(in),

@@ -98,6 +98,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     N_ = B_ * T_;
     rope_ = m.position_embedding == core::PositionEmbedding::rope;
     rotary_base_ = m.rotary_base;
+    norm_eps_ = float(m.norm_epsilon);
     dropout_ = m.dropout;
     seed_ = seed;
     tp_rank_ = tp_rank;
@@ -115,7 +116,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     KVl_ = KV / t;
     Fl_ = F / t;
     vocab_ = m.vocab_size;
-    Vl_ = (m.vocab_size + t - 1) / t; // padded to a multiple of tp; padded rows are masked
+    Vl_ = m.padded_vocab_size(t) / t; // padded rows are masked out of the softmax
     vocab_start_ = r * Vl_;
     if (m.moe) {
         experts_ = m.moe->num_experts;
@@ -273,9 +274,9 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
 void GptChunk::norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w,
                             std::int64_t b) const {
     if (layernorm_)
-        k::layernorm_forward(out, mean, rstd, in, p(w), p(b), Nl_, h_);
+        k::layernorm_forward(out, mean, rstd, in, p(w), p(b), Nl_, h_, norm_eps_);
     else
-        k::rmsnorm_forward(out, rstd, in, p(w), Nl_, h_);
+        k::rmsnorm_forward(out, rstd, in, p(w), Nl_, h_, norm_eps_);
 }
 
 void GptChunk::norm_backward(float* dinp, const float* dout, const float* in, const float* mean,

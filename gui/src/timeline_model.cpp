@@ -1,6 +1,7 @@
 #include "timeline_model.h"
 
 #include "trident/core/spec_error.h"
+#include "trident/core/step_numbers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -35,7 +36,7 @@ void measure_compute(const std::vector<core::TraceEvent>& events, const Timeline
     lane.idle_s = 0.0;
     for (const TimeInterval& gap : lane.idle) lane.idle_s += gap.length_s();
     const double step_s = step_end_s - step_start_s;
-    lane.bubble_fraction = step_s > 0.0 ? lane.idle_s / step_s : 0.0;
+    lane.bubble_fraction = core::bubble_fraction(lane.idle_s, step_s);
 }
 
 struct RankStart {
@@ -53,7 +54,7 @@ struct RankStart {
 //
 // By structure (used whenever the trace has the point-to-point events to tell): ranks that
 // never talk upstream are the first stage, and since ranks are numbered with the pipeline
-// outermost (Megatron's tp-cp-ep-dp-pp, see README "Rank order"), every stage holds that many
+// outermost (Megatron's tp-cp-ep-dp-pp, see docs/executor.md "Rank order and process groups"), every stage holds that many
 // consecutive ranks. This survives measured traces, whose ranks' clocks start at their own
 // step start. A simulated trace has one representative rank per stage, so there each rank is
 // its own stage.

@@ -1,5 +1,7 @@
 #include "trident/simulator/pipeline_timeline.h"
 
+#include "trident/core/step_numbers.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -11,8 +13,8 @@ using core::EventKind;
 using core::Stream;
 
 double PipelineTimeline::bubble_fraction(std::int32_t rank) const {
-    if (makespan_s <= 0.0) return 0.0;
-    return (makespan_s - busy_s.at(std::size_t(rank))) / makespan_s;
+    return core::bubble_fraction(core::idle_seconds(makespan_s, busy_s.at(std::size_t(rank))),
+                                 makespan_s);
 }
 
 PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compute,

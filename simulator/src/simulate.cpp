@@ -1,6 +1,7 @@
 #include "trident/simulator/simulate.h"
 
 #include "trident/core/schedule.h"
+#include "trident/core/step_numbers.h"
 #include "trident/simulator/flops.h"
 #include "trident/simulator/pipeline_timeline.h"
 
@@ -34,7 +35,9 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
     const core::Precision& prec = job.model.precision;
     const double grad_b = double(core::dtype_bytes(prec.grads));
     const double param_b = double(core::dtype_bytes(prec.params));
-    const double bucket_bytes = std::max(bucket_parameters, 1.0e6 * double(p.dp)) * grad_b;
+    const double bucket_bytes =
+        (bucket_parameters > 0 ? bucket_parameters : double(core::ddp_bucket_elements(p.dp * p.cp))) *
+        grad_b;
     double last_backward_s = 0.0; // the final micro-batch's backward, over all chunks
     for (std::int32_t c = 0; c < p.vpp; ++c)
         last_backward_s +=
@@ -152,22 +155,26 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
         report.step_time_s =
             std::max(report.step_time_s, s.pipeline_end_s + s.data_parallel_s + s.optimizer_s);
     for (StageReport& s : report.stages)
-        s.bubble_s = std::max(0.0, report.step_time_s - s.compute_s - s.recompute_s -
-                                       s.collective_s - s.data_parallel_s - s.optimizer_s);
+        s.bubble_s = core::idle_seconds(report.step_time_s, s.compute_s + s.recompute_s +
+                                                                s.collective_s + s.data_parallel_s +
+                                                                s.optimizer_s);
 
     const StepFlops flops = step_flops(job);
     const double devices = double(job.cluster.devices());
     report.model_flops = flops.model;
     report.hardware_flops = flops.hardware;
     report.tokens_per_s = double(job.training.tokens_per_step()) / report.step_time_s;
-    report.tflops_per_device = flops.model / report.step_time_s / devices / 1e12;
-    report.mfu = flops.model / (report.step_time_s * devices * report.peak_flops_per_s);
-    report.hfu = flops.hardware / (report.step_time_s * devices * report.peak_flops_per_s);
+    report.tflops_per_device = core::flops_per_device_s(flops.model, report.step_time_s, devices) / 1e12;
+    report.mfu =
+        core::flops_utilization(flops.model, report.step_time_s, devices, report.peak_flops_per_s);
+    report.hfu = core::flops_utilization(flops.hardware, report.step_time_s, devices,
+                                         report.peak_flops_per_s);
 
     if (options.trace) {
         // The pipeline events become the trace in place; recomputation is split off the front
         // of each B as its own block, appended after them (a trace is not ordered).
         report.trace.source = "simulated";
+        report.trace.plan = core::to_json(job);
         std::vector<core::TraceEvent> dp_events = std::move(report.trace.events);
         report.trace.events = std::move(timeline.events);
         std::vector<core::TraceEvent>& events = report.trace.events;

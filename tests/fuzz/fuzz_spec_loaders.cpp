@@ -1,5 +1,5 @@
 // libFuzzer target for the spec loaders: any byte string must either load or raise SpecError;
-// any other exception, crash or sanitizer report is a bug. See README.md ("Fuzzing").
+// any other exception, crash or sanitizer report is a bug. See docs/building.md ("Fuzzing").
 #include "trident/core/job.h"
 #include "trident/core/parameter_count.h"
 #include "trident/core/rank_grid.h"

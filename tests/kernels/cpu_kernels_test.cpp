@@ -44,7 +44,7 @@ TEST(CpuKernels, LayerNormAndRmsNorm) {
     Vec out(N * C), mean(N), rstd(N);
     const auto ln = [&] {
         layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N,
-                          C);
+                          C, 1e-5f);
         return dot(out, r);
     };
     ln();
@@ -56,7 +56,7 @@ TEST(CpuKernels, LayerNormAndRmsNorm) {
     check_gradient(b, db, ln, "layernorm dbias");
 
     const auto rms = [&] {
-        rmsnorm_forward(out.data(), rstd.data(), inp.data(), w.data(), N, C);
+        rmsnorm_forward(out.data(), rstd.data(), inp.data(), w.data(), N, C, 1e-5f);
         return dot(out, r);
     };
     rms();

@@ -100,3 +100,18 @@ TEST(ActivationMemory, InterleavedAndZeroBubbleSchedulesToo) {
         EXPECT_GE(measured, 0.9 * predicted) << job;
     }
 }
+
+TEST(ActivationMemory, SimulatorVsExecutorBenchmarkLayouts) {
+    // bench/sim_vs_exec.sh's model and layouts (its memory columns), as a test.
+    const std::string common = "--model " + std::string(TRIDENT_SOURCE_DIR) +
+                               "/bench/models/gpt-bench.json --cluster localhost "
+                               "--devices-per-node 2 --mbs 4 --gbs 32 ";
+    for (const char* layout : {"--tp 1 --pp 2 --dp 1 --schedule 1f1b", "--tp 2 --pp 1 --dp 1",
+                               "--tp 1 --pp 1 --dp 2"}) {
+        const std::string job = common + layout;
+        const double measured = measured_peak(2, job), predicted = predicted_peak(job);
+        ASSERT_GT(measured, 0.0) << job;
+        EXPECT_LE(measured, 1.1 * predicted) << job;
+        EXPECT_GE(measured, 0.9 * predicted) << job;
+    }
+}

@@ -5,10 +5,8 @@
 
 namespace trident::kernels::cpu {
 
-constexpr float kEps = 1e-5f;
-
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, std::int64_t N, std::int64_t C) {
+                       const float* bias, std::int64_t N, std::int64_t C, float eps) {
     for (std::int64_t n = 0; n < N; ++n) {
         const float* x = inp + n * C;
         float m = 0.0f;
@@ -16,7 +14,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
         m /= float(C);
         float var = 0.0f;
         for (std::int64_t i = 0; i < C; ++i) var += (x[i] - m) * (x[i] - m);
-        const float s = 1.0f / std::sqrt(var / float(C) + kEps);
+        const float s = 1.0f / std::sqrt(var / float(C) + eps);
         for (std::int64_t i = 0; i < C; ++i) out[n * C + i] = (x[i] - m) * s * weight[i] + bias[i];
         mean[n] = m;
         rstd[n] = s;
@@ -49,12 +47,12 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 }
 
 void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, std::int64_t N,
-                     std::int64_t C) {
+                     std::int64_t C, float eps) {
     for (std::int64_t n = 0; n < N; ++n) {
         const float* x = inp + n * C;
         float ss = 0.0f;
         for (std::int64_t i = 0; i < C; ++i) ss += x[i] * x[i];
-        const float s = 1.0f / std::sqrt(ss / float(C) + kEps);
+        const float s = 1.0f / std::sqrt(ss / float(C) + eps);
         for (std::int64_t i = 0; i < C; ++i) out[n * C + i] = x[i] * s * weight[i];
         rstd[n] = s;
     }

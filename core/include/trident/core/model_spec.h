@@ -61,6 +61,8 @@ struct ModelSpec {
     Normalization normalization = Normalization::layernorm;
     PositionEmbedding position_embedding = PositionEmbedding::learned;
     double rotary_base = 10000.0; // RoPE's θ base (Megatron --rotary-base; Llama 3: 500000)
+    double norm_epsilon = 1e-5;
+    std::int64_t make_vocab_size_divisible_by = 128; // Megatron --make-vocab-size-divisible-by   // added to the variance in every norm (Megatron --norm-epsilon)
     bool tied_embeddings = true;
     bool linear_bias = true; // biases on the linear layers (GPT yes, Llama no)
     bool dropout = false;    // attention and hidden dropout (GPT trained with 0.1; Llama none)
@@ -70,8 +72,9 @@ struct ModelSpec {
 
     bool is_moe_layer(std::int64_t layer) const;
     std::int64_t num_moe_layers() const;
-    // Megatron pads the vocabulary to a multiple of 128·tp so every shard is equal.
-    std::int64_t padded_vocab_size(std::int64_t tp, std::int64_t divisible_by = 128) const;
+    // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by · tp so every
+    // shard is equal (the one padding rule: simulator, planner and both executors use it).
+    std::int64_t padded_vocab_size(std::int64_t tp) const;
 };
 
 ModelSpec model_from_json(const Json& j, const std::string& path = "model");

@@ -248,6 +248,7 @@ private:
     std::vector<std::int32_t> row_positions_; // sequence position of each of the N rows (RoPE)
     bool rope_ = false;
     double rotary_base_ = 10000.0;
+    float norm_eps_ = 1e-5f; // the model's norm_epsilon
     bool dropout_ = false;
     std::uint64_t seed_ = 0;
     int tp_rank_ = 0;

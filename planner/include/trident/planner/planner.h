@@ -19,7 +19,7 @@
 
 namespace trident::planner {
 
-// Allowed values per dimension; an empty list means the planner's default set (README).
+// Allowed values per dimension; an empty list means the planner's default set (docs/cli.md, `trident plan`).
 struct SearchSpace {
     std::vector<std::int64_t> tp, pp, cp, ep, vpp, micro_batch;
     std::vector<core::ScheduleKind> schedules;

@@ -5,6 +5,7 @@
 // — the parameter all-gather. Step time is the slowest pipeline stage's finish.
 #include "trident/core/job.h"
 #include "trident/core/profile.h"
+#include "trident/core/step_numbers.h"
 #include "trident/core/trace.h"
 #include "trident/simulator/cost_model.h"
 #include "trident/simulator/memory.h"
@@ -24,7 +25,7 @@ struct StageReport {
     double bubble_s = 0.0; // idle: pipeline fill/drain and waits for point-to-point data
     double pipeline_end_s = 0.0;
     StageMemory memory;
-    double bubble_fraction(double step_s) const { return step_s > 0 ? bubble_s / step_s : 0.0; }
+    double bubble_fraction(double step_s) const { return core::bubble_fraction(bubble_s, step_s); }
 };
 
 struct Report {
@@ -48,8 +49,9 @@ struct Report {
 
 struct SimulateOptions {
     bool trace = false;
-    // Megatron's default gradient bucket: max(40M, 1M·dp) parameters.
-    double bucket_parameters = 40.0e6;
+    // The data-parallel gradient bucket in parameters; 0: Megatron's default
+    // (core::ddp_bucket_elements of the data × context ranks).
+    double bucket_parameters = 0.0;
 };
 
 Report simulate(const core::JobSpec& job, const core::Profile& profile,

@@ -21,15 +21,16 @@ void matmul_backward_input(float* dinp, const float* dout, const float* weight, 
 void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp,
                             std::int64_t N, std::int64_t C, std::int64_t OC);
 
-// LayerNorm (Ba et al. 2016) over C; saves mean and 1/std per row for the backward.
+// LayerNorm (Ba et al. 2016) over C, `eps` added to the variance (the model's norm_epsilon);
+// saves mean and 1/std per row for the backward.
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, std::int64_t N, std::int64_t C);
+                       const float* bias, std::int64_t N, std::int64_t C, float eps);
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd,
                         std::int64_t N, std::int64_t C);
 // RMSNorm (Zhang & Sennrich 2019): x / rms(x) · weight.
 void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, std::int64_t N,
-                     std::int64_t C);
+                     std::int64_t C, float eps);
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                       const float* weight, const float* rstd, std::int64_t N, std::int64_t C);
 
