@@ -23,6 +23,7 @@
 // stores the probabilities (Korthikanti et al. 2022's selective recomputation for free).
 #include "cuda_tensor.h"
 #include "trident/core/job.h"
+#include "trident/core/model_layout.h"
 #include "trident/executor/gpt_chunk.h"
 #include "trident/executor/nccl_communicator.h"
 #include "trident/kernels/cuda/gemm.h"
@@ -58,7 +59,7 @@ public:
     bool last() const { return last_; }
     // bf16 elements between stages: [N×h], or this rank's 1/tp of the rows under sequence
     // parallelism.
-    std::int64_t hidden_elements() const { return Nl_ * h_; }
+    std::int64_t hidden_elements() const { return shape_.rows * shape_.hidden; }
 
     struct Layer {
         CudaTensor<bf16> x_in, ln1, q, k, v, att, x_mid, ln2, fc, act;
@@ -119,11 +120,9 @@ private:
 
     bool first_ = false, last_ = false, layernorm_ = true, swiglu_ = false, bias_ = true;
     bool rope_ = false, sp_ = false;
-    std::int64_t Nl_ = 0, first_row_ = 0; // this rank's rows outside the tensor-parallel regions
     float norm_eps_ = 1e-5f; // the model's norm_epsilon
     double rotary_base_ = 10000.0;
-    std::int64_t B_ = 0, T_ = 0, N_ = 0, h_ = 0, Hl_ = 0, KVl_ = 0, D_ = 0, Fl_ = 0, Vl_ = 0;
-    std::int64_t vocab_ = 0, vocab_start_ = 0;
+    core::ChunkShape shape_; // this rank's sizes: tokens, rows, local heads, vocabulary, …
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
     std::vector<std::size_t> embedding_tensors_, head_tensors_; // store indices, for W's report
     std::vector<LayerParams> layers_;

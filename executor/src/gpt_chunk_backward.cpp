@@ -41,12 +41,14 @@ Vec GptChunk::branch_gradient(const Vec& dx, DropoutSite site, std::int64_t laye
 
 void GptChunk::linear_weight_gradient(const LayerParams& lp, Layer& L, Linear which,
                                       bool release_inputs) const {
-    const std::int64_t Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
+    const std::int64_t Wl = (shape_.local_heads + 2 * shape_.local_kv_groups) * shape_.head_dim,
+                       gate = swiglu_ ? 2 : 1;
     // dW += doutᵀ · input (and the bias's Σ dout), from the output gradient B left and the
     // input the forward saved.
     const auto grad = [&](std::int64_t w, std::int64_t b, Vec& dout, Vec& in, std::int64_t C,
                           std::int64_t OC) {
-        k::matmul_backward_weight(g(w), bias_ ? g(b) : nullptr, dout.data(), in.data(), N_, C, OC);
+        k::matmul_backward_weight(g(w), bias_ ? g(b) : nullptr, dout.data(), in.data(),
+                                  shape_.tokens, C, OC);
         if (release_inputs) {
             release(dout);
             release(in);
@@ -54,29 +56,30 @@ void GptChunk::linear_weight_gradient(const LayerParams& lp, Layer& L, Linear wh
     };
     switch (which) {
     case Linear::qkv:
-        return grad(lp.qkv_w, lp.qkv_b, L.d_qkv, L.ln1, h_, Wl);
+        return grad(lp.qkv_w, lp.qkv_b, L.d_qkv, L.ln1, shape_.hidden, Wl);
     case Linear::proj:
-        return grad(lp.proj_w, lp.proj_b, L.d_proj_out, L.att, Hl_ * D_, h_);
+        return grad(lp.proj_w, lp.proj_b, L.d_proj_out, L.att, shape_.local_heads * shape_.head_dim,
+                    shape_.hidden);
     case Linear::fc1:
-        return grad(lp.fc_w, lp.fc_b, L.d_fc, L.ln2, h_, gate * Fl_);
+        return grad(lp.fc_w, lp.fc_b, L.d_fc, L.ln2, shape_.hidden, gate * shape_.local_ffn);
     case Linear::fc2:
-        return grad(lp.fc2_w, lp.fc2_b, L.d_fc2_out, L.act, Fl_, h_);
+        return grad(lp.fc2_w, lp.fc2_b, L.d_fc2_out, L.act, shape_.local_ffn, shape_.hidden);
     }
 }
 
 void GptChunk::moe_weight_gradients(const LayerParams& lp, Layer& L, bool release_inputs) const {
     const std::int64_t gate = swiglu_ ? 2 : 1;
     MoeState& s = L.moe;
-    k::matmul_backward_weight(g(lp.router_w), nullptr, s.d_logits.data(), L.ln2.data(), N_, h_,
-                              experts_);
+    k::matmul_backward_weight(g(lp.router_w), nullptr, s.d_logits.data(), L.ln2.data(),
+                              shape_.tokens, shape_.hidden, experts_);
     for (std::size_t e = 0; e < lp.experts.size(); ++e) {
-        const std::int64_t rows = std::int64_t(s.x[e].size()) / h_;
+        const std::int64_t rows = std::int64_t(s.x[e].size()) / shape_.hidden;
         if (rows == 0) continue;
         const ExpertParams& x = lp.experts[e];
         k::matmul_backward_weight(g(x.fc_w), bias_ ? g(x.fc_b) : nullptr, s.d_fc[e].data(),
-                                  s.x[e].data(), rows, h_, gate * expert_ffn_);
+                                  s.x[e].data(), rows, shape_.hidden, gate * expert_ffn_);
         k::matmul_backward_weight(g(x.fc2_w), bias_ ? g(x.fc2_b) : nullptr, s.d_out[e].data(),
-                                  s.act[e].data(), rows, expert_ffn_, h_);
+                                  s.act[e].data(), rows, expert_ffn_, shape_.hidden);
     }
     if (release_inputs) {
         release(L.ln2);
@@ -85,7 +88,8 @@ void GptChunk::moe_weight_gradients(const LayerParams& lp, Layer& L, bool releas
 }
 
 void GptChunk::head_weight_gradient(Activations& a, bool release_inputs) const {
-    k::matmul_backward_weight(g(head_), nullptr, a.dlogits.data(), a.lnf.data(), N_, h_, Vl_);
+    k::matmul_backward_weight(g(head_), nullptr, a.dlogits.data(), a.lnf.data(), shape_.tokens,
+                              shape_.hidden, shape_.local_vocab);
     if (release_inputs) {
         release(a.dlogits);
         release(a.lnf);
@@ -93,12 +97,14 @@ void GptChunk::head_weight_gradient(Activations& a, bool release_inputs) const {
 }
 
 void GptChunk::embedding_weight_gradient(Activations& a, bool release_inputs) const {
-    k::embedding_backward(g(wte_), a.tokens, a.embedding_grad.data(), N_, h_, vocab_start_, Vl_);
+    k::embedding_backward(g(wte_), a.tokens, a.embedding_grad.data(), shape_.tokens, shape_.hidden,
+                          shape_.vocab_start, shape_.local_vocab);
     if (wpe_ >= 0)
-        for (std::int64_t n = 0; n < N_; ++n)
-            for (std::int64_t c = 0; c < h_; ++c)
-                g(wpe_)[positions_[std::size_t(cp_rank_)][std::size_t(n % T_)] * h_ + c] +=
-                    a.embedding_grad[std::size_t(n * h_ + c)];
+        for (std::int64_t n = 0; n < shape_.tokens; ++n)
+            for (std::int64_t c = 0; c < shape_.hidden; ++c)
+                g(wpe_)[positions_[std::size_t(cp_rank_)][std::size_t(n % shape_.local_sequence)] *
+                            shape_.hidden +
+                        c] += a.embedding_grad[std::size_t(n * shape_.hidden + c)];
     if (release_inputs) release(a.embedding_grad);
 }
 
@@ -107,8 +113,10 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
     Communicator& tp = comms.tensor;
     const LayerParams& lp = layers_[i];
     Layer& L = a.layers[i];
-    const std::int64_t layer = first_layer_ + std::int64_t(i);
-    const std::int64_t NH = N_ * h_, Wl = (Hl_ + 2 * KVl_) * D_, gate = swiglu_ ? 2 : 1;
+    const std::int64_t layer = shape_.first_layer + std::int64_t(i);
+    const std::int64_t NH = shape_.tokens * shape_.hidden,
+                       Wl = (shape_.local_heads + 2 * shape_.local_kv_groups) * shape_.head_dim,
+                       gate = swiglu_ ? 2 : 1;
     const auto weights = [&](auto&& work) {
         if (fused) timed(a.weight_gradient_s, work);
     };
@@ -131,18 +139,22 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
     } else {
         L.d_fc2_out = gather_rows(branch_gradient(dx, mlp_out, layer, a), tp);
         note_peak();
-        Vec d_act(static_cast<std::size_t>(N_ * Fl_), 0.0f);
-        k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), N_, Fl_, h_);
+        Vec d_act(static_cast<std::size_t>(shape_.tokens * shape_.local_ffn), 0.0f);
+        k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), shape_.tokens,
+                                 shape_.local_ffn, shape_.hidden);
         weights([&] { linear_weight_gradient(lp, L, Linear::fc2, true); });
-        L.d_fc.assign(std::size_t(N_ * gate * Fl_), 0.0f);
+        L.d_fc.assign(std::size_t(shape_.tokens * gate * shape_.local_ffn), 0.0f);
         if (swiglu_)
-            k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_, Fl_);
+            k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), shape_.tokens,
+                               shape_.local_ffn);
         else
-            k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), N_ * Fl_);
+            k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(),
+                             shape_.tokens * shape_.local_ffn);
         note_peak();
         release(d_act);
         release(L.fc);
-        k::matmul_backward_input(d_ln2.data(), L.d_fc.data(), p(lp.fc_w), N_, h_, gate * Fl_);
+        k::matmul_backward_input(d_ln2.data(), L.d_fc.data(), p(lp.fc_w), shape_.tokens,
+                                 shape_.hidden, gate * shape_.local_ffn);
         weights([&] { linear_weight_gradient(lp, L, Linear::fc1, true); });
         d_ln2 = reduce_rows(std::move(d_ln2), tp); // column-parallel input gradient
     }
@@ -152,8 +164,9 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
     for (Vec* v : {&d_ln2, &L.x_mid, &L.ln2_mean, &L.ln2_rstd}) release(*v);
     // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
     L.d_proj_out = gather_rows(branch_gradient(dx, attention_out, layer, a), tp);
-    Vec d_att(static_cast<std::size_t>(N_ * Hl_ * D_), 0.0f);
-    k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), N_, Hl_ * D_, h_);
+    Vec d_att(static_cast<std::size_t>(shape_.tokens * shape_.local_heads * shape_.head_dim), 0.0f);
+    k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), shape_.tokens,
+                             shape_.local_heads * shape_.head_dim, shape_.hidden);
     note_peak();
     attention_backward(L, d_att, comms.context); // flash reads the output (att) too
     note_peak();
@@ -161,12 +174,15 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
     std::vector<std::uint64_t>().swap(L.attention_keys);
     weights([&] { linear_weight_gradient(lp, L, Linear::proj, true); });
     if (rope_) { // back through the rotation: the gradients of the unrotated q and k
-        k::rope_backward(L.d_qkv.data(), N_, Wl, Hl_, D_, row_positions_.data(), rotary_base_);
-        k::rope_backward(L.d_qkv.data() + Hl_ * D_, N_, Wl, KVl_, D_, row_positions_.data(),
+        k::rope_backward(L.d_qkv.data(), shape_.tokens, Wl, shape_.local_heads, shape_.head_dim,
+                         row_positions_.data(), rotary_base_);
+        k::rope_backward(L.d_qkv.data() + shape_.local_heads * shape_.head_dim, shape_.tokens, Wl,
+                         shape_.local_kv_groups, shape_.head_dim, row_positions_.data(),
                          rotary_base_);
     }
     Vec d_ln1(static_cast<std::size_t>(NH), 0.0f);
-    k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), N_, h_, Wl);
+    k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), shape_.tokens,
+                             shape_.hidden, Wl);
     weights([&] { linear_weight_gradient(lp, L, Linear::qkv, true); });
     d_ln1 = reduce_rows(std::move(d_ln1), tp);
     norm_backward(dx.data(), d_ln1.data(), L.x_in.data(), L.ln1_mean.data(), L.ln1_rstd.data(),
@@ -178,17 +194,19 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
 void GptChunk::backward_pass(Activations& a, const float* dout, float loss_scale,
                              const ChunkComms& comms, bool fused) const {
     Communicator& tp = comms.tensor;
-    const std::int64_t NH = N_ * h_, NLH = Nl_ * h_;
+    const std::int64_t NH = shape_.tokens * shape_.hidden, NLH = shape_.rows * shape_.hidden;
     a.weight_gradient_s = 0.0;
     a.peak_bytes = a.bytes();
     Vec dx(static_cast<std::size_t>(NLH), 0.0f); // gradient of this rank's rows
     if (last_) {
         // The forward left the exponentials in `logits`: they become the gradient in place.
         k::cross_entropy_backward(a.logits.data(), a.sum_exp.data(), a.targets,
-                                  loss_scale / float(loss_tokens_), N_, Vl_, vocab_start_);
+                                  loss_scale / float(loss_tokens_), shape_.tokens,
+                                  shape_.local_vocab, shape_.vocab_start);
         a.dlogits = std::move(a.logits);
         Vec dlnf(static_cast<std::size_t>(NH), 0.0f);
-        k::matmul_backward_input(dlnf.data(), a.dlogits.data(), p(head_), N_, h_, Vl_);
+        k::matmul_backward_input(dlnf.data(), a.dlogits.data(), p(head_), shape_.tokens,
+                                 shape_.hidden, shape_.local_vocab);
         if (fused) timed(a.weight_gradient_s, [&] { head_weight_gradient(a, true); });
         dlnf = reduce_rows(std::move(dlnf), tp); // the LM head is column-parallel
         norm_backward(dx.data(), dlnf.data(), a.hidden_out.data(), a.lnf_mean.data(),

@@ -4,7 +4,7 @@
 #include "partial_sums.h"
 #include "schedule_walk.h"
 #include "trident/core/hash.h"
-#include "trident/core/parameter_count.h"
+#include "trident/core/model_layout.h"
 #include "trident/core/spec_error.h"
 #include "trident/core/step_numbers.h"
 #include "trident/core/units.h"
@@ -94,12 +94,16 @@ std::int64_t optimizer_shards(const core::ParallelPlan& plan) {
 }
 
 double rank_parameters_estimate(const core::JobSpec& job) {
-    const core::ParameterCounts c = core::count_parameters(job.model);
-    const core::ParallelPlan& p = job.plan;
-    const double dense_layers = double(c.layers_total - c.routed_experts);
-    return dense_layers / double(p.tp * p.pp) + double(c.routed_experts) / double(p.ep * p.pp) +
-           double(std::max(c.word_embedding, c.output_layer)) / double(p.tp) +
-           double(c.position_embedding);
+    // The busiest pipeline rank's chunks, from the layout table the chunks allocate from.
+    double most = 0.0;
+    for (std::int32_t r = 0; r < job.plan.pp; ++r) {
+        double held = 0.0;
+        for (std::int32_t c = 0; c < job.plan.vpp; ++c)
+            held += double(core::ChunkLayout(job, r, c, 0, 0, 1, core::LayoutDetail::counts)
+                               .parameters());
+        most = std::max(most, held);
+    }
+    return most;
 }
 
 void require_host_memory(const core::JobSpec& job, double bytes_per_parameter,

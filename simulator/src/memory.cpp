@@ -1,5 +1,6 @@
 #include "trident/simulator/memory.h"
 
+#include "trident/core/model_layout.h"
 #include "trident/core/parameter_count.h"
 #include "trident/simulator/flops.h"
 
@@ -231,33 +232,13 @@ ChunkActivations chunk_activations(const core::JobSpec& job, LayerBytesTable& la
 } // namespace
 
 StageParameters stage_parameters(const core::JobSpec& job, std::int32_t r) {
-    const core::ModelSpec& m = job.model;
-    const core::ParallelPlan& p = job.plan;
-    const double t = double(p.tp);
-    const std::int64_t per_chunk = job.layers_per_model_chunk();
+    // One rank of the stage (tensor and expert rank 0: every rank of a stage holds as many),
+    // from the model layout table the executors allocate from.
     StageParameters out;
-    for (std::int64_t c = 0; c < p.vpp; ++c) {
-        const std::int64_t vs = c * p.pp + r;
-        for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
-            const core::LayerParameters lp = core::layer_parameters(m, layer);
-            // Attention and MLP weights split over tp; norms and the router replicated;
-            // routed experts split over ep (and tp, which Megatron uses as expert tp).
-            out.dense += double(lp.attention + lp.dense_mlp + lp.shared_experts) / t +
-                         double(lp.attention_norms + lp.layer_norms + lp.router);
-            out.expert += double(lp.routed_experts) / (double(p.ep) * t);
-        }
-    }
-    const double vocab_shard = double(m.padded_vocab_size(p.tp)) * double(m.hidden_size) / t;
-    if (r == 0) {
-        out.dense += vocab_shard;
-        if (m.position_embedding == core::PositionEmbedding::learned)
-            out.dense += double(m.max_position_embeddings) * double(m.hidden_size);
-    }
-    if (r == p.pp - 1) {
-        out.dense += double(core::count_parameters(m).final_norm);
-        // An untied output layer, or — with more than one stage — the last stage's copy of a
-        // tied embedding, kept in sync over the embedding group.
-        if (!m.tied_embeddings || p.pp > 1) out.dense += vocab_shard;
+    for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
+        const core::ChunkLayout layout(job, r, c, 0, 0, 1, core::LayoutDetail::counts);
+        out.expert += double(layout.expert_parameters());
+        out.dense += double(layout.parameters() - layout.expert_parameters());
     }
     return out;
 }

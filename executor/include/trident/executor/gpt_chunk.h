@@ -24,6 +24,7 @@
 // each token's position in its sequence (its context rank's positions); B turns their
 // gradients back before the GEMM's backward.
 #include "trident/core/job.h"
+#include "trident/core/model_layout.h"
 #include "trident/executor/communicator.h"
 
 #include <cstdint>
@@ -61,20 +62,8 @@ using Vec = std::vector<float, UninitializedAllocator<float>>;
 
 // All parameters of one rank in one flat buffer (and one for their gradients), so data
 // parallelism and the sharded optimizer see a single array.
-// How the optimizer and the gradient sums treat one tensor.
-struct TensorFlags {
-    bool decay = false;            // weight decay applies (matrices, not norms or biases)
-    bool tp_replicated = false;    // every tensor rank holds the same values
-    bool duplicate = false;        // a copy kept in sync (the last stage's tied embedding)
-    bool sequence_partial = false; // under sequence parallelism each tensor rank holds a
-                                   // partial gradient (norms): summed over the tensor group
-    bool expert = false;           // a routed expert's: reduced over the expert-data group
-    bool tied_embedding = false;   // the tied word embedding or its last-stage copy: both
-                                   // take the sum of their gradients over the embedding group
-};
-
 struct ParameterStore {
-    struct Tensor : TensorFlags {
+    struct Tensor : core::TensorFlags {
         std::string name;
         std::int64_t offset = 0, size = 0;
         // Where this shard sits in the full tensor: (full offset, length) of each contiguous
@@ -84,8 +73,14 @@ struct ParameterStore {
     };
     Vec values, grads;
     std::vector<Tensor> tensors;
-    std::int64_t add(std::string name, std::int64_t size, TensorFlags flags);
+    std::int64_t add(std::string name, std::int64_t size, core::TensorFlags flags);
 };
+
+// Adds the tensors of `layout` to `store`, in the layout's order, and initialises them: every
+// tensor generated at full size from (seed, its init name) and this rank's runs kept, so any
+// layout starts from the same model; norms' weights 1, biases 0. Returns their offsets.
+std::vector<std::int64_t> allocate_tensors(const core::ChunkLayout& layout, ParameterStore& store,
+                                           std::uint64_t seed);
 
 // The groups a chunk talks over.
 struct ChunkComms {
@@ -114,7 +109,7 @@ public:
     }
     // One micro-batch's hidden state on this rank: [N×h], or its 1/tp rows under sequence
     // parallelism (what travels between pipeline stages).
-    std::int64_t hidden_elements() const { return Nl_ * h_; }
+    std::int64_t hidden_elements() const { return shape_.rows * shape_.hidden; }
 
     // Saved activations of one layer, and what B leaves for W: the output gradients of the
     // four linear layers.
@@ -241,8 +236,8 @@ private:
     const core::ModelSpec* model_;
     ParameterStore* store_;
     bool first_, last_, layernorm_, swiglu_, bias_, sp_;
-    bool flash_ = true;                                // the plan's flash_attention
-    std::int64_t cp_ = 1, seq_ = 0, loss_tokens_ = 0;  // T_ is this rank's part of seq_
+    bool flash_ = true; // the plan's flash_attention
+    std::int64_t cp_ = 1, seq_ = 0, loss_tokens_ = 0;
     std::vector<std::vector<std::int32_t>> positions_; // per context rank
     std::vector<std::int32_t> visible_;                // keys each local query sees
     std::vector<std::int32_t> row_positions_; // sequence position of each of the N rows (RoPE)
@@ -252,11 +247,11 @@ private:
     bool dropout_ = false;
     std::uint64_t seed_ = 0;
     int tp_rank_ = 0;
-    std::int64_t first_layer_ = 0;
+    std::size_t first_tensor_ = 0; // the store index of this chunk's first tensor
     int cp_rank_ = 0;
-    std::int64_t B_, T_, N_, Nl_, h_, Hl_, KVl_, D_, Fl_, Vl_, vocab_start_, vocab_;
+    core::ChunkShape shape_; // this rank's sizes: tokens, rows, local heads, vocabulary, …
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
-    std::int64_t experts_ = 0, top_k_ = 0, expert_ffn_ = 0, local_experts_ = 0, first_expert_ = 0;
+    std::int64_t experts_ = 0, top_k_ = 0, expert_ffn_ = 0;
     double aux_coeff_ = 0.0;
     double capacity_factor_ = 0.0; // 0: dropless
     std::vector<LayerParams> layers_;

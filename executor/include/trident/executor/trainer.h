@@ -78,9 +78,8 @@ public:
 // The ranks one rank's optimizer state is divided over: the data group (data × context ranks,
 // ProcessGroups::data) with the distributed optimizer, else 1.
 std::int64_t optimizer_shards(const core::ParallelPlan& plan);
-// About how many parameters one rank of `job` holds: its share of the layers (experts over ep),
-// the larger of the embedding and the output layer over tp, and the position table. An upper
-// estimate for the memory checks made before anything is allocated.
+// The parameters the busiest rank of `job` holds (its pipeline rank's chunks, from the model
+// layout table), for the memory checks made before anything is allocated.
 double rank_parameters_estimate(const core::JobSpec& job);
 // Refuses, on every rank (SpecError "model"), a job whose ranks on some node would need more
 // than that node's available memory (MemAvailable) for `bytes_per_parameter` × their

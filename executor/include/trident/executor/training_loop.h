@@ -1,0 +1,67 @@
+#pragma once
+// The training loop `trident run` drives: steps [first_step, train_iters) of a Trainer, the
+// last one traced, validation every eval_interval steps and after the last, a checkpoint every
+// save_interval steps and after the last, an early stop at exit_interval, and the figures of
+// every step — kept for the caller, reported through hooks as they happen, and written as
+// JSON (trident.metrics/1) so tools and tests read numbers instead of scraping stdout.
+// Collective over the job's ranks; only rank 0 reports and writes files.
+#include "trident/core/job.h"
+#include "trident/executor/process_groups.h"
+#include "trident/executor/trainer.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trident::executor {
+
+struct TrainingLoopOptions {
+    std::int64_t first_step = 0;   // steps already done (a resumed checkpoint's iteration)
+    std::uint64_t seed = 0;        // recorded in checkpoints
+    std::string trace;             // the last step's measured timeline (Chrome trace); "": none
+    std::string metrics_json;      // per-step figures; "": none
+    std::string save;              // checkpoint directory; "": none
+    std::int64_t save_interval = 0, exit_interval = 0, eval_interval = 0, eval_iters = 1;
+    SampleSource validation;       // null: no validation
+    double model_flops_per_step = 0.0;   // Narayanan et al. 2021, what MFU counts
+    std::optional<double> peak_flops_per_s; // per device; none: no MFU
+};
+
+struct StepReport {
+    StepStats stats;
+    double tokens_per_s = 0.0;
+    double flops_per_device_s = 0.0;
+    std::optional<double> mfu;
+    std::int64_t skipped_so_far = 0;
+};
+
+struct ValidationReport {
+    std::int64_t after_step = 0;
+    double loss = 0.0;
+    double perplexity() const;
+};
+
+struct TrainingSummary {
+    std::int64_t last_step = 0; // the step the loop stopped after
+    std::vector<StepReport> steps;
+    std::vector<ValidationReport> validations;
+    double peak_activation_bytes = 0.0; // the busiest rank's, over every step
+};
+
+// What rank 0 is told as the loop goes (each may be empty).
+struct TrainingLoopHooks {
+    std::function<void(const StepReport&, std::int64_t total_steps)> on_step;
+    std::function<void(const ValidationReport&)> on_validation;
+    std::function<void(std::int64_t after_step)> on_save;
+};
+
+TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job,
+                                  ProcessGroups& groups, const TrainingLoopOptions& options,
+                                  const TrainingLoopHooks& hooks = {});
+
+// The trident.metrics/1 document of a summary.
+core::Json metrics_json(const core::JobSpec& job, const TrainingSummary& summary);
+
+} // namespace trident::executor

@@ -1,0 +1,135 @@
+#include "trident/executor/training_loop.h"
+
+#include "trident/core/atomic_file.h"
+#include "trident/core/step_numbers.h"
+#include "trident/executor/checkpoint.h"
+#include "trident/executor/trace_gather.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace trident::executor {
+
+namespace {
+
+// Mean validation loss over eval_iters global batches of the validation stream.
+ValidationReport validate(Trainer& trainer, const core::JobSpec& job,
+                          const TrainingLoopOptions& o, std::int64_t after_step) {
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < o.eval_iters; ++i)
+        sum += trainer.evaluate(o.validation, i * job.training.global_batch_size);
+    return {after_step, sum / double(o.eval_iters)};
+}
+
+StepReport report_of(const StepStats& st, const core::JobSpec& job, const TrainingLoopOptions& o,
+                     std::int64_t skipped, double devices) {
+    StepReport r;
+    r.stats = st;
+    r.tokens_per_s = st.seconds > 0 ? double(job.training.tokens_per_step()) / st.seconds : 0.0;
+    // Model FLOPs per device (Narayanan et al. 2021), as Megatron reports them.
+    r.flops_per_device_s = core::flops_per_device_s(o.model_flops_per_step, st.seconds, devices);
+    if (o.peak_flops_per_s)
+        r.mfu = core::flops_utilization(o.model_flops_per_step, st.seconds, devices,
+                                        *o.peak_flops_per_s);
+    r.skipped_so_far = skipped;
+    return r;
+}
+
+void write_trace(const std::vector<core::TraceEvent>& events, const core::JobSpec& job,
+                 const std::string& path, int rank) {
+    core::Trace trace = gather_trace(events); // collective
+    trace.plan = core::to_json(job);
+    if (rank != 0) return;
+    std::ostringstream text;
+    core::write_chrome_trace(trace, text);
+    core::write_file_atomically(path, text.str(), "--trace");
+}
+
+} // namespace
+
+double ValidationReport::perplexity() const {
+    return std::exp(std::min(loss, 700.0));
+}
+
+TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job,
+                                  ProcessGroups& groups, const TrainingLoopOptions& o,
+                                  const TrainingLoopHooks& hooks) {
+    const int rank = groups.world_rank;
+    const std::int64_t steps = job.training.train_iters;
+    const std::int64_t gbs = job.training.global_batch_size;
+    const double devices = double(groups.world->size());
+    const bool validating = o.eval_interval > 0 && o.validation;
+    TrainingSummary summary;
+    summary.last_step = o.first_step;
+    const auto run_validation = [&](std::int64_t after_step) {
+        summary.validations.push_back(validate(trainer, job, o, after_step));
+        if (rank == 0 && hooks.on_validation) hooks.on_validation(summary.validations.back());
+    };
+    const auto save = [&](std::int64_t after_step) {
+        save_checkpoint(o.save, {after_step, after_step * gbs, o.seed, {}}, trainer, job, groups);
+        if (rank == 0 && hooks.on_save) hooks.on_save(after_step);
+    };
+    std::vector<core::TraceEvent> events;
+    std::int64_t last_saved = o.first_step, last_validated = -1;
+    for (std::int64_t s = o.first_step; s < steps; ++s) {
+        summary.last_step = s + 1;
+        events.clear();
+        const bool record = !o.trace.empty() && s == steps - 1;
+        const StepStats st = trainer.step(s, record ? &events : nullptr);
+        summary.peak_activation_bytes =
+            std::max(summary.peak_activation_bytes, st.peak_activation_bytes);
+        summary.steps.push_back(report_of(st, job, o, trainer.skipped_steps(), devices));
+        if (rank == 0 && hooks.on_step) hooks.on_step(summary.steps.back(), steps);
+        if (record) write_trace(events, job, o.trace, rank);
+        if (validating && (s + 1) % o.eval_interval == 0) {
+            run_validation(s + 1);
+            last_validated = s + 1;
+        }
+        if (o.save_interval > 0 && (s + 1) % o.save_interval == 0) {
+            save(s + 1);
+            last_saved = s + 1;
+        }
+        if (o.exit_interval > 0 && (s + 1) % o.exit_interval == 0) break;
+    }
+    if (validating && last_validated != summary.last_step) run_validation(summary.last_step);
+    if (!o.save.empty() && last_saved != summary.last_step) save(summary.last_step);
+    // The memory model's counterpart: activations held at once, on the busiest rank.
+    float peak_bytes = float(summary.peak_activation_bytes);
+    groups.world->all_reduce_max(&peak_bytes, 1);
+    summary.peak_activation_bytes = peak_bytes;
+    if (rank == 0 && !o.metrics_json.empty())
+        core::write_file_atomically(o.metrics_json, metrics_json(job, summary).dump(2) + "\n",
+                                    "--metrics-json");
+    return summary;
+}
+
+core::Json metrics_json(const core::JobSpec& job, const TrainingSummary& summary) {
+    core::Json steps = core::Json::array();
+    for (const StepReport& r : summary.steps) {
+        core::Json j = {{"step", r.stats.step + 1},
+                        {"loss", r.stats.loss},
+                        {"lr", r.stats.lr},
+                        {"grad_norm", r.stats.grad_norm},
+                        {"seconds", r.stats.seconds},
+                        {"tokens_per_s", r.tokens_per_s},
+                        {"model_flops_per_device_s", r.flops_per_device_s},
+                        {"skipped", r.stats.skipped},
+                        {"peak_activation_bytes_rank0", r.stats.peak_activation_bytes}};
+        if (r.mfu) j["mfu"] = *r.mfu;
+        steps.push_back(std::move(j));
+    }
+    core::Json validations = core::Json::array();
+    for (const ValidationReport& v : summary.validations)
+        validations.push_back(
+            {{"after_step", v.after_step}, {"loss", v.loss}, {"perplexity", v.perplexity()}});
+    return {{"format", "trident.metrics/1"},
+            {"job", core::to_json(job)},
+            {"last_step", summary.last_step},
+            {"peak_activation_bytes_largest_rank", summary.peak_activation_bytes},
+            {"skipped_steps", summary.steps.empty() ? 0 : summary.steps.back().skipped_so_far},
+            {"steps", std::move(steps)},
+            {"validation", std::move(validations)}};
+}
+
+} // namespace trident::executor
