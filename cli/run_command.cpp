@@ -20,6 +20,7 @@
 #include "trident/executor/process_groups.h"
 #include "trident/executor/trace_gather.h"
 #include "trident/executor/trainer.h"
+#include "trident/executor/training_loop.h"
 #include "trident/kernels/cpu.h"
 #include "trident/simulator/flops.h"
 #if TRIDENT_WITH_CUDA
@@ -44,6 +45,7 @@ struct RunOptions {
     core::JobInputs inputs;
     std::int64_t steps = 0;
     std::string trace;
+    std::string metrics_json;
     std::string save_params;
     int threads = 1;
     std::string data_path;
@@ -157,6 +159,62 @@ std::string banner(const core::JobSpec& job, int ranks) {
            core::describe_features(job.plan, job.layers_per_model_chunk());
 }
 
+// Loads the newest whole checkpoint of `dir` (resharding as needed) and returns the step to
+// go on from; says so on rank 0.
+std::int64_t resume(const std::string& dir, executor::Trainer& trainer, const core::JobSpec& job,
+                    executor::ProcessGroups& groups, std::uint64_t seed) {
+    const auto position = executor::load_checkpoint(dir, trainer, job, groups);
+    if (position && position->seed != seed)
+        throw core::SpecError("--seed", "the checkpoint in '" + dir + "' was trained with seed " +
+                                            std::to_string(position->seed) + "; this run's is " +
+                                            std::to_string(seed));
+    const std::int64_t first_step = position ? position->iteration : 0;
+    std::string note = "no checkpoint in " + dir + ": starting from step 0";
+    if (position)
+        note = "resuming from " + dir + "/" + executor::checkpoint_name(first_step) + " (step " +
+               std::to_string(first_step) + ", " + std::to_string(position->consumed_samples) +
+               " samples consumed" +
+               (position->resharded_from.empty() ? std::string()
+                                                 : "; resharded from " + position->resharded_from) +
+               ")";
+    if (groups.world_rank == 0) std::printf("%s\n", note.c_str());
+    return first_step;
+}
+
+// One line per step, validation and save on stdout (rank 0), and the progress bar.
+executor::TrainingLoopHooks report_hooks(ProgressBar& bar, const std::string& save_dir) {
+    executor::TrainingLoopHooks hooks;
+    hooks.on_step = [&bar](const executor::StepReport& r, std::int64_t steps) {
+        const executor::StepStats& st = r.stats;
+        char mfu[32] = "";
+        if (r.mfu) std::snprintf(mfu, sizeof mfu, " | MFU %.1f %%", 100 * *r.mfu);
+        const std::string skipped = st.skipped ? " | skipped (non-finite gradients; " +
+                                                     std::to_string(r.skipped_so_far) + " so far)"
+                                               : "";
+        bar.finish();
+        std::printf("step %lld/%lld | loss %.9g | lr %.3e | grad norm %.4f | %.3f s | "
+                    "%.0f tokens/s | %s%s%s\n",
+                    (long long)(st.step + 1), (long long)steps, st.loss, st.lr, st.grad_norm,
+                    st.seconds, r.tokens_per_s,
+                    core::flop_rate_text(r.flops_per_device_s, 2).c_str(), mfu, skipped.c_str());
+        std::fflush(stdout);
+        char detail[64];
+        std::snprintf(detail, sizeof detail, "loss %.4f", st.loss);
+        bar.update(double(st.step + 1), detail);
+    };
+    hooks.on_validation = [](const executor::ValidationReport& v) {
+        std::printf("validation after step %lld | loss %.9g | perplexity %.4g\n",
+                    (long long)v.after_step, v.loss, v.perplexity());
+        std::fflush(stdout);
+    };
+    hooks.on_save = [save_dir](std::int64_t after_step) {
+        std::printf("saved %s/%s\n", save_dir.c_str(),
+                    executor::checkpoint_name(after_step).c_str());
+        std::fflush(stdout);
+    };
+    return hooks;
+}
+
 } // namespace
 
 Command add_run_command(CLI::App& app) {
@@ -172,6 +230,9 @@ Command add_run_command(CLI::App& app) {
         ->check(CLI::PositiveNumber);
     c.app->add_option("--trace", o->trace,
                       "Write the last step's measured timeline (Chrome-trace JSON)");
+    c.app->add_option("--metrics-json", o->metrics_json,
+                      "Write every step's figures and the validation losses as JSON "
+                      "(trident.metrics/1)");
     c.app->add_option(
         "--save-params", o->save_params,
         "After training, write the full parameters (shards reassembled) to this file");
@@ -242,6 +303,7 @@ Command add_run_command(CLI::App& app) {
                      executor::ignored_by_executor(job, backend == executor::Backend::cuda))
                     std::fprintf(stderr, "trident: warning: %s\n", line.c_str());
             check_writable_parent(o->trace, "--trace", rank);
+            check_writable_parent(o->metrics_json, "--metrics-json", rank);
             const std::uint64_t seed = std::uint64_t(job.training.seed);
             const TrainingData data = open_training_data(o->data_path, o->split, job, seed);
             std::string mfu_note;
@@ -258,31 +320,19 @@ Command add_run_command(CLI::App& app) {
             const std::unique_ptr<executor::Trainer> trainer_owner =
                 make_trainer(backend, job, groups, seed, data.train);
             executor::Trainer& trainer = *trainer_owner;
-            const std::int64_t steps = job.training.train_iters;
-            const std::int64_t gbs = job.training.global_batch_size;
-            const double tokens = double(job.training.tokens_per_step());
-            const double model_flops = simulator::step_flops(job).model;
-            std::int64_t first_step = 0;
-            if (!o->load.empty()) {
-                const auto position = executor::load_checkpoint(o->load, trainer, job, groups);
-                if (position && position->seed != seed)
-                    throw core::SpecError("--seed", "the checkpoint in '" + o->load +
-                                                        "' was trained with seed " +
-                                                        std::to_string(position->seed) +
-                                                        "; this run's is " + std::to_string(seed));
-                if (position) first_step = position->iteration;
-                std::string note = "no checkpoint in " + o->load + ": starting from step 0";
-                if (position)
-                    note = "resuming from " + o->load + "/" +
-                           executor::checkpoint_name(first_step) + " (step " +
-                           std::to_string(first_step) + ", " +
-                           std::to_string(position->consumed_samples) + " samples consumed" +
-                           (position->resharded_from.empty()
-                                ? std::string()
-                                : "; resharded from " + position->resharded_from) +
-                           ")";
-                if (rank == 0) std::printf("%s\n", note.c_str());
-            }
+            executor::TrainingLoopOptions loop;
+            loop.seed = seed;
+            loop.trace = o->trace;
+            loop.metrics_json = o->metrics_json;
+            loop.save = o->save;
+            loop.save_interval = o->save_interval;
+            loop.exit_interval = o->exit_interval;
+            loop.eval_interval = o->eval_interval;
+            loop.eval_iters = o->eval_iters;
+            loop.validation = data.validation;
+            loop.model_flops_per_step = simulator::step_flops(job).model;
+            loop.peak_flops_per_s = peak;
+            if (!o->load.empty()) loop.first_step = resume(o->load, trainer, job, groups, seed);
             if (rank == 0) {
                 std::printf("%s\nbackend: %s\ndata: %s\n%s\n",
                             banner(job, mpi.world_size()).c_str(),
@@ -291,89 +341,14 @@ Command add_run_command(CLI::App& app) {
                             data.description.c_str(), mfu_note.c_str());
                 std::fflush(stdout);
             }
-            const auto validate = [&](std::int64_t after_step) {
-                double sum = 0.0;
-                for (std::int64_t i = 0; i < o->eval_iters; ++i)
-                    sum += trainer.evaluate(data.validation, i * gbs);
-                const double loss = sum / double(o->eval_iters);
-                if (rank == 0) {
-                    std::printf("validation after step %lld | loss %.9g | perplexity %.4g\n",
-                                (long long)after_step, loss, std::exp(std::min(loss, 700.0)));
-                    std::fflush(stdout);
-                }
-            };
-            const auto save = [&](std::int64_t after_step) {
-                executor::save_checkpoint(o->save, {after_step, after_step * gbs, seed, {}},
-                                          trainer, job, groups);
-                if (rank == 0) {
-                    std::printf("saved %s/%s\n", o->save.c_str(),
-                                executor::checkpoint_name(after_step).c_str());
-                    std::fflush(stdout);
-                }
-            };
-            const bool validating = o->eval_interval > 0 && data.validation;
-            ProgressBar bar(double(steps), "steps", rank == 0);
-            std::vector<core::TraceEvent> events;
-            double peak_activation_bytes = 0.0;
-            std::int64_t last_saved = first_step, last_validated = -1, last_step = first_step;
-            for (std::int64_t s = first_step; s < steps; ++s) {
-                last_step = s + 1;
-                events.clear();
-                const bool record = !o->trace.empty() && s == steps - 1;
-                const executor::StepStats st = trainer.step(s, record ? &events : nullptr);
-                peak_activation_bytes = std::max(peak_activation_bytes, st.peak_activation_bytes);
-                if (rank == 0) {
-                    // Model FLOPs per device (Narayanan et al. 2021), as Megatron reports them.
-                    const double devices = double(mpi.world_size());
-                    const double rate = core::flops_per_device_s(model_flops, st.seconds, devices);
-                    char mfu[32] = "";
-                    if (peak)
-                        std::snprintf(mfu, sizeof mfu, " | MFU %.1f %%",
-                                      100 * core::flops_utilization(model_flops, st.seconds,
-                                                                    devices, *peak));
-                    bar.finish();
-                    std::printf("step %lld/%lld | loss %.9g | lr %.3e | grad norm %.4f | %.3f s | "
-                                "%.0f tokens/s | %s%s%s\n",
-                                (long long)(s + 1), (long long)steps, st.loss, st.lr, st.grad_norm,
-                                st.seconds, tokens / st.seconds,
-                                core::flop_rate_text(rate, 2).c_str(), mfu,
-                                st.skipped ? (" | skipped (non-finite gradients; " +
-                                              std::to_string(trainer.skipped_steps()) + " so far)")
-                                                 .c_str()
-                                           : "");
-                    std::fflush(stdout);
-                    char detail[64];
-                    std::snprintf(detail, sizeof detail, "loss %.4f", st.loss);
-                    bar.update(double(s + 1), detail);
-                }
-                if (record) {
-                    core::Trace trace = executor::gather_trace(events);
-                    trace.plan = core::to_json(job);
-                    if (rank == 0) {
-                        std::ostringstream text;
-                        core::write_chrome_trace(trace, text);
-                        core::write_file_atomically(o->trace, text.str(), "--trace");
-                    }
-                }
-                if (validating && (s + 1) % o->eval_interval == 0) {
-                    validate(s + 1);
-                    last_validated = s + 1;
-                }
-                if (o->save_interval > 0 && (s + 1) % o->save_interval == 0) {
-                    save(s + 1);
-                    last_saved = s + 1;
-                }
-                if (o->exit_interval > 0 && (s + 1) % o->exit_interval == 0) break;
-            }
+            ProgressBar bar(double(job.training.train_iters), "steps", rank == 0);
+            const executor::TrainingSummary summary =
+                executor::run_training_loop(trainer, job, groups, loop, report_hooks(bar, o->save));
             bar.finish();
-            if (validating && last_validated != last_step) validate(last_step);
-            if (!o->save.empty() && last_saved != last_step) save(last_step);
-            // The memory model's counterpart: activations held at once, on the busiest rank.
-            float peak_bytes = float(peak_activation_bytes);
-            groups.world->all_reduce_max(&peak_bytes, 1);
             if (rank == 0)
                 std::printf("peak activation memory (largest rank): %s (%.0f bytes)\n",
-                            core::bytes_text(peak_bytes).c_str(), double(peak_bytes));
+                            core::bytes_text(summary.peak_activation_bytes).c_str(),
+                            summary.peak_activation_bytes);
             if (!o->save_params.empty()) {
                 const auto full = executor::gather_parameters(trainer.parameters());
                 if (rank == 0)

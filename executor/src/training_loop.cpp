@@ -14,8 +14,8 @@ namespace trident::executor {
 namespace {
 
 // Mean validation loss over eval_iters global batches of the validation stream.
-ValidationReport validate(Trainer& trainer, const core::JobSpec& job,
-                          const TrainingLoopOptions& o, std::int64_t after_step) {
+ValidationReport validate(Trainer& trainer, const core::JobSpec& job, const TrainingLoopOptions& o,
+                          std::int64_t after_step) {
     double sum = 0.0;
     for (std::int64_t i = 0; i < o.eval_iters; ++i)
         sum += trainer.evaluate(o.validation, i * job.training.global_batch_size);
@@ -52,9 +52,8 @@ double ValidationReport::perplexity() const {
     return std::exp(std::min(loss, 700.0));
 }
 
-TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job,
-                                  ProcessGroups& groups, const TrainingLoopOptions& o,
-                                  const TrainingLoopHooks& hooks) {
+TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, ProcessGroups& groups,
+                                  const TrainingLoopOptions& o, const TrainingLoopHooks& hooks) {
     const int rank = groups.world_rank;
     const std::int64_t steps = job.training.train_iters;
     const std::int64_t gbs = job.training.global_batch_size;

@@ -5,6 +5,7 @@
 // gradients), so the measured peak must stay within 10 % of the prediction — above it would
 // mean a plan chosen to fit a budget does not, well below it a model that wastes memory.
 #include "../cli/run_command.h"
+#include "trident/core/json_io.h"
 
 #include <filesystem>
 #include <fstream>
@@ -14,17 +15,16 @@
 
 namespace {
 
-// Bytes the run measured on its busiest rank.
+// Bytes the run measured on its busiest rank (its --metrics-json).
 double measured_peak(int ranks, const std::string& job) {
+    const std::string metrics = testing::TempDir() + "trident-memory-metrics.json";
     const auto r = trident::test::run_shell("mpirun --allow-run-as-root --oversubscribe -np " +
                                             std::to_string(ranks) + " " + TRIDENT_BINARY + " run " +
-                                            job + " --steps 1");
+                                            job + " --steps 1 --metrics-json " + metrics);
     EXPECT_EQ(r.exit_code, 0) << job << "\n" << r.err;
-    // "peak activation memory (largest rank): 37.1 MiB (38944768 bytes)"
-    const std::string key = "peak activation memory (largest rank): ";
-    const auto at = r.out.find(key);
-    if (at == std::string::npos) return -1.0;
-    return std::stod(r.out.substr(r.out.find('(', at + key.size()) + 1));
+    if (r.exit_code != 0) return -1.0;
+    const trident::core::Json m = trident::core::read_json_file(metrics, "metrics");
+    return m.at("peak_activation_bytes_largest_rank").get<double>();
 }
 
 // The busiest stage's predicted activations: stored, and the working set of the backward.

@@ -3,6 +3,7 @@
 // `trident run` with a validation split. The validation loss must fall clearly. Also the
 // single-host `trident launch`, run for real.
 #include "../cli/run_command.h"
+#include "trident/core/json_io.h"
 
 #include <cmath>
 #include <filesystem>
@@ -61,11 +62,23 @@ TEST(Training, ValidationLossFallsOnTheShippedCorpus) {
         " run --model gpt-demo --cluster localhost --devices-per-node 2 --tp 1 --pp 1 --dp 2 "
         "--mbs 4 --gbs 16 --seq-length 64 --train-iters 120 --lr 1e-3 --min-lr 1e-4 "
         "--lr-warmup-iters 10 --data-path " +
-        (dir / "licenses").string() + " --split 98,2,0 --eval-interval 40 --eval-iters 1");
+        (dir / "licenses").string() + " --split 98,2,0 --eval-interval 40 --eval-iters 1" +
+        " --metrics-json " + (dir / "metrics.json").string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("validation 16 documents"), std::string::npos) << r.out;
-    const auto losses = validation_losses(r.out);
+    // The figures from --metrics-json, which must say what the log lines say.
+    const trident::core::Json metrics =
+        trident::core::read_json_file((dir / "metrics.json").string(), "metrics");
+    EXPECT_EQ(metrics.at("format"), "trident.metrics/1");
+    EXPECT_EQ(metrics.at("steps").size(), 120u);
+    EXPECT_EQ(metrics.at("last_step"), 120);
+    std::vector<double> losses;
+    for (const auto& v : metrics.at("validation")) losses.push_back(v.at("loss").get<double>());
+    const auto printed = validation_losses(r.out);
     ASSERT_EQ(losses.size(), 3u) << r.out;
+    ASSERT_EQ(printed.size(), 3u) << r.out;
+    for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(losses[i], printed[i], 1e-6 * printed[i]);
+    EXPECT_EQ(metrics.at("validation")[2].at("after_step"), 120);
     // From a uniform guess over 1,024 tokens (ln 1024 = 6.93) to well below it, and falling.
     EXPECT_LT(losses.back(), 0.8 * std::log(1024.0)) << r.out;
     EXPECT_LT(losses.back(), losses.front() - 0.3) << r.out;

@@ -18,14 +18,14 @@
 namespace trident::executor {
 
 struct TrainingLoopOptions {
-    std::int64_t first_step = 0;   // steps already done (a resumed checkpoint's iteration)
-    std::uint64_t seed = 0;        // recorded in checkpoints
-    std::string trace;             // the last step's measured timeline (Chrome trace); "": none
-    std::string metrics_json;      // per-step figures; "": none
-    std::string save;              // checkpoint directory; "": none
+    std::int64_t first_step = 0; // steps already done (a resumed checkpoint's iteration)
+    std::uint64_t seed = 0;      // recorded in checkpoints
+    std::string trace;           // the last step's measured timeline (Chrome trace); "": none
+    std::string metrics_json;    // per-step figures; "": none
+    std::string save;            // checkpoint directory; "": none
     std::int64_t save_interval = 0, exit_interval = 0, eval_interval = 0, eval_iters = 1;
-    SampleSource validation;       // null: no validation
-    double model_flops_per_step = 0.0;   // Narayanan et al. 2021, what MFU counts
+    SampleSource validation;                // null: no validation
+    double model_flops_per_step = 0.0;      // Narayanan et al. 2021, what MFU counts
     std::optional<double> peak_flops_per_s; // per device; none: no MFU
 };
 
@@ -57,8 +57,8 @@ struct TrainingLoopHooks {
     std::function<void(std::int64_t after_step)> on_save;
 };
 
-TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job,
-                                  ProcessGroups& groups, const TrainingLoopOptions& options,
+TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, ProcessGroups& groups,
+                                  const TrainingLoopOptions& options,
                                   const TrainingLoopHooks& hooks = {});
 
 // The trident.metrics/1 document of a summary.
