@@ -213,78 +213,105 @@ private:
 
 } // namespace
 
+namespace {
+
+// What the planner may choose from: each dimension a value, a list or a range; pins.
+void add_search_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>& o) {
+    const std::string search = "Search (a value, a list 2,4,8 or a range 1-8; default: all)";
+    app->add_option("--tp,--tensor-model-parallel-size", o->tp, "Tensor-parallel degrees")
+        ->group(search);
+    app->add_option("--pp,--pipeline-model-parallel-size", o->pp, "Pipeline-parallel degrees")
+        ->group(search);
+    app->add_option("--cp,--context-parallel-size", o->cp, "Context-parallel degrees")
+        ->group(search);
+    app->add_option("--ep,--expert-model-parallel-size", o->ep, "Expert-parallel degrees")
+        ->group(search);
+    app->add_option("--vpp,--virtual-pipeline-model-parallel-size", o->vpp,
+                    "Virtual stages per pipeline rank")
+        ->group(search);
+    app->add_option("--mbs,--micro-batch-size", o->mbs, "Micro-batch sizes")->group(search);
+    app->add_option("--schedule", o->schedule,
+                    "Schedules: gpipe,1f1b,interleaved-1f1b,zero-bubble-h1")
+        ->group(search);
+    app->add_flag_function(
+           "--sequence-parallel,!--no-sequence-parallel",
+           [o](std::int64_t n) { o->sequence_parallel = n > 0; }, "Pin sequence parallelism on/off")
+        ->group(search);
+    app->add_flag_function(
+           "--distributed-optimizer,--use-distributed-optimizer,!--no-distributed-optimizer",
+           [o](std::int64_t n) { o->distributed_optimizer = n > 0; }, "Pin ZeRO-1 on/off")
+        ->group(search);
+    app->add_option("--recompute,--recompute-granularity", o->recompute,
+                    "auto (default: cheapest that fits) | none | selective | full")
+        ->group(search);
+    app->add_option("--recompute-method", o->recompute_method,
+                    "block | uniform (with --recompute full)")
+        ->group(search);
+    app->add_option_function<std::int64_t>(
+           "--recompute-num-layers", [o](const std::int64_t& v) { o->recompute_num_layers = v; },
+           "Layers per chunk (with --recompute full)")
+        ->group(search);
+    app->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp, "Let tensor groups span nodes")
+        ->group(search);
+    app->add_flag("--no-overlap", o->no_overlap,
+                  "Do not overlap gradient reduction / parameter gather")
+        ->group(search);
+    app->add_flag("--no-flash-attention", o->no_flash_attention,
+                  "Model attention without flash kernels")
+        ->group(search);
+}
+
+// The budget, how much to show and where the result goes.
+void add_output_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>& o) {
+    app->add_option("--memory-budget", o->memory_budget,
+                    "Per-device budget: 70GiB, 80GB, 0.9 or 90% (default 90% of the device)");
+    app->add_option("--top", o->top, "How many layouts to list (default 10)")
+        ->check(CLI::Range(1, 1000));
+    app->add_flag("--csv", o->csv, "Print the table as CSV");
+    app->add_flag("--json", o->json, "Print the result as JSON");
+    app->add_option("--out", o->out, "Write the best layout as a plan file (for simulate / run)");
+    app->add_flag("--megatron-args", o->megatron_args,
+                  "Print the best layout as Megatron-LM arguments");
+    app->add_flag("--explain", o->explain,
+                  "Count rejections by reason and show the closest misses");
+    app->add_flag("--exhaustive", o->exhaustive, "Simulate every feasible layout (no pruning)");
+}
+
+// The human-readable result: what was searched, the ranking, and what was asked on top.
+void print_result(const PlanCommandOptions& opts, const core::JobSpec& specs,
+                  const core::Profile& profile, const planner::PlanResult& r, double budget) {
+    const PlanCommandOptions* o = &opts;
+    std::printf("%s on %lld × %s, global batch %lld × %lld tokens, budget %s of %s\n",
+                specs.model.name.c_str(), (long long)specs.cluster.devices(),
+                profile.name().c_str(), (long long)specs.training.global_batch_size,
+                (long long)specs.training.seq_length, core::bytes_text(budget).c_str(),
+                core::bytes_text(profile.memory_bytes()).c_str());
+    std::printf("searched %s layouts in %.2f s (%s layouts/s): %s fit, %s simulated in full%s\n\n",
+                with_commas(r.layouts).c_str(), r.seconds,
+                with_commas(std::int64_t(double(r.layouts) / std::max(r.seconds, 1e-9))).c_str(),
+                with_commas(r.feasible).c_str(), with_commas(r.simulated).c_str(),
+                r.cancelled ? " (cancelled)" : "");
+    if (const std::string note = planner::pipeline_limit_note(specs, r); !note.empty())
+        std::printf("%s\n", note.c_str());
+    std::fflush(stdout);
+    print_table(r, budget, std::cout);
+    if (o->explain) print_explain(r, std::cout);
+    if (o->megatron_args) std::cout << "\n" << planner::megatron_arguments(r.best.front().job);
+    if (!o->out.empty()) std::cout << "\nwrote the best layout to " << o->out << "\n";
+}
+
+} // namespace
+
 Command add_plan_command(CLI::App& app) {
     auto o = std::make_shared<PlanCommandOptions>();
     Command c;
     c.app = app.add_subcommand("plan", "Search the fastest parallel layout that fits in memory");
     add_spec_options(*c.app, o->inputs);
-    const std::string search = "Search (a value, a list 2,4,8 or a range 1-8; default: all)";
     c.app->add_option("--profile", o->profile,
                       "Device profile (default: the plan's, then ./DEVICE.json, the user's "
                       "profile folder, the preset of the cluster's device)");
-    c.app->add_option("--tp,--tensor-model-parallel-size", o->tp, "Tensor-parallel degrees")
-        ->group(search);
-    c.app->add_option("--pp,--pipeline-model-parallel-size", o->pp, "Pipeline-parallel degrees")
-        ->group(search);
-    c.app->add_option("--cp,--context-parallel-size", o->cp, "Context-parallel degrees")
-        ->group(search);
-    c.app->add_option("--ep,--expert-model-parallel-size", o->ep, "Expert-parallel degrees")
-        ->group(search);
-    c.app
-        ->add_option("--vpp,--virtual-pipeline-model-parallel-size", o->vpp,
-                     "Virtual stages per pipeline rank")
-        ->group(search);
-    c.app->add_option("--mbs,--micro-batch-size", o->mbs, "Micro-batch sizes")->group(search);
-    c.app
-        ->add_option("--schedule", o->schedule,
-                     "Schedules: gpipe,1f1b,interleaved-1f1b,zero-bubble-h1")
-        ->group(search);
-    c.app
-        ->add_flag_function(
-            "--sequence-parallel,!--no-sequence-parallel",
-            [o](std::int64_t n) { o->sequence_parallel = n > 0; },
-            "Pin sequence parallelism on/off")
-        ->group(search);
-    c.app
-        ->add_flag_function(
-            "--distributed-optimizer,--use-distributed-optimizer,!--no-distributed-optimizer",
-            [o](std::int64_t n) { o->distributed_optimizer = n > 0; }, "Pin ZeRO-1 on/off")
-        ->group(search);
-    c.app
-        ->add_option("--recompute,--recompute-granularity", o->recompute,
-                     "auto (default: cheapest that fits) | none | selective | full")
-        ->group(search);
-    c.app
-        ->add_option("--recompute-method", o->recompute_method,
-                     "block | uniform (with --recompute full)")
-        ->group(search);
-    c.app
-        ->add_option_function<std::int64_t>(
-            "--recompute-num-layers", [o](const std::int64_t& v) { o->recompute_num_layers = v; },
-            "Layers per chunk (with --recompute full)")
-        ->group(search);
-    c.app->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp, "Let tensor groups span nodes")
-        ->group(search);
-    c.app
-        ->add_flag("--no-overlap", o->no_overlap,
-                   "Do not overlap gradient reduction / parameter gather")
-        ->group(search);
-    c.app
-        ->add_flag("--no-flash-attention", o->no_flash_attention,
-                   "Model attention without flash kernels")
-        ->group(search);
-    c.app->add_option("--memory-budget", o->memory_budget,
-                      "Per-device budget: 70GiB, 80GB, 0.9 or 90% (default 90% of the device)");
-    c.app->add_option("--top", o->top, "How many layouts to list (default 10)")
-        ->check(CLI::Range(1, 1000));
-    c.app->add_flag("--csv", o->csv, "Print the table as CSV");
-    c.app->add_flag("--json", o->json, "Print the result as JSON");
-    c.app->add_option("--out", o->out, "Write the best layout as a plan file (for simulate / run)");
-    c.app->add_flag("--megatron-args", o->megatron_args,
-                    "Print the best layout as Megatron-LM arguments");
-    c.app->add_flag("--explain", o->explain,
-                    "Count rejections by reason and show the closest misses");
-    c.app->add_flag("--exhaustive", o->exhaustive, "Simulate every feasible layout (no pruning)");
+    add_search_options(c.app, o);
+    add_output_options(c.app, o);
     c.run = [o] {
         core::JobSpec specs = core::load_specs(o->inputs);
         const core::ProfileChoice choice = choose_profile(o->profile, specs);
@@ -317,24 +344,7 @@ Command add_plan_command(CLI::App& app) {
             print_csv(r, std::cout);
             return 0;
         }
-        std::printf("%s on %lld × %s, global batch %lld × %lld tokens, budget %s of %s\n",
-                    specs.model.name.c_str(), (long long)specs.cluster.devices(),
-                    profile.name().c_str(), (long long)specs.training.global_batch_size,
-                    (long long)specs.training.seq_length, core::bytes_text(budget).c_str(),
-                    core::bytes_text(profile.memory_bytes()).c_str());
-        std::printf(
-            "searched %s layouts in %.2f s (%s layouts/s): %s fit, %s simulated in full%s\n\n",
-            with_commas(r.layouts).c_str(), r.seconds,
-            with_commas(std::int64_t(double(r.layouts) / std::max(r.seconds, 1e-9))).c_str(),
-            with_commas(r.feasible).c_str(), with_commas(r.simulated).c_str(),
-            r.cancelled ? " (cancelled)" : "");
-        if (const std::string note = planner::pipeline_limit_note(specs, r); !note.empty())
-            std::printf("%s\n", note.c_str());
-        std::fflush(stdout);
-        print_table(r, budget, std::cout);
-        if (o->explain) print_explain(r, std::cout);
-        if (o->megatron_args) std::cout << "\n" << planner::megatron_arguments(r.best.front().job);
-        if (!o->out.empty()) std::cout << "\nwrote the best layout to " << o->out << "\n";
+        print_result(*o, specs, profile, r, budget);
         return 0;
     };
     return c;

@@ -89,204 +89,216 @@ double Profile::Curve::at(double x, bool* outside) const {
     return std::exp(log_y.back()) * x / std::exp(log_x.back());
 }
 
+namespace {
+
+// A log-log curve from (x, y) rows; two rows at one x are an error naming `field` and `what`.
+template <typename Curve>
+Curve curve_of(std::vector<std::pair<double, double>> points, const std::string& field,
+               const std::string& what) {
+    std::sort(points.begin(), points.end());
+    Curve c;
+    for (auto [x, y] : points) {
+        if (!c.log_x.empty() && std::log(x) <= c.log_x.back())
+            throw SpecError(field, "has two rows for " + what);
+        c.log_x.push_back(std::log(x));
+        c.log_y.push_back(std::log(y));
+    }
+    return c;
+}
+
+} // namespace
+
 Profile Profile::from_json(const Json& j, const std::string& path) {
     ObjectReader top(j, path);
     if (top.has("format")) top.expect_format("trident.profile/1");
     Profile p;
     p.name_ = top.string("name");
-    {
-        ObjectReader r(top.require("provenance"), top.field("provenance"));
-        p.provenance_.kind = r.string("kind");
-        if (p.provenance_.kind != "measured" && p.provenance_.kind != "derived")
-            throw SpecError(r.field("kind"), "must be \"measured\" or \"derived\"");
-        p.provenance_.method = r.string_or("method", "");
-        if (const Json* s = r.get("sources")) {
-            if (!s->is_array()) throw SpecError(r.field("sources"), "must be an array of strings");
-            for (const Json& x : *s) {
-                if (!x.is_string())
-                    throw SpecError(r.field("sources"), "must be an array of strings");
-                p.provenance_.sources.push_back(x.get<std::string>());
-            }
-        }
-        p.provenance_.generated_by = r.string_or("generated_by", "");
-        p.provenance_.date = r.string_or("date", "");
-        r.get("measured_on");
-        r.get("command");
-        r.finish();
-    }
-    {
-        ObjectReader r(top.require("device"), top.field("device"));
-        ObjectReader peaks(r.require("peak_flops_per_s"), r.field("peak_flops_per_s"));
-        for (auto name : kDtypeNames)
-            if (peaks.has(name))
-                p.peak_[parse_dtype(std::string(name), peaks.field(name))] =
-                    peaks.number(name, 1.0, 1.0e20);
-        peaks.finish();
-        p.memory_bytes_ = r.number("memory_bytes", 1.0, 1.0e15);
-        p.memory_bandwidth_ = r.number("memory_bandwidth_bytes_per_s", 1.0, 1.0e15);
-        r.finish();
-    }
+    p.read_provenance(top);
+    p.read_device(top);
     ObjectReader kernels(top.require("kernels"), top.field("kernels"));
-    {
-        ObjectReader g(kernels.require("gemm"), kernels.field("gemm"));
-        for (auto name : kDtypeNames) {
-            if (!g.has(name)) continue;
-            const Dtype d = parse_dtype(std::string(name), g.field(name));
-            const Json& rows = array_field(g, name);
-            std::set<double> ms, ns, ks;
-            std::vector<std::vector<double>> parsed;
-            for (std::size_t i = 0; i < rows.size(); ++i) {
-                parsed.push_back(row(rows[i], 4, g.field(name) + "[" + std::to_string(i) + "]"));
-                if (parsed.back()[0] < 1 || parsed.back()[1] < 1 || parsed.back()[2] < 1 ||
-                    parsed.back()[3] <= 0)
-                    throw SpecError(g.field(name) + "[" + std::to_string(i) + "]",
-                                    "needs positive m, n, k and time");
-                ms.insert(parsed.back()[0]);
-                ns.insert(parsed.back()[1]);
-                ks.insert(parsed.back()[2]);
-            }
-            GemmGrid grid;
-            grid.log_m = sorted_log_axis(ms);
-            grid.log_n = sorted_log_axis(ns);
-            grid.log_k = sorted_log_axis(ks);
-            const std::size_t total = ms.size() * ns.size() * ks.size();
-            if (parsed.size() != total)
-                throw SpecError(g.field(name), "must be a full m×n×k grid (" +
-                                                   std::to_string(total) + " rows), got " +
-                                                   std::to_string(parsed.size()));
-            grid.log_t.assign(total, NAN);
-            const double peak = p.peak_.contains(d) ? p.peak_[d] : 0.0;
-            if (peak <= 0.0)
-                throw SpecError(top.field("device.peak_flops_per_s"),
-                                "has no " + std::string(name) + " peak for the gemm table");
-            for (const auto& rw : parsed) {
-                const std::size_t a = position(grid.log_m, std::log(rw[0])),
-                                  b = position(grid.log_n, std::log(rw[1])),
-                                  c = position(grid.log_k, std::log(rw[2]));
-                grid.log_t[(a * ns.size() + b) * ks.size() + c] = std::log(rw[3]);
-                grid.best_efficiency =
-                    std::max(grid.best_efficiency, 2.0 * rw[0] * rw[1] * rw[2] / rw[3] / peak);
-            }
-            if (std::any_of(grid.log_t.begin(), grid.log_t.end(),
-                            [](double v) { return std::isnan(v); }))
-                throw SpecError(g.field(name), "has duplicate rows, so the grid has holes");
-            p.gemm_[d] = std::move(grid);
-        }
-        g.finish();
-    }
-    {
-        ObjectReader a(kernels.require("attention"), kernels.field("attention"));
-        for (auto name : kDtypeNames) {
-            if (!a.has(name)) continue;
-            const Dtype d = parse_dtype(std::string(name), a.field(name));
-            const Json& rows = array_field(a, name);
-            std::map<std::pair<std::int64_t, bool>, std::vector<std::vector<double>>> groups;
-            for (std::size_t i = 0; i < rows.size(); ++i) {
-                auto rw = row(rows[i], 6, a.field(name) + "[" + std::to_string(i) + "]");
-                if (rw[0] < 1 || rw[1] < 1 || rw[2] < 1 || rw[4] <= 0 || rw[5] <= 0)
-                    throw SpecError(a.field(name) + "[" + std::to_string(i) + "]",
-                                    "needs positive sizes and times");
-                groups[{std::int64_t(rw[2]), rw[3] != 0.0}].push_back(rw);
-            }
-            for (auto& [key, list] : groups) {
-                std::set<double> bhs, seqs;
-                for (auto& rw : list) {
-                    bhs.insert(rw[0]);
-                    seqs.insert(rw[1]);
-                }
-                AttentionGrid grid;
-                grid.log_bh = sorted_log_axis(bhs);
-                grid.log_seq = sorted_log_axis(seqs);
-                if (list.size() != bhs.size() * seqs.size())
-                    throw SpecError(a.field(name),
-                                    "must be a full batch_heads×seq grid for head_dim " +
-                                        std::to_string(key.first));
-                grid.log_forward.assign(list.size(), NAN);
-                grid.log_backward.assign(list.size(), NAN);
-                for (auto& rw : list) {
-                    const std::size_t idx = position(grid.log_bh, std::log(rw[0])) * seqs.size() +
-                                            position(grid.log_seq, std::log(rw[1]));
-                    grid.log_forward[idx] = std::log(rw[4]);
-                    grid.log_backward[idx] = std::log(rw[5]);
-                }
-                p.attention_[d][key] = std::move(grid);
-            }
-        }
-        a.finish();
-    }
-    {
-        ObjectReader mb(kernels.require("memory_bound"), kernels.field("memory_bound"));
-        for (std::size_t k = 0; k < kMemoryKernelNames.size(); ++k) {
-            const auto name = kMemoryKernelNames[k];
-            if (!mb.has(name)) continue;
-            const Json& rows = array_field(mb, name);
-            std::vector<std::pair<double, double>> points;
-            for (std::size_t i = 0; i < rows.size(); ++i) {
-                auto rw = row(rows[i], 2, mb.field(name) + "[" + std::to_string(i) + "]");
-                if (rw[0] <= 0 || rw[1] <= 0)
-                    throw SpecError(mb.field(name) + "[" + std::to_string(i) + "]",
-                                    "needs positive bytes and time");
-                points.emplace_back(rw[0], rw[1]);
-            }
-            std::sort(points.begin(), points.end());
-            Curve c;
-            for (auto [x, y] : points) {
-                if (!c.log_x.empty() && std::log(x) <= c.log_x.back())
-                    throw SpecError(mb.field(name), "has two rows for the same size");
-                c.log_x.push_back(std::log(x));
-                c.log_y.push_back(std::log(y));
-            }
-            p.memory_bound_[MemoryKernel(k)] = std::move(c);
-        }
-        mb.finish();
-    }
+    p.read_gemm(kernels, top.field("device.peak_flops_per_s"));
+    p.read_attention(kernels);
+    p.read_memory_bound(kernels);
     kernels.finish();
-    {
-        const Json& fabrics = top.require("fabrics");
-        ObjectReader all(fabrics, top.field("fabrics"));
-        if (!fabrics.is_object() || fabrics.empty())
-            throw SpecError(top.field("fabrics"), "must name at least one fabric");
-        for (auto it = fabrics.begin(); it != fabrics.end(); ++it) {
-            all.get(it.key());
-            ObjectReader r(it.value(), all.field(it.key()));
-            Fabric f;
-            r.string_or("scope", "");
-            f.alpha_s = r.number("alpha_s", 0.0, 1.0);
-            f.bus_bandwidth = r.number("bus_bandwidth_bytes_per_s", 1.0, 1.0e15);
-            ObjectReader cs(r.require("collectives"), r.field("collectives"));
-            for (std::size_t c = 0; c < kCollectiveNames.size(); ++c) {
-                const auto name = kCollectiveNames[c];
-                if (!cs.has(name)) continue;
-                const Json& rows = array_field(cs, name);
-                std::map<std::int64_t, std::vector<std::pair<double, double>>> by_group;
-                for (std::size_t i = 0; i < rows.size(); ++i) {
-                    auto rw = row(rows[i], 3, cs.field(name) + "[" + std::to_string(i) + "]");
-                    if (rw[0] < 2 || rw[1] <= 0 || rw[2] <= 0)
-                        throw SpecError(cs.field(name) + "[" + std::to_string(i) + "]",
-                                        "needs group >= 2, positive bytes and time");
-                    by_group[std::int64_t(rw[0])].emplace_back(rw[1], rw[2]);
-                }
-                for (auto& [group, points] : by_group) {
-                    std::sort(points.begin(), points.end());
-                    Curve curve;
-                    for (auto [x, y] : points) {
-                        if (!curve.log_x.empty() && std::log(x) <= curve.log_x.back())
-                            throw SpecError(cs.field(name), "has two rows for group " +
-                                                                std::to_string(group) +
-                                                                " and one size");
-                        curve.log_x.push_back(std::log(x));
-                        curve.log_y.push_back(std::log(y));
-                    }
-                    f.tables[{int(c), group}] = std::move(curve);
-                }
-            }
-            cs.finish();
-            r.finish();
-            p.fabrics_[it.key()] = std::move(f);
-        }
-    }
+    p.read_fabrics(top);
     top.finish();
     return p;
+}
+
+void Profile::read_provenance(ObjectReader& top) {
+    ObjectReader r(top.require("provenance"), top.field("provenance"));
+    provenance_.kind = r.string("kind");
+    if (provenance_.kind != "measured" && provenance_.kind != "derived")
+        throw SpecError(r.field("kind"), "must be \"measured\" or \"derived\"");
+    provenance_.method = r.string_or("method", "");
+    if (const Json* s = r.get("sources")) {
+        if (!s->is_array()) throw SpecError(r.field("sources"), "must be an array of strings");
+        for (const Json& x : *s) {
+            if (!x.is_string()) throw SpecError(r.field("sources"), "must be an array of strings");
+            provenance_.sources.push_back(x.get<std::string>());
+        }
+    }
+    provenance_.generated_by = r.string_or("generated_by", "");
+    provenance_.date = r.string_or("date", "");
+    r.get("measured_on");
+    r.get("command");
+    r.finish();
+}
+
+void Profile::read_device(ObjectReader& top) {
+    ObjectReader r(top.require("device"), top.field("device"));
+    ObjectReader peaks(r.require("peak_flops_per_s"), r.field("peak_flops_per_s"));
+    for (auto name : kDtypeNames)
+        if (peaks.has(name))
+            peak_[parse_dtype(std::string(name), peaks.field(name))] =
+                peaks.number(name, 1.0, 1.0e20);
+    peaks.finish();
+    memory_bytes_ = r.number("memory_bytes", 1.0, 1.0e15);
+    memory_bandwidth_ = r.number("memory_bandwidth_bytes_per_s", 1.0, 1.0e15);
+    r.finish();
+}
+
+void Profile::read_gemm(ObjectReader& kernels, const std::string& peak_field) {
+    ObjectReader g(kernels.require("gemm"), kernels.field("gemm"));
+    for (auto name : kDtypeNames) {
+        if (!g.has(name)) continue;
+        const Dtype d = parse_dtype(std::string(name), g.field(name));
+        const Json& rows = array_field(g, name);
+        std::set<double> ms, ns, ks;
+        std::vector<std::vector<double>> parsed;
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            parsed.push_back(row(rows[i], 4, g.field(name) + "[" + std::to_string(i) + "]"));
+            if (parsed.back()[0] < 1 || parsed.back()[1] < 1 || parsed.back()[2] < 1 ||
+                parsed.back()[3] <= 0)
+                throw SpecError(g.field(name) + "[" + std::to_string(i) + "]",
+                                "needs positive m, n, k and time");
+            ms.insert(parsed.back()[0]);
+            ns.insert(parsed.back()[1]);
+            ks.insert(parsed.back()[2]);
+        }
+        GemmGrid grid;
+        grid.log_m = sorted_log_axis(ms);
+        grid.log_n = sorted_log_axis(ns);
+        grid.log_k = sorted_log_axis(ks);
+        const std::size_t total = ms.size() * ns.size() * ks.size();
+        if (parsed.size() != total)
+            throw SpecError(g.field(name), "must be a full m×n×k grid (" + std::to_string(total) +
+                                               " rows), got " + std::to_string(parsed.size()));
+        grid.log_t.assign(total, NAN);
+        const double peak = peak_.contains(d) ? peak_[d] : 0.0;
+        if (peak <= 0.0)
+            throw SpecError(peak_field, "has no " + std::string(name) + " peak for the gemm table");
+        for (const auto& rw : parsed) {
+            const std::size_t a = position(grid.log_m, std::log(rw[0])),
+                              b = position(grid.log_n, std::log(rw[1])),
+                              c = position(grid.log_k, std::log(rw[2]));
+            grid.log_t[(a * ns.size() + b) * ks.size() + c] = std::log(rw[3]);
+            grid.best_efficiency =
+                std::max(grid.best_efficiency, 2.0 * rw[0] * rw[1] * rw[2] / rw[3] / peak);
+        }
+        if (std::any_of(grid.log_t.begin(), grid.log_t.end(),
+                        [](double v) { return std::isnan(v); }))
+            throw SpecError(g.field(name), "has duplicate rows, so the grid has holes");
+        gemm_[d] = std::move(grid);
+    }
+    g.finish();
+}
+
+void Profile::read_attention(ObjectReader& kernels) {
+    ObjectReader a(kernels.require("attention"), kernels.field("attention"));
+    for (auto name : kDtypeNames) {
+        if (!a.has(name)) continue;
+        const Dtype d = parse_dtype(std::string(name), a.field(name));
+        const Json& rows = array_field(a, name);
+        std::map<std::pair<std::int64_t, bool>, std::vector<std::vector<double>>> groups;
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            auto rw = row(rows[i], 6, a.field(name) + "[" + std::to_string(i) + "]");
+            if (rw[0] < 1 || rw[1] < 1 || rw[2] < 1 || rw[4] <= 0 || rw[5] <= 0)
+                throw SpecError(a.field(name) + "[" + std::to_string(i) + "]",
+                                "needs positive sizes and times");
+            groups[{std::int64_t(rw[2]), rw[3] != 0.0}].push_back(rw);
+        }
+        for (auto& [key, list] : groups) {
+            std::set<double> bhs, seqs;
+            for (auto& rw : list) {
+                bhs.insert(rw[0]);
+                seqs.insert(rw[1]);
+            }
+            AttentionGrid grid;
+            grid.log_bh = sorted_log_axis(bhs);
+            grid.log_seq = sorted_log_axis(seqs);
+            if (list.size() != bhs.size() * seqs.size())
+                throw SpecError(a.field(name), "must be a full batch_heads×seq grid for head_dim " +
+                                                   std::to_string(key.first));
+            grid.log_forward.assign(list.size(), NAN);
+            grid.log_backward.assign(list.size(), NAN);
+            for (auto& rw : list) {
+                const std::size_t idx = position(grid.log_bh, std::log(rw[0])) * seqs.size() +
+                                        position(grid.log_seq, std::log(rw[1]));
+                grid.log_forward[idx] = std::log(rw[4]);
+                grid.log_backward[idx] = std::log(rw[5]);
+            }
+            attention_[d][key] = std::move(grid);
+        }
+    }
+    a.finish();
+}
+
+void Profile::read_memory_bound(ObjectReader& kernels) {
+    ObjectReader mb(kernels.require("memory_bound"), kernels.field("memory_bound"));
+    for (std::size_t k = 0; k < kMemoryKernelNames.size(); ++k) {
+        const auto name = kMemoryKernelNames[k];
+        if (!mb.has(name)) continue;
+        const Json& rows = array_field(mb, name);
+        std::vector<std::pair<double, double>> points;
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            auto rw = row(rows[i], 2, mb.field(name) + "[" + std::to_string(i) + "]");
+            if (rw[0] <= 0 || rw[1] <= 0)
+                throw SpecError(mb.field(name) + "[" + std::to_string(i) + "]",
+                                "needs positive bytes and time");
+            points.emplace_back(rw[0], rw[1]);
+        }
+        memory_bound_[MemoryKernel(k)] =
+            curve_of<Curve>(std::move(points), mb.field(name), "the same size");
+    }
+    mb.finish();
+}
+
+void Profile::read_fabrics(ObjectReader& top) {
+    const Json& fabrics = top.require("fabrics");
+    ObjectReader all(fabrics, top.field("fabrics"));
+    if (!fabrics.is_object() || fabrics.empty())
+        throw SpecError(top.field("fabrics"), "must name at least one fabric");
+    for (auto it = fabrics.begin(); it != fabrics.end(); ++it) {
+        all.get(it.key());
+        ObjectReader r(it.value(), all.field(it.key()));
+        Fabric f;
+        r.string_or("scope", "");
+        f.alpha_s = r.number("alpha_s", 0.0, 1.0);
+        f.bus_bandwidth = r.number("bus_bandwidth_bytes_per_s", 1.0, 1.0e15);
+        ObjectReader cs(r.require("collectives"), r.field("collectives"));
+        for (std::size_t c = 0; c < kCollectiveNames.size(); ++c) {
+            const auto name = kCollectiveNames[c];
+            if (!cs.has(name)) continue;
+            const Json& rows = array_field(cs, name);
+            std::map<std::int64_t, std::vector<std::pair<double, double>>> by_group;
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                auto rw = row(rows[i], 3, cs.field(name) + "[" + std::to_string(i) + "]");
+                if (rw[0] < 2 || rw[1] <= 0 || rw[2] <= 0)
+                    throw SpecError(cs.field(name) + "[" + std::to_string(i) + "]",
+                                    "needs group >= 2, positive bytes and time");
+                by_group[std::int64_t(rw[0])].emplace_back(rw[1], rw[2]);
+            }
+            for (auto& [group, points] : by_group) {
+                f.tables[{int(c), group}] =
+                    curve_of<Curve>(std::move(points), cs.field(name),
+                                    "group " + std::to_string(group) + " and one size");
+            }
+        }
+        cs.finish();
+        r.finish();
+        fabrics_[it.key()] = std::move(f);
+    }
 }
 
 double Profile::peak_flops_per_s(Dtype d) const {

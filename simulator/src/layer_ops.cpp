@@ -185,10 +185,12 @@ void mlp(Builder& b, const core::ModelSpec& m, std::string_view prefix_fc1,
     b.linear(prefix_fc2, tokens, m.hidden_size, local);
 }
 
-void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t tokens) {
+// The projections into the attention core: QKV (GQA: fewer key and value groups), or MLA's
+// low-rank ones; returns the widths of a score head and a value head.
+std::pair<std::int64_t, std::int64_t> attention_projections(Builder& b, const core::ModelSpec& m,
+                                                            const LayerView& v,
+                                                            std::int64_t tokens) {
     const std::int64_t h = m.hidden_size, t = v.tp, heads = m.num_attention_heads / t;
-    const double act = double(tokens) * double(h) * element_bytes(m);
-    b.enter_tp("qkv input", act);
     std::int64_t score_dim = m.head_dim, value_dim = m.head_dim;
     if (m.mla) {
         const core::MlaSpec& a = *m.mla;
@@ -215,8 +217,14 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
             b.memory("rope", MemoryKernel::elementwise, 2 * qk, 2 * qk);
         }
     }
-    // Context parallelism: each rank gathers the keys and values of the whole sequence and
-    // computes 1/cp of the attention (Megatron-Core's all-gather flavour of ring attention).
+    return {score_dim, value_dim};
+}
+
+// Context parallelism: each rank gathers the keys and values of the whole sequence and
+// computes 1/cp of the attention (Megatron-Core's all-gather flavour of ring attention).
+void context_parallel_kv(Builder& b, const core::ModelSpec& m, const LayerView& v,
+                         std::int64_t score_dim, std::int64_t value_dim) {
+    const std::int64_t t = v.tp, heads = m.num_attention_heads / t;
     const std::int64_t kv_width =
         m.mla ? heads * (score_dim + value_dim) / 2 : (m.num_query_groups / t) * m.head_dim;
     if (v.cp > 1) {
@@ -227,102 +235,123 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
         b.collective("cp kv grad", Collective::reduce_scatter, GroupKind::context, kv_bytes,
                      Phase::backward_input);
     }
+}
+
+// The core as flash attention (Dao 2023): one fused kernel each way, timed from the profile's
+// attention table; selective recomputation runs the forward again inside B.
+void flash_attention_core(Builder& b, const LayerView& v, std::int64_t heads,
+                          std::int64_t score_dim, std::int64_t value_dim, double core_flops) {
+    Op core{.name = "attention core",
+            .kind = OpKind::attention,
+            .phase = Phase::forward,
+            .batch_heads = v.micro_batch * heads,
+            .seq = v.seq,
+            .head_dim = (score_dim + value_dim) / 2,
+            .causal = true,
+            .work_fraction = 1.0 / double(v.cp),
+            .flops = core_flops};
+    b.push(core);
+    if (v.recompute == RecomputeGranularity::selective) { // Korthikanti et al. 2022, §4.2
+        Op again = core;
+        again.phase = Phase::backward_input;
+        again.recompute = true;
+        b.ops.push_back(again);
+    }
+    Op back = core;
+    back.phase = Phase::backward_input;
+    back.flops = 2.0 * core_flops; // dQ, dK (from dS) and dV, dP: twice the forward
+    b.ops.push_back(back);
+}
+
+// The core as Megatron ran it before flash attention: batched GEMMs around a stored softmax.
+void unfused_attention_core(Builder& b, const core::ModelSpec& m, const LayerView& v,
+                            std::int64_t heads, std::int64_t score_dim, std::int64_t value_dim) {
+    const double s = double(v.seq), bh = double(v.micro_batch * heads);
+    // Megatron before flash attention: one GEMM per (sequence, head) — a batched GEMM —
+    // around a fused scale-mask-softmax and the attention dropout, all over b·heads·s²/cp
+    // scores. Its backward has no weight gradient: both GEMM gradients land in B.
+    const auto rows = std::int64_t(bh) * v.seq / v.cp;
+    const double scores = double(rows) * s;
+    const bool selective = v.recompute == RecomputeGranularity::selective;
+    const auto core_op = [&](Op op) {
+        b.push(op);
+        if (selective) {
+            op.phase = Phase::backward_input;
+            op.recompute = true;
+            b.ops.push_back(op);
+        }
+    };
+    const std::int64_t batch = std::int64_t(bh), per = rows / batch; // query rows per head
+    const auto bmm = [&](std::string_view name, std::int64_t n, std::int64_t k) {
+        const double flops = 2.0 * double(per) * double(n) * double(k); // per repetition
+        core_op({.name = name,
+                 .kind = OpKind::gemm,
+                 .phase = Phase::forward,
+                 .count = batch,
+                 .m = per,
+                 .n = n,
+                 .k = k,
+                 .flops = flops});
+        b.ops.push_back({.name = name,
+                         .kind = OpKind::gemm,
+                         .phase = Phase::backward_input,
+                         .count = batch,
+                         .m = per,
+                         .n = k,
+                         .k = n,
+                         .flops = flops});
+        b.ops.push_back({.name = name,
+                         .kind = OpKind::gemm,
+                         .phase = Phase::backward_input,
+                         .count = batch,
+                         .m = k,
+                         .n = n,
+                         .k = per,
+                         .flops = flops});
+    };
+    bmm("attention scores", v.seq, score_dim);
+    // The softmax is exponential-bound like the loss's: timed with that kernel's table
+    // (read the scores, write the exponentials, normalise).
+    core_op({.name = "softmax",
+             .kind = OpKind::memory_bound,
+             .phase = Phase::forward,
+             .kernel = MemoryKernel::softmax_cross_entropy,
+             .bytes = 3.0 * element_bytes(m) * scores});
+    b.ops.push_back({.name = "softmax",
+                     .kind = OpKind::memory_bound,
+                     .phase = Phase::backward_input,
+                     .kernel = MemoryKernel::elementwise,
+                     .bytes = 3.0 * element_bytes(m) * scores});
+    if (m.dropout) {
+        core_op({.name = "attention dropout",
+                 .kind = OpKind::memory_bound,
+                 .phase = Phase::forward,
+                 .kernel = MemoryKernel::elementwise,
+                 .bytes = (2.0 * element_bytes(m) + 1.0) * scores});
+        b.ops.push_back({.name = "attention dropout",
+                         .kind = OpKind::memory_bound,
+                         .phase = Phase::backward_input,
+                         .kernel = MemoryKernel::elementwise,
+                         .bytes = (2.0 * element_bytes(m) + 1.0) * scores});
+    }
+    bmm("attention values", value_dim, v.seq);
+}
+
+void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t tokens) {
+    const std::int64_t h = m.hidden_size, heads = m.num_attention_heads / v.tp;
+    const double act = double(tokens) * double(h) * element_bytes(m);
+    b.enter_tp("qkv input", act);
+    const auto [score_dim, value_dim] = attention_projections(b, m, v, tokens);
+    context_parallel_kv(b, m, v, score_dim, value_dim);
     // Core: QKᵀ and AV, 2·b·heads·s²·d each (full s², Narayanan's convention).
     const double s = double(v.seq), bh = double(v.micro_batch * heads);
     const double core_flops =
         (2.0 * bh * s * s * double(score_dim) + 2.0 * bh * s * s * double(value_dim)) /
         double(v.cp);
-    if (v.flash_attention) {
-        Op core{.name = "attention core",
-                .kind = OpKind::attention,
-                .phase = Phase::forward,
-                .batch_heads = v.micro_batch * heads,
-                .seq = v.seq,
-                .head_dim = (score_dim + value_dim) / 2,
-                .causal = true,
-                .work_fraction = 1.0 / double(v.cp),
-                .flops = core_flops};
-        b.push(core);
-        if (v.recompute == RecomputeGranularity::selective) { // Korthikanti et al. 2022, §4.2
-            Op again = core;
-            again.phase = Phase::backward_input;
-            again.recompute = true;
-            b.ops.push_back(again);
-        }
-        Op back = core;
-        back.phase = Phase::backward_input;
-        back.flops = 2.0 * core_flops; // dQ, dK (from dS) and dV, dP: twice the forward
-        b.ops.push_back(back);
-    } else {
-        // Megatron before flash attention: one GEMM per (sequence, head) — a batched GEMM —
-        // around a fused scale-mask-softmax and the attention dropout, all over b·heads·s²/cp
-        // scores. Its backward has no weight gradient: both GEMM gradients land in B.
-        const auto rows = std::int64_t(bh) * v.seq / v.cp;
-        const double scores = double(rows) * s;
-        const bool selective = v.recompute == RecomputeGranularity::selective;
-        const auto core_op = [&](Op op) {
-            b.push(op);
-            if (selective) {
-                op.phase = Phase::backward_input;
-                op.recompute = true;
-                b.ops.push_back(op);
-            }
-        };
-        const std::int64_t batch = std::int64_t(bh), per = rows / batch; // query rows per head
-        const auto bmm = [&](std::string_view name, std::int64_t n, std::int64_t k) {
-            const double flops = 2.0 * double(per) * double(n) * double(k); // per repetition
-            core_op({.name = name,
-                     .kind = OpKind::gemm,
-                     .phase = Phase::forward,
-                     .count = batch,
-                     .m = per,
-                     .n = n,
-                     .k = k,
-                     .flops = flops});
-            b.ops.push_back({.name = name,
-                             .kind = OpKind::gemm,
-                             .phase = Phase::backward_input,
-                             .count = batch,
-                             .m = per,
-                             .n = k,
-                             .k = n,
-                             .flops = flops});
-            b.ops.push_back({.name = name,
-                             .kind = OpKind::gemm,
-                             .phase = Phase::backward_input,
-                             .count = batch,
-                             .m = k,
-                             .n = n,
-                             .k = per,
-                             .flops = flops});
-        };
-        bmm("attention scores", v.seq, score_dim);
-        // The softmax is exponential-bound like the loss's: timed with that kernel's table
-        // (read the scores, write the exponentials, normalise).
-        core_op({.name = "softmax",
-                 .kind = OpKind::memory_bound,
-                 .phase = Phase::forward,
-                 .kernel = MemoryKernel::softmax_cross_entropy,
-                 .bytes = 3.0 * element_bytes(m) * scores});
-        b.ops.push_back({.name = "softmax",
-                         .kind = OpKind::memory_bound,
-                         .phase = Phase::backward_input,
-                         .kernel = MemoryKernel::elementwise,
-                         .bytes = 3.0 * element_bytes(m) * scores});
-        if (m.dropout) {
-            core_op({.name = "attention dropout",
-                     .kind = OpKind::memory_bound,
-                     .phase = Phase::forward,
-                     .kernel = MemoryKernel::elementwise,
-                     .bytes = (2.0 * element_bytes(m) + 1.0) * scores});
-            b.ops.push_back({.name = "attention dropout",
-                             .kind = OpKind::memory_bound,
-                             .phase = Phase::backward_input,
-                             .kernel = MemoryKernel::elementwise,
-                             .bytes = (2.0 * element_bytes(m) + 1.0) * scores});
-        }
-        bmm("attention values", value_dim, v.seq);
-    }
+    if (v.flash_attention)
+        flash_attention_core(b, v, heads, score_dim, value_dim, core_flops);
+    else
+        unfused_attention_core(b, m, v, heads, score_dim, value_dim);
     b.linear("attention out", tokens, h, heads * value_dim);
     b.leave_tp("attention out", act);
 }

@@ -36,7 +36,8 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
     const double grad_b = double(core::dtype_bytes(prec.grads));
     const double param_b = double(core::dtype_bytes(prec.params));
     const double bucket_bytes =
-        (bucket_parameters > 0 ? bucket_parameters : double(core::ddp_bucket_elements(p.dp * p.cp))) *
+        (bucket_parameters > 0 ? bucket_parameters
+                               : double(core::ddp_bucket_elements(p.dp * p.cp))) *
         grad_b;
     double last_backward_s = 0.0; // the final micro-batch's backward, over all chunks
     for (std::int32_t c = 0; c < p.vpp; ++c)
@@ -80,28 +81,18 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
     return t;
 }
 
-Report simulate(const core::JobSpec& job, const core::Profile& profile,
-                const SimulateOptions& options) {
-    const core::ParallelPlan& p = job.plan;
-    const core::Precision& prec = job.model.precision;
-    Report report;
-    report.job = job;
-    report.profile_name = profile.name();
-    report.profile_kind = profile.provenance().kind;
-    report.microbatches = std::int32_t(job.micro_batches_per_step());
-    report.peak_flops_per_s = profile.peak_flops_per_s(prec.params);
-    report.memory_capacity_bytes = profile.memory_bytes();
+namespace {
 
-    const core::Schedule schedule = core::make_schedule(p.schedule, std::int32_t(p.pp),
-                                                        std::int32_t(p.vpp), report.microbatches);
-    const CostModel cost(job, profile);
-    // Transfer times per (from, to) pair, computed once: the event loop asks for every message.
+// The pipeline's discrete-event run: each compute action at its chunk's cost, each message at
+// its stage pair's transfer time (computed once: the event loop asks for every message).
+PipelineTimeline time_pipeline(const core::ParallelPlan& p, const CostModel& cost,
+                               const core::Schedule& schedule, bool trace) {
     std::vector<double> p2p(std::size_t(p.pp * p.pp), 0.0);
     for (std::int32_t a = 0; a < p.pp; ++a)
         for (std::int32_t b = 0; b < p.pp; ++b)
             if (a != b && (std::abs(a - b) == 1 || std::abs(a - b) == p.pp - 1))
                 p2p[std::size_t(a * p.pp + b)] = cost.p2p_s(a, b);
-    PipelineTimeline timeline = time_schedule(
+    return time_schedule(
         schedule,
         [&](std::int32_t r, const core::Action& a) {
             return cost.chunk(r, a.chunk).of(a.kind).total_s();
@@ -109,100 +100,125 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
         [&](std::int32_t from, std::int32_t to, const core::Action&) {
             return p2p[std::size_t(from * p.pp + to)];
         },
-        options.trace);
-    const auto memory = memory_per_stage(job, schedule);
+        trace);
+}
 
-    const double grad_b = double(core::dtype_bytes(prec.grads));
-    const double param_b = double(core::dtype_bytes(prec.params));
+// Stage r's times over the step: its passes' compute, recomputation and collectives, the end
+// of its pipeline work, and the step's tail (data-parallel sync, optimizer), traced after it.
+StageReport stage_report(const core::JobSpec& job, const CostModel& cost,
+                         const PipelineTimeline& timeline, const SimulateOptions& options,
+                         std::int32_t r, Report& report) {
+    const core::Precision& prec = job.model.precision;
+    StageReport s;
+    s.stage = r;
+    s.representative_rank = cost.representative(r);
+    for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
+        const ChunkCost& cc = cost.chunk(r, c);
+        for (const PassCost* pc : {&cc.forward, &cc.backward_input, &cc.backward_weight}) {
+            s.compute_s += pc->compute_s * report.microbatches;
+            s.recompute_s += pc->recompute_s * report.microbatches;
+            s.collective_s += pc->collective_s * report.microbatches;
+        }
+    }
+    s.pipeline_end_s = timeline.end_s[std::size_t(r)];
+    const StepTail tail = step_tail(job, cost, r, options.bucket_parameters);
+    s.optimizer_s = tail.optimizer_s;
+    s.data_parallel_s = tail.gradient_reduce_s + tail.embedding_sync_s + tail.parameter_gather_s;
+    if (!options.trace) return s;
+    const StageParameters params = stage_parameters(job, r);
+    double t = s.pipeline_end_s;
+    const auto add = [&](core::Stream stream, core::EventKind kind, double seconds, double bytes) {
+        if (seconds <= 0) return;
+        report.trace.events.push_back({std::int32_t(s.representative_rank), stream, kind, -1, -1, t,
+                                       t + seconds, bytes, 0.0, r});
+        t += seconds;
+    };
+    add(core::Stream::data_parallel, core::EventKind::gradient_reduce,
+        tail.gradient_reduce_s + tail.embedding_sync_s,
+        params.total() * double(core::dtype_bytes(prec.grads)));
+    add(core::Stream::compute, core::EventKind::optimizer, s.optimizer_s, 0.0);
+    add(core::Stream::data_parallel, core::EventKind::parameter_gather, tail.parameter_gather_s,
+        params.total() * double(core::dtype_bytes(prec.params)));
+    return s;
+}
+
+// The trace: the pipeline events on each stage's representative rank, with their bytes and
+// FLOPs; recomputation split off the front of each B as its own block, appended after them (a
+// trace is not ordered); then the step tails `report` already holds.
+void build_trace(const core::JobSpec& job, const CostModel& cost, PipelineTimeline& timeline,
+                 Report& report) {
+    report.trace.source = "simulated";
+    report.trace.plan = core::to_json(job);
+    std::vector<core::TraceEvent> tail_events = std::move(report.trace.events);
+    report.trace.events = std::move(timeline.events);
+    std::vector<core::TraceEvent>& events = report.trace.events;
+    const std::size_t pipeline_events = events.size();
+    for (std::size_t i = 0; i < pipeline_events; ++i) {
+        core::TraceEvent& e = events[i];
+        e.rank = std::int32_t(cost.representative(e.stage)); // the timeline's rank is the stage
+        if (e.stream != core::Stream::compute) {
+            e.bytes = cost.p2p_bytes();
+            continue;
+        }
+        const core::ActionKind kind = e.kind == core::EventKind::forward ? core::ActionKind::forward
+                                      : e.kind == core::EventKind::backward_input
+                                          ? core::ActionKind::backward_input
+                                          : core::ActionKind::backward_weight;
+        const PassCost& pc = cost.chunk(e.stage, e.chunk).of(kind);
+        e.flops = pc.flops;
+        if (pc.recompute_s > 0) {
+            core::TraceEvent again = e;
+            again.kind = core::EventKind::recompute;
+            again.end_s = e.start_s + pc.recompute_s;
+            e.start_s = again.end_s;
+            events.push_back(again);
+        }
+    }
+    events.insert(events.end(), tail_events.begin(), tail_events.end());
+}
+
+} // namespace
+
+Report simulate(const core::JobSpec& job, const core::Profile& profile,
+                const SimulateOptions& options) {
+    const core::ParallelPlan& p = job.plan;
+    Report report;
+    report.job = job;
+    report.profile_name = profile.name();
+    report.profile_kind = profile.provenance().kind;
+    report.microbatches = std::int32_t(job.micro_batches_per_step());
+    report.peak_flops_per_s = profile.peak_flops_per_s(job.model.precision.params);
+    report.memory_capacity_bytes = profile.memory_bytes();
+
+    const core::Schedule schedule = core::make_schedule(p.schedule, std::int32_t(p.pp),
+                                                        std::int32_t(p.vpp), report.microbatches);
+    const CostModel cost(job, profile);
+    PipelineTimeline timeline = time_pipeline(p, cost, schedule, options.trace);
+    const auto memory = memory_per_stage(job, schedule);
     for (std::int32_t r = 0; r < p.pp; ++r) {
-        StageReport s;
-        s.stage = r;
-        s.representative_rank = cost.representative(r);
-        s.memory = memory[std::size_t(r)];
-        for (std::int32_t c = 0; c < p.vpp; ++c) {
-            const ChunkCost& cc = cost.chunk(r, c);
-            for (const PassCost* pc : {&cc.forward, &cc.backward_input, &cc.backward_weight}) {
-                s.compute_s += pc->compute_s * report.microbatches;
-                s.recompute_s += pc->recompute_s * report.microbatches;
-                s.collective_s += pc->collective_s * report.microbatches;
-            }
-        }
-        s.pipeline_end_s = timeline.end_s[std::size_t(r)];
-        const StepTail tail = step_tail(job, cost, r, options.bucket_parameters);
-        const double reduce_s = tail.gradient_reduce_s, embedding_s = tail.embedding_sync_s,
-                     gather_s = tail.parameter_gather_s;
-        const StageParameters params = stage_parameters(job, r);
-        s.optimizer_s = tail.optimizer_s;
-        s.data_parallel_s = reduce_s + embedding_s + gather_s;
-        report.stages.push_back(s);
-        if (options.trace) {
-            double t = s.pipeline_end_s;
-            const auto add = [&](core::Stream stream, core::EventKind kind, double seconds,
-                                 double bytes) {
-                if (seconds <= 0) return;
-                report.trace.events.push_back({std::int32_t(s.representative_rank), stream, kind,
-                                               -1, -1, t, t + seconds, bytes, 0.0, r});
-                t += seconds;
-            };
-            add(core::Stream::data_parallel, core::EventKind::gradient_reduce,
-                reduce_s + embedding_s, params.total() * grad_b);
-            add(core::Stream::compute, core::EventKind::optimizer, s.optimizer_s, 0.0);
-            add(core::Stream::data_parallel, core::EventKind::parameter_gather, gather_s,
-                params.total() * param_b);
-        }
+        report.stages.push_back(stage_report(job, cost, timeline, options, r, report));
+        report.stages.back().memory = memory[std::size_t(r)];
     }
     for (const StageReport& s : report.stages)
         report.step_time_s =
             std::max(report.step_time_s, s.pipeline_end_s + s.data_parallel_s + s.optimizer_s);
     for (StageReport& s : report.stages)
-        s.bubble_s = core::idle_seconds(report.step_time_s, s.compute_s + s.recompute_s +
-                                                                s.collective_s + s.data_parallel_s +
-                                                                s.optimizer_s);
+        s.bubble_s =
+            core::idle_seconds(report.step_time_s, s.compute_s + s.recompute_s + s.collective_s +
+                                                       s.data_parallel_s + s.optimizer_s);
 
     const StepFlops flops = step_flops(job);
     const double devices = double(job.cluster.devices());
     report.model_flops = flops.model;
     report.hardware_flops = flops.hardware;
     report.tokens_per_s = double(job.training.tokens_per_step()) / report.step_time_s;
-    report.tflops_per_device = core::flops_per_device_s(flops.model, report.step_time_s, devices) / 1e12;
+    report.tflops_per_device =
+        core::flops_per_device_s(flops.model, report.step_time_s, devices) / 1e12;
     report.mfu =
         core::flops_utilization(flops.model, report.step_time_s, devices, report.peak_flops_per_s);
     report.hfu = core::flops_utilization(flops.hardware, report.step_time_s, devices,
                                          report.peak_flops_per_s);
-
-    if (options.trace) {
-        // The pipeline events become the trace in place; recomputation is split off the front
-        // of each B as its own block, appended after them (a trace is not ordered).
-        report.trace.source = "simulated";
-        report.trace.plan = core::to_json(job);
-        std::vector<core::TraceEvent> dp_events = std::move(report.trace.events);
-        report.trace.events = std::move(timeline.events);
-        std::vector<core::TraceEvent>& events = report.trace.events;
-        const std::size_t pipeline_events = events.size();
-        for (std::size_t i = 0; i < pipeline_events; ++i) {
-            core::TraceEvent& e = events[i];
-            const std::int32_t stage = e.stage; // the timeline's rank is the stage
-            e.rank = std::int32_t(cost.representative(stage));
-            if (e.stream != core::Stream::compute) {
-                e.bytes = cost.p2p_bytes();
-                continue;
-            }
-            const core::ActionKind kind =
-                e.kind == core::EventKind::forward          ? core::ActionKind::forward
-                : e.kind == core::EventKind::backward_input ? core::ActionKind::backward_input
-                                                            : core::ActionKind::backward_weight;
-            const PassCost& pc = cost.chunk(stage, e.chunk).of(kind);
-            e.flops = pc.flops;
-            if (pc.recompute_s > 0) {
-                core::TraceEvent again = e;
-                again.kind = core::EventKind::recompute;
-                again.end_s = e.start_s + pc.recompute_s;
-                e.start_s = again.end_s;
-                events.push_back(again);
-            }
-        }
-        events.insert(events.end(), dp_events.begin(), dp_events.end());
-    }
+    if (options.trace) build_trace(job, cost, timeline, report);
     report.fallbacks = cost.fallbacks();
     return report;
 }
