@@ -88,6 +88,14 @@ private:
         std::map<std::pair<int, std::int64_t>, Curve> tables; // (collective, group) -> bytes curve
     };
 
+    // from_json's parts, one per section of the file.
+    void read_provenance(ObjectReader& top);
+    void read_device(ObjectReader& top);
+    void read_gemm(ObjectReader& kernels, const std::string& peak_field);
+    void read_attention(ObjectReader& kernels);
+    void read_memory_bound(ObjectReader& kernels);
+    void read_fabrics(ObjectReader& top);
+
     std::string name_;
     Provenance provenance_;
     std::map<Dtype, double> peak_;
