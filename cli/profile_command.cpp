@@ -168,9 +168,10 @@ Command add_profile_command(CLI::App& app) {
                 }
             }
             int length = int(failed.size());
-            MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            executor::check_mpi(MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
             failed.resize(std::size_t(length));
-            MPI_Bcast(failed.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+            executor::check_mpi(MPI_Bcast(failed.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD),
+                                "MPI_Bcast");
             if (!failed.empty()) {
                 const auto cut = failed.find('\n');
                 throw core::SpecError(failed.substr(0, cut), failed.substr(cut + 1));

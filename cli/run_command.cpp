@@ -16,6 +16,7 @@
 #include "trident/core/units.h"
 #include "trident/executor/backend.h"
 #include "trident/executor/checkpoint.h"
+#include "trident/executor/mpi.h"
 #include "trident/executor/parameter_gather.h"
 #include "trident/executor/process_groups.h"
 #include "trident/executor/trace_gather.h"
@@ -121,7 +122,8 @@ std::optional<double> peak_flops_per_s(const std::string& reference, const core:
 void warn_if_threads_share_cores(int threads, executor::Backend backend, int rank) {
     if (backend != executor::Backend::cpu) return;
     int fewest = affinity_cores();
-    MPI_Allreduce(MPI_IN_PLACE, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    executor::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
+                        "MPI_Allreduce");
     if (rank != 0 || fewest <= 0 || fewest >= threads) return;
     std::fprintf(stderr,
                  "trident: warning: --threads: %d BLAS threads per rank, but a rank may run on "
@@ -139,7 +141,7 @@ void check_writable_parent(const std::string& path, const std::string& field, in
         std::error_code ec;
         writable = std::filesystem::is_directory(parent, ec) ? 1 : 0;
     }
-    MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    executor::check_mpi(MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
     if (!writable) throw core::SpecError(field, "cannot write '" + path + "': no such directory");
 }
 

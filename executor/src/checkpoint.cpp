@@ -4,6 +4,7 @@
 #include "trident/core/atomic_file.h"
 #include "trident/core/json_io.h"
 #include "trident/core/spec_error.h"
+#include "trident/executor/mpi.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -88,15 +89,15 @@ void sync_directory(const fs::path& dir) {
 // message, so mpirun sees one clean exit code and rank 0 prints one line.
 void agree(MPI_Comm world, const std::string& field, const std::string& local_error) {
     int rank = 0, size = 1;
-    MPI_Comm_rank(world, &rank);
-    MPI_Comm_size(world, &size);
+    check_mpi(MPI_Comm_rank(world, &rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(world, &size), "MPI_Comm_size");
     int first = local_error.empty() ? size : rank;
-    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, world);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, world), "MPI_Allreduce");
     if (first == size) return;
     int length = rank == first ? int(local_error.size()) : 0;
-    MPI_Bcast(&length, 1, MPI_INT, first, world);
+    check_mpi(MPI_Bcast(&length, 1, MPI_INT, first, world), "MPI_Bcast");
     std::string text = rank == first ? local_error : std::string(std::size_t(length), ' ');
-    MPI_Bcast(text.data(), length, MPI_CHAR, first, world);
+    check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, first, world), "MPI_Bcast");
     throw core::SpecError(field, text);
 }
 
@@ -299,7 +300,8 @@ void save_checkpoint(const std::string& dir, const CheckpointPosition& position,
     // Sizes and checksums to rank 0, which writes the manifest last and renames the whole.
     const std::uint64_t mine[2] = {bytes.size(), checksum(bytes.data(), bytes.size())};
     std::vector<std::uint64_t> all(rank == 0 ? 2 * std::size_t(size) : 0);
-    MPI_Gather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, 0, world);
+    check_mpi(MPI_Gather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, 0, world),
+              "MPI_Gather");
     if (rank == 0) {
         try {
             core::Json shards = core::Json::array();
@@ -374,7 +376,7 @@ std::optional<CheckpointPosition> load_checkpoint(const std::string& dir, Traine
         }
     }
     agree(world, "--load", error);
-    MPI_Bcast(&iteration, 1, MPI_INT64_T, 0, world);
+    check_mpi(MPI_Bcast(&iteration, 1, MPI_INT64_T, 0, world), "MPI_Bcast");
     if (iteration < 0) return std::nullopt;
 
     const fs::path ckpt = root / checkpoint_name(iteration);

@@ -3,6 +3,7 @@
 #include "host_memory.h"
 #include "trident/core/model_spec.h"
 #include "trident/executor/measured_profile.h"
+#include "trident/executor/mpi.h"
 #include "trident/kernels/cpu.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <mpi.h>
+#include <optional>
 #include <random>
 #include <thread>
 #include <unistd.h>
@@ -60,13 +62,14 @@ double time_median(
 // between ranks under load, and they end up in different collectives (a deadlock).
 double time_collective(MPI_Comm comm, const std::function<void()>& op, bool slow_for_test) {
     const auto once = [&] {
-        MPI_Barrier(comm);
+        check_mpi(MPI_Barrier(comm), "MPI_Barrier");
         const auto start = Clock::now();
         op();
         return std::chrono::duration<double>(Clock::now() - start).count();
     };
     double warmup_s = once();
-    MPI_Allreduce(MPI_IN_PLACE, &warmup_s, 1, MPI_DOUBLE, MPI_MAX, comm);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &warmup_s, 1, MPI_DOUBLE, MPI_MAX, comm),
+              "MPI_Allreduce");
     const int repetitions =
         std::clamp(int(kBudgetS / std::max(warmup_s, 1e-9)), 3, kMaxRepetitions);
     std::vector<double> times;
@@ -203,66 +206,75 @@ measure_memory_bound(const std::vector<double>& sizes) {
     return tables;
 }
 
-// Collectives among groups of `group` consecutive world ranks; the slowest rank's time.
+// One collective of the sweep over `comm` (this rank's group), timed as time_collective does.
+double time_point(const SweepPoint& p, MpiCommunicator& group, Vec& send, Vec& recv,
+                  bool slow_for_test) {
+    const MPI_Comm comm = group.handle();
+    const int n = int(p.count);
+    const auto run = [&](int code, const char* what) { check_mpi(code, what); };
+    return time_collective(
+        comm,
+        [&] {
+            switch (p.collective) {
+            case core::Collective::all_reduce:
+                run(MPI_Allreduce(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, comm),
+                    "MPI_Allreduce");
+                break;
+            case core::Collective::all_gather:
+                run(MPI_Allgather(send.data(), n, MPI_FLOAT, recv.data(), n, MPI_FLOAT, comm),
+                    "MPI_Allgather");
+                break;
+            case core::Collective::reduce_scatter:
+                run(MPI_Reduce_scatter_block(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, comm),
+                    "MPI_Reduce_scatter_block");
+                break;
+            case core::Collective::all_to_all:
+                run(MPI_Alltoall(send.data(), n, MPI_FLOAT, recv.data(), n, MPI_FLOAT, comm),
+                    "MPI_Alltoall");
+                break;
+            case core::Collective::broadcast:
+                run(MPI_Bcast(send.data(), n, MPI_FLOAT, 0, comm), "MPI_Bcast");
+                break;
+            case core::Collective::send_recv:
+                if (group.rank() == 0)
+                    run(MPI_Send(send.data(), n, MPI_FLOAT, 1, 0, comm), "MPI_Send");
+                else
+                    run(MPI_Recv(recv.data(), n, MPI_FLOAT, 0, 0, comm, MPI_STATUS_IGNORE),
+                        "MPI_Recv");
+                break;
+            }
+        },
+        slow_for_test);
+}
+
+// Collectives among groups of `group` consecutive world ranks (the shared sweep); the slowest
+// rank's time of each, agreed over the world so every rank records the same rows.
 std::vector<CollectiveTiming> measure_collectives(const std::vector<double>& sizes, int world,
                                                   int rank, int slow_rank,
                                                   const std::function<void(double)>& progress) {
     std::vector<CollectiveTiming> rows;
     std::vector<int> groups;
     for (int g = 2; g <= world; g *= 2) groups.push_back(g);
-    const char* names[] = {"all_reduce", "all_gather", "reduce_scatter",
-                           "all_to_all", "broadcast",  "send_recv"};
-    const double largest = sizes.back();
-    Vec send = filled(std::size_t(largest / 4) + 16), recv(send.size() + 16);
-    std::size_t done = 0;
-    const std::size_t total = groups.size() * sizes.size();
+    Vec send = filled(std::size_t(sizes.back() / 4) + 16), recv(send.size() + 16);
+    std::size_t done = 0, total = 0;
+    for (int g : groups) total += collective_sweep(sizes, g).size();
     for (int g : groups) {
-        MPI_Comm comm;
-        MPI_Comm_split(MPI_COMM_WORLD, rank < (world / g) * g ? rank / g : MPI_UNDEFINED, rank,
-                       &comm);
-        for (double bytes : sizes) {
-            const int n = std::max(1, int(bytes / 4));
-            const int block = std::max(1, n / g); // all-gather / reduce-scatter / all-to-all blocks
-            double times[6] = {0, 0, 0, 0, 0, 0};
-            if (comm != MPI_COMM_NULL) {
-                int r = 0;
-                MPI_Comm_rank(comm, &r);
-                const auto timed = [&](const std::function<void()>& op) {
-                    return time_collective(comm, op, rank == slow_rank);
-                };
-                times[0] = timed(
-                    [&] { MPI_Allreduce(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, comm); });
-                times[1] = timed([&] {
-                    MPI_Allgather(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT,
-                                  comm);
-                });
-                times[2] = timed([&] {
-                    MPI_Reduce_scatter_block(send.data(), recv.data(), block, MPI_FLOAT, MPI_SUM,
-                                             comm);
-                });
-                times[3] = timed([&] {
-                    MPI_Alltoall(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT,
-                                 comm);
-                });
-                times[4] = timed([&] { MPI_Bcast(send.data(), n, MPI_FLOAT, 0, comm); });
-                if (g == 2)
-                    times[5] = timed([&] {
-                        if (r == 0)
-                            MPI_Send(send.data(), n, MPI_FLOAT, 1, 0, comm);
-                        else
-                            MPI_Recv(recv.data(), n, MPI_FLOAT, 0, 0, comm, MPI_STATUS_IGNORE);
-                    });
-            }
-            MPI_Allreduce(MPI_IN_PLACE, times, 6, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            const double measured_bytes[6] = {double(n) * 4,         double(block) * g * 4,
-                                              double(block) * g * 4, double(block) * g * 4,
-                                              double(n) * 4,         double(n) * 4};
-            for (int c = 0; c < 6; ++c)
-                if (times[c] > 0 && (c != 5 || g == 2))
-                    rows.push_back({names[c], g, measured_bytes[c], times[c]});
-            progress(double(++done) / double(total));
-        }
-        if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+        MPI_Comm comm = MPI_COMM_NULL;
+        check_mpi(MPI_Comm_split(MPI_COMM_WORLD, rank < (world / g) * g ? rank / g : MPI_UNDEFINED,
+                                 rank, &comm),
+                  "MPI_Comm_split");
+        std::optional<MpiCommunicator> group;
+        if (comm != MPI_COMM_NULL) group.emplace(comm); // owns it from here
+        const auto measured =
+            run_collective_sweep(collective_sweep(sizes, g), [&](const SweepPoint& p) {
+                double seconds = group ? time_point(p, *group, send, recv, rank == slow_rank) : 0.0;
+                check_mpi(
+                    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
+                    "MPI_Allreduce");
+                progress(double(++done) / double(total));
+                return seconds;
+            });
+        rows.insert(rows.end(), measured.begin(), measured.end());
     }
     return rows;
 }
@@ -271,8 +283,8 @@ std::vector<CollectiveTiming> measure_collectives(const std::vector<double>& siz
 
 core::Json measure_cpu_profile(const CpuProfileOptions& o) {
     int rank = 0, world = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &world), "MPI_Comm_size");
     k::set_blas_threads(1); // as `trident run` runs: one rank per core
     const auto report = [&](double f, const std::string& what) {
         if (rank == 0 && o.on_progress) o.on_progress(f, what);
@@ -298,7 +310,7 @@ core::Json measure_cpu_profile(const CpuProfileOptions& o) {
     report(0.5, "memory-bound kernels");
     m.memory_bound = measure_memory_bound(memory_sizes);
     report(0.6, "collectives");
-    MPI_Barrier(MPI_COMM_WORLD);
+    check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     m.collectives = measure_collectives(message_sizes, world, rank, o.slow_rank,
                                         [&](double f) { report(0.6 + 0.4 * f, "collectives"); });
     if (rank != 0) return {};

@@ -241,7 +241,8 @@ std::vector<CollectiveTiming> measure_collectives(int devices, const std::vector
     for (int g = 2; g <= devices; g *= 2) groups.push_back(g);
     if (groups.empty() || groups.back() != devices) groups.push_back(devices);
     std::vector<CollectiveTiming> rows;
-    std::size_t done = 0;
+    std::size_t done = 0, total = 0;
+    for (int g : groups) total += collective_sweep(sizes, g).size();
     for (int g : groups) {
         const NcclClique clique(g);
         const std::vector<ncclComm_t>& comms = clique.comms;
@@ -273,56 +274,55 @@ std::vector<CollectiveTiming> measure_collectives(int devices, const std::vector
             std::sort(t.begin(), t.end());
             return t[t.size() / 2];
         };
-        for (double bytes : sizes) {
-            const std::size_t n = std::max<std::size_t>(1, std::size_t(bytes / 4));
-            const std::size_t block = std::max<std::size_t>(1, n / std::size_t(g));
-            const auto send = [&](int i) { return as<float>(dev[std::size_t(i)].send); };
-            const auto recv = [&](int i) { return as<float>(dev[std::size_t(i)].recv); };
-            const auto st = [&](int i) { return dev[std::size_t(i)].stream.get(); };
-            const auto c = [&](int i) { return comms[std::size_t(i)]; };
-            const double whole = double(n) * 4, blocks = double(block * std::size_t(g)) * 4;
-            rows.push_back({"all_reduce", g, whole, timed([&](int i) {
-                                check_nccl(ncclAllReduce(send(i), recv(i), n, ncclFloat32, ncclSum,
-                                                         c(i), st(i)),
-                                           "ncclAllReduce");
-                            })});
-            rows.push_back(
-                {"all_gather", g, blocks, timed([&](int i) {
-                     check_nccl(ncclAllGather(send(i), recv(i), block, ncclFloat32, c(i), st(i)),
-                                "ncclAllGather");
-                 })});
-            rows.push_back({"reduce_scatter", g, blocks, timed([&](int i) {
-                                check_nccl(ncclReduceScatter(send(i), recv(i), block, ncclFloat32,
-                                                             ncclSum, c(i), st(i)),
-                                           "ncclReduceScatter");
-                            })});
-            rows.push_back({"all_to_all", g, blocks, timed([&](int i) {
-                                for (int p = 0; p < g; ++p) {
-                                    check_nccl(ncclSend(send(i) + std::size_t(p) * block, block,
-                                                        ncclFloat32, p, c(i), st(i)),
-                                               "ncclSend");
-                                    check_nccl(ncclRecv(recv(i) + std::size_t(p) * block, block,
-                                                        ncclFloat32, p, c(i), st(i)),
-                                               "ncclRecv");
-                                }
-                            })});
-            rows.push_back({"broadcast", g, whole, timed([&](int i) {
-                                check_nccl(
-                                    ncclBroadcast(send(i), recv(i), n, ncclFloat32, 0, c(i), st(i)),
-                                    "ncclBroadcast");
-                            })});
-            if (g == 2)
-                rows.push_back(
-                    {"send_recv", g, whole, timed([&](int i) {
-                         if (i == 0)
-                             check_nccl(ncclSend(send(0), n, ncclFloat32, 1, c(0), st(0)),
-                                        "ncclSend");
-                         else
-                             check_nccl(ncclRecv(recv(1), n, ncclFloat32, 0, c(1), st(1)),
-                                        "ncclRecv");
-                     })});
-            progress(double(++done) / double(groups.size() * sizes.size()));
-        }
+        const auto send = [&](int i) { return as<float>(dev[std::size_t(i)].send); };
+        const auto recv = [&](int i) { return as<float>(dev[std::size_t(i)].recv); };
+        const auto st = [&](int i) { return dev[std::size_t(i)].stream.get(); };
+        const auto c = [&](int i) { return comms[std::size_t(i)]; };
+        const std::vector<SweepPoint> points = collective_sweep(sizes, g);
+        const auto measured = run_collective_sweep(points, [&](const SweepPoint& p) {
+            const std::size_t n = p.count;
+            const double seconds = timed([&](int i) {
+                switch (p.collective) {
+                case core::Collective::all_reduce:
+                    check_nccl(
+                        ncclAllReduce(send(i), recv(i), n, ncclFloat32, ncclSum, c(i), st(i)),
+                        "ncclAllReduce");
+                    break;
+                case core::Collective::all_gather:
+                    check_nccl(ncclAllGather(send(i), recv(i), n, ncclFloat32, c(i), st(i)),
+                               "ncclAllGather");
+                    break;
+                case core::Collective::reduce_scatter:
+                    check_nccl(
+                        ncclReduceScatter(send(i), recv(i), n, ncclFloat32, ncclSum, c(i), st(i)),
+                        "ncclReduceScatter");
+                    break;
+                case core::Collective::all_to_all:
+                    for (int q = 0; q < g; ++q) {
+                        check_nccl(
+                            ncclSend(send(i) + std::size_t(q) * n, n, ncclFloat32, q, c(i), st(i)),
+                            "ncclSend");
+                        check_nccl(
+                            ncclRecv(recv(i) + std::size_t(q) * n, n, ncclFloat32, q, c(i), st(i)),
+                            "ncclRecv");
+                    }
+                    break;
+                case core::Collective::broadcast:
+                    check_nccl(ncclBroadcast(send(i), recv(i), n, ncclFloat32, 0, c(i), st(i)),
+                               "ncclBroadcast");
+                    break;
+                case core::Collective::send_recv:
+                    if (i == 0)
+                        check_nccl(ncclSend(send(0), n, ncclFloat32, 1, c(0), st(0)), "ncclSend");
+                    else
+                        check_nccl(ncclRecv(recv(1), n, ncclFloat32, 0, c(1), st(1)), "ncclRecv");
+                    break;
+                }
+            });
+            progress(double(++done) / double(total));
+            return seconds;
+        });
+        rows.insert(rows.end(), measured.begin(), measured.end());
         TRIDENT_CUDA_CHECK(cudaSetDevice(0));
     }
     return rows;

@@ -53,9 +53,8 @@ void require_device_memory(const core::JobSpec& job) {
     // bf16 weights, fp32 gradients and master weights (held whole: the optimizer updates its
     // shard and all-gathers), fp32 moments over the optimizer's shard.
     const core::Precision held{core::Dtype::bf16, core::Dtype::fp32, core::Dtype::fp32, true};
-    const double needed =
-        rank_parameters_estimate(job) *
-        core::state_bytes_per_parameter(held, optimizer_shards(job.plan), false);
+    const double needed = rank_parameters_estimate(job) *
+                          core::state_bytes_per_parameter(held, optimizer_shards(job.plan), false);
     if (on_every_rank(needed <= double(free_bytes))) return;
     throw core::SpecError("model", "needs about " + core::bytes_text(needed) +
                                        " of GPU memory per rank for weights, gradients and Adam "
@@ -130,7 +129,8 @@ CudaTrainer::CudaTrainer(const core::JobSpec& job, ProcessGroups& groups, std::u
       samples_(samples ? std::move(samples) : synthetic_samples(job, seed)),
       walk_(std::make_unique<ScheduleWalk>(
           core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp),
-                              std::int32_t(job.plan.vpp), std::int32_t(job.micro_batches_per_step())),
+                              std::int32_t(job.plan.vpp),
+                              std::int32_t(job.micro_batches_per_step())),
           std::int32_t(groups.coord.pp))),
       positions_(std::size_t(job.training.seq_length)), device_(select_local_device()),
       nccl_(groups, compute_.get(), data_stream_.get()) {
@@ -248,8 +248,8 @@ public:
           m_(t.walk_->schedule().microbatches),
           loss_tokens_(t.job_.plan.micro_batch_size * t.job_.training.seq_length),
           // The micro-batch's share of the step's mean loss, per token (as CpuTrainer's).
-          ctx_{t.weights_.get(), t.grads_.get(), &t.gemm_, &t.allocator_, t.compute_.get(),
-               t.nccl_.tensor.get()},
+          ctx_{t.weights_.get(), t.grads_.get(),   &t.gemm_,
+               &t.allocator_,    t.compute_.get(), t.nccl_.tensor.get()},
           weight_passes_(t.chunks_.size(), 0) {}
 
     std::int64_t loss_tokens() const { return loss_tokens_; }
@@ -270,18 +270,18 @@ public:
         std::copy(inputs_.begin(), inputs_.end(), staged);
         std::copy(targets_.begin(), targets_.end(), staged + n);
         const std::size_t bytes = std::size_t(n) * sizeof(std::int32_t);
-        TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.tokens.get(), staged, bytes,
-                                           cudaMemcpyHostToDevice, s));
-        TRIDENT_CUDA_CHECK(cudaMemcpyAsync(slot.acts.targets.get(), staged + n, bytes,
-                                           cudaMemcpyHostToDevice, s));
+        TRIDENT_CUDA_CHECK(
+            cudaMemcpyAsync(slot.acts.tokens.get(), staged, bytes, cudaMemcpyHostToDevice, s));
+        TRIDENT_CUDA_CHECK(
+            cudaMemcpyAsync(slot.acts.targets.get(), staged + n, bytes, cudaMemcpyHostToDevice, s));
         if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
         const float grad_scale = 1.0f / float(m_ * t_.job_.plan.dp * loss_tokens_);
         chunk.forward(slot.acts, grad_scale, t_.scalars_.get(), ctx_);
     }
     // The CUDA chunk runs B and W as two passes even where the schedule fuses them.
     double backward_input(const WalkAction& w, CudaSlot& slot) override {
-        t_.chunks_[std::size_t(w.action.chunk)].backward_input(
-            slot.acts, slot.received_gradient.get(), ctx_);
+        t_.chunks_[std::size_t(w.action.chunk)].backward_input(slot.acts,
+                                                               slot.received_gradient.get(), ctx_);
         slot.received_gradient.reset();
         return 0.0;
     }
@@ -302,7 +302,8 @@ public:
         slot.acts.output.reset(); // the send copied it into staging
     }
     void recv_activation(const WalkAction& w, CudaSlot& slot) override {
-        slot.received_activation = CudaTensor<bf16>(t_.allocator_, std::int64_t(hidden(w)), ctx_.stream);
+        slot.received_activation =
+            CudaTensor<bf16>(t_.allocator_, std::int64_t(hidden(w)), ctx_.stream);
         t_.nccl_.pipeline->recv_typed(slot.received_activation.get(), hidden(w), ncclBfloat16,
                                       w.action.peer);
     }
@@ -312,7 +313,8 @@ public:
         slot.acts.dinput.reset();
     }
     void recv_gradient(const WalkAction& w, CudaSlot& slot) override {
-        slot.received_gradient = CudaTensor<bf16>(t_.allocator_, std::int64_t(hidden(w)), ctx_.stream);
+        slot.received_gradient =
+            CudaTensor<bf16>(t_.allocator_, std::int64_t(hidden(w)), ctx_.stream);
         t_.nccl_.pipeline->recv_typed(slot.received_gradient.get(), hidden(w), ncclBfloat16,
                                       w.action.peer);
     }
@@ -376,8 +378,8 @@ void CudaTrainer::run_schedule(const SampleSource& samples, std::int64_t first_s
     TRIDENT_CUDA_CHECK(cudaStreamSynchronize(s));
     const double microbatch_mean =
         double(loss_sum) / double(bodies.loss_tokens()) / double(walk_->schedule().microbatches);
-    stats.loss = step_loss(microbatch_mean, chunks_.back().last(), groups_.coord.tp,
-                           job_.plan.dp, *groups_.world);
+    stats.loss = step_loss(microbatch_mean, chunks_.back().last(), groups_.coord.tp, job_.plan.dp,
+                           *groups_.world);
 }
 
 void CudaTrainer::reduce_and_update(std::int64_t index, StepStats& stats,

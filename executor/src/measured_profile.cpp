@@ -105,4 +105,35 @@ core::Json measured_profile_json(const ProfileMeasurements& m) {
     return j;
 }
 
+std::vector<SweepPoint> collective_sweep(const std::vector<double>& sizes_bytes,
+                                         std::int64_t group) {
+    std::vector<SweepPoint> points;
+    for (double bytes : sizes_bytes) {
+        const std::size_t whole = std::max<std::size_t>(1, std::size_t(bytes / 4));
+        const std::size_t block = std::max<std::size_t>(1, whole / std::size_t(group));
+        const double whole_bytes = double(whole) * 4, blocks_bytes = double(block * group) * 4;
+        using C = core::Collective;
+        points.push_back({C::all_reduce, group, whole, whole_bytes});
+        points.push_back({C::all_gather, group, block, blocks_bytes});
+        points.push_back({C::reduce_scatter, group, block, blocks_bytes});
+        points.push_back({C::all_to_all, group, block, blocks_bytes});
+        points.push_back({C::broadcast, group, whole, whole_bytes});
+        if (group == 2) points.push_back({C::send_recv, group, whole, whole_bytes});
+    }
+    return points;
+}
+
+std::vector<CollectiveTiming>
+run_collective_sweep(const std::vector<SweepPoint>& points,
+                     const std::function<double(const SweepPoint&)>& time) {
+    std::vector<CollectiveTiming> rows;
+    for (const SweepPoint& p : points) {
+        const double seconds = time(p);
+        if (seconds > 0)
+            rows.push_back({std::string(core::kCollectiveNames[std::size_t(p.collective)]), p.group,
+                            p.recorded_bytes, seconds});
+    }
+    return rows;
+}
+
 } // namespace trident::executor

@@ -8,15 +8,16 @@
 #include <thread>
 
 namespace trident::executor {
-namespace {
 
-void check(int code, const char* what) {
+void check_mpi(int code, const char* what) {
     if (code == MPI_SUCCESS) return;
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(code, text, &length);
     throw std::runtime_error(std::string(what) + ": " + std::string(text, std::size_t(length)));
 }
+
+namespace {
 
 int count(std::size_t n) {
     if (n > std::size_t(INT_MAX)) throw std::runtime_error("MPI message over 2^31 elements");
@@ -28,10 +29,10 @@ int count(std::size_t n) {
 MpiSession::MpiSession(int* argc, char*** argv) {
     int initialized = 0;
     MPI_Initialized(&initialized);
-    if (!initialized) check(MPI_Init(argc, argv), "MPI_Init");
+    if (!initialized) check_mpi(MPI_Init(argc, argv), "MPI_Init");
     // Errors come back as codes and become exceptions, not aborts.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &errors_), "MPI_Comm_dup");
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &errors_), "MPI_Comm_dup");
 }
 
 MpiSession::~MpiSession() {
@@ -72,19 +73,19 @@ int MpiSession::exit_with(const core::SpecError& error, double wait_s) {
 
 int MpiSession::world_rank() const {
     int r = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &r), "MPI_Comm_rank");
     return r;
 }
 
 int MpiSession::world_size() const {
     int s = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &s);
+    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &s), "MPI_Comm_size");
     return s;
 }
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
-    check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
-    check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -97,27 +98,29 @@ MpiCommunicator::~MpiCommunicator() {
 
 void MpiCommunicator::all_reduce_sum(float* data, std::size_t n) {
     if (size_ > 1)
-        check(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_SUM, comm_),
-              "MPI_Allreduce");
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_SUM, comm_),
+                  "MPI_Allreduce");
 }
 
 void MpiCommunicator::all_reduce_max(float* data, std::size_t n) {
     if (size_ > 1)
-        check(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_MAX, comm_),
-              "MPI_Allreduce");
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_MAX, comm_),
+                  "MPI_Allreduce");
 }
 
 void MpiCommunicator::all_gather(const float* in, float* out, std::size_t n) {
-    check(MPI_Allgather(in, count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_), "MPI_Allgather");
+    check_mpi(MPI_Allgather(in, count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_),
+              "MPI_Allgather");
 }
 
 void MpiCommunicator::reduce_scatter_sum(const float* in, float* out, std::size_t n) {
-    check(MPI_Reduce_scatter_block(in, out, count(n), MPI_FLOAT, MPI_SUM, comm_),
-          "MPI_Reduce_scatter_block");
+    check_mpi(MPI_Reduce_scatter_block(in, out, count(n), MPI_FLOAT, MPI_SUM, comm_),
+              "MPI_Reduce_scatter_block");
 }
 
 void MpiCommunicator::all_to_all(const float* in, float* out, std::size_t n) {
-    check(MPI_Alltoall(in, count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_), "MPI_Alltoall");
+    check_mpi(MPI_Alltoall(in, count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_),
+              "MPI_Alltoall");
 }
 
 void MpiCommunicator::all_to_allv(const float* in, const std::vector<std::size_t>& send_counts,
@@ -133,50 +136,52 @@ void MpiCommunicator::all_to_allv(const float* in, const std::vector<std::size_t
         rd[r] = count(r_at);
         r_at += recv_counts[r];
     }
-    check(MPI_Alltoallv(in, sc.data(), sd.data(), MPI_FLOAT, out, rc.data(), rd.data(), MPI_FLOAT,
-                        comm_),
-          "MPI_Alltoallv");
+    check_mpi(MPI_Alltoallv(in, sc.data(), sd.data(), MPI_FLOAT, out, rc.data(), rd.data(),
+                            MPI_FLOAT, comm_),
+              "MPI_Alltoallv");
 }
 
 void MpiCommunicator::broadcast(float* data, std::size_t n, int root) {
-    if (size_ > 1) check(MPI_Bcast(data, count(n), MPI_FLOAT, root, comm_), "MPI_Bcast");
+    if (size_ > 1) check_mpi(MPI_Bcast(data, count(n), MPI_FLOAT, root, comm_), "MPI_Bcast");
 }
 
 void MpiCommunicator::send(const float* data, std::size_t n, int peer, int tag) {
     auto pending = std::make_unique<PendingSend>();
     pending->buffer.assign(data, data + n);
-    check(
+    check_mpi(
         MPI_Isend(pending->buffer.data(), count(n), MPI_FLOAT, peer, tag, comm_, &pending->request),
         "MPI_Isend");
     pending_.push_back(std::move(pending));
 }
 
 void MpiCommunicator::recv(float* data, std::size_t n, int peer, int tag) {
-    check(MPI_Recv(data, count(n), MPI_FLOAT, peer, tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+    check_mpi(MPI_Recv(data, count(n), MPI_FLOAT, peer, tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
 }
 
 void MpiCommunicator::wait_sends() {
-    for (auto& p : pending_) check(MPI_Wait(&p->request, MPI_STATUS_IGNORE), "MPI_Wait");
+    for (auto& p : pending_) check_mpi(MPI_Wait(&p->request, MPI_STATUS_IGNORE), "MPI_Wait");
     pending_.clear();
 }
 
 void MpiCommunicator::barrier() {
-    check(MPI_Barrier(comm_), "MPI_Barrier");
+    check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
 }
 
 NodePlace node_place() {
     MPI_Comm node = MPI_COMM_NULL;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+              "MPI_Comm_split_type");
     NodePlace place;
-    MPI_Comm_rank(node, &place.rank);
-    MPI_Comm_size(node, &place.ranks);
+    check_mpi(MPI_Comm_rank(node, &place.rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(node, &place.ranks), "MPI_Comm_size");
     MPI_Comm_free(&node);
     return place;
 }
 
 bool on_every_rank(bool ok) {
     int all = ok ? 1 : 0;
-    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
+              "MPI_Allreduce");
     return all == 1;
 }
 

@@ -1,5 +1,6 @@
 #include "trident/executor/nccl_communicator.h"
 
+#include "trident/executor/mpi.h"
 #include "trident/kernels/cuda/error.h"
 
 #include <numeric>
@@ -10,14 +11,6 @@ namespace {
 void check_nccl(ncclResult_t status, const char* call) {
     if (status == ncclSuccess) return;
     throw NcclError(call, ncclGetErrorString(status));
-}
-
-void check_mpi(int code, const char* call) {
-    if (code == MPI_SUCCESS) return;
-    char text[MPI_MAX_ERROR_STRING];
-    int length = 0;
-    MPI_Error_string(code, text, &length);
-    throw NcclError(call, std::string(text, std::size_t(length)));
 }
 
 #define NCCL_CHECK(call) check_nccl((call), #call)

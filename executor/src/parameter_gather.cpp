@@ -1,5 +1,7 @@
 #include "trident/executor/parameter_gather.h"
 
+#include "trident/executor/mpi.h"
+
 #include <cstring>
 #include <mpi.h>
 
@@ -40,12 +42,13 @@ std::map<std::string, Vec> gather_parameters(const ParameterStore& store) {
                     std::size_t(t.size) * sizeof(float));
     }
     int rank = 0, size = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
     int count = int(mine.size());
     std::vector<int> counts(static_cast<std::size_t>(size)),
         displacements(static_cast<std::size_t>(size));
-    MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD),
+              "MPI_Gather");
     std::string all;
     if (rank == 0) {
         int total = 0;
@@ -55,8 +58,9 @@ std::map<std::string, Vec> gather_parameters(const ParameterStore& store) {
         }
         all.resize(std::size_t(total));
     }
-    MPI_Gatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(), displacements.data(),
-                MPI_BYTE, 0, MPI_COMM_WORLD);
+    check_mpi(MPI_Gatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(),
+                          displacements.data(), MPI_BYTE, 0, MPI_COMM_WORLD),
+              "MPI_Gatherv");
     std::map<std::string, Vec> full;
     if (rank != 0) return full;
     std::map<std::string, std::vector<bool>> filled;

@@ -1,5 +1,7 @@
 #include "trident/executor/process_groups.h"
 
+#include "trident/executor/mpi.h"
+
 #include <algorithm>
 
 namespace trident::executor {
@@ -16,7 +18,7 @@ std::unique_ptr<MpiCommunicator> split(const core::RankGrid& grid, core::GroupKi
         key = int(std::find(members.begin(), members.end(), world_rank) - members.begin());
     }
     MPI_Comm comm = MPI_COMM_NULL;
-    MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm);
+    check_mpi(MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm), "MPI_Comm_split");
     if (comm == MPI_COMM_NULL) return nullptr;
     return std::make_unique<MpiCommunicator>(comm);
 }
@@ -26,7 +28,7 @@ std::unique_ptr<MpiCommunicator> split(const core::RankGrid& grid, core::GroupKi
 ProcessGroups::ProcessGroups(const core::ParallelPlan& plan, int rank)
     : grid(plan), coord(grid.coord(rank)), world_rank(rank) {
     MPI_Comm world_copy = MPI_COMM_NULL;
-    MPI_Comm_dup(MPI_COMM_WORLD, &world_copy);
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &world_copy), "MPI_Comm_dup");
     world = std::make_unique<MpiCommunicator>(world_copy);
     tensor = split(grid, core::GroupKind::tensor, rank);
     context = split(grid, core::GroupKind::context, rank);

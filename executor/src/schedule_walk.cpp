@@ -48,8 +48,8 @@ ScheduleWalk::ScheduleWalk(core::Schedule schedule, std::int32_t rank)
     : schedule_(std::move(schedule)), rank_(rank) {
     if (rank_ < 0 || rank_ >= schedule_.stages)
         throw core::ScheduleError("pipeline rank " + std::to_string(rank_) +
-                                  " is outside the schedule's " +
-                                  std::to_string(schedule_.stages) + " stages");
+                                  " is outside the schedule's " + std::to_string(schedule_.stages) +
+                                  " stages");
     core::check_schedule(schedule_);
 }
 

@@ -1,5 +1,7 @@
 #include "trident/executor/trace_gather.h"
 
+#include "trident/executor/mpi.h"
+
 #include <mpi.h>
 
 namespace trident::executor {
@@ -13,12 +15,13 @@ core::Trace gather_trace(const std::vector<core::TraceEvent>& local) {
                                      double(e.microbatch), double(e.chunk), e.start_s, e.end_s,
                                      e.bytes, e.flops, double(e.stage)});
     int rank = 0, size = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
     int count = int(packed.size());
     std::vector<int> counts(static_cast<std::size_t>(size)),
         offsets(static_cast<std::size_t>(size));
-    MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD),
+              "MPI_Gather");
     std::vector<double> all;
     if (rank == 0) {
         int total = 0;
@@ -28,8 +31,9 @@ core::Trace gather_trace(const std::vector<core::TraceEvent>& local) {
         }
         all.resize(std::size_t(total));
     }
-    MPI_Gatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
-                MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    check_mpi(MPI_Gatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(),
+                          offsets.data(), MPI_DOUBLE, 0, MPI_COMM_WORLD),
+              "MPI_Gatherv");
     core::Trace trace;
     trace.source = "measured";
     for (std::size_t i = 0; i + kFields <= all.size(); i += kFields)

@@ -99,8 +99,8 @@ double rank_parameters_estimate(const core::JobSpec& job) {
     for (std::int32_t r = 0; r < job.plan.pp; ++r) {
         double held = 0.0;
         for (std::int32_t c = 0; c < job.plan.vpp; ++c)
-            held += double(core::ChunkLayout(job, r, c, 0, 0, 1, core::LayoutDetail::counts)
-                               .parameters());
+            held += double(
+                core::ChunkLayout(job, r, c, 0, 0, 1, core::LayoutDetail::counts).parameters());
         most = std::max(most, held);
     }
     return most;
@@ -188,15 +188,16 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
       samples_(samples ? std::move(samples) : synthetic_samples(job, seed)),
       walk_(std::make_unique<ScheduleWalk>(
           core::make_schedule(job.plan.schedule, std::int32_t(job.plan.pp),
-                              std::int32_t(job.plan.vpp), std::int32_t(job.micro_batches_per_step())),
+                              std::int32_t(job.plan.vpp),
+                              std::int32_t(job.micro_batches_per_step())),
           std::int32_t(groups.coord.pp))) {
     require_supported(job);
     // fp32 parameters and gradients, and Adam's two moments (sharded over the data and context
     // ranks with the distributed optimizer, as optimizer_shard() does).
-    require_host_memory(job,
-                        core::state_bytes_per_parameter(core::cpu_executor_precision(),
-                                                        optimizer_shards(job.plan)),
-                        "fp32 parameters, gradients and Adam state");
+    require_host_memory(
+        job,
+        core::state_bytes_per_parameter(core::cpu_executor_precision(), optimizer_shards(job.plan)),
+        "fp32 parameters, gradients and Adam state");
     const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
     for (std::int32_t c = 0; c < job.plan.vpp; ++c)
         chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),
@@ -212,7 +213,8 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
         [](const ParameterStore::Tensor& t) { return !t.expert; });
     int* tag_limit = nullptr;
     int found = 0;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_limit, &found);
+    check_mpi(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_limit, &found),
+              "MPI_Comm_get_attr");
     const core::Schedule& schedule = walk_->schedule();
     const std::int64_t tags = 2 * std::int64_t(schedule.virtual_stages()) * schedule.microbatches;
     if (found && tag_limit && tags > *tag_limit)
@@ -237,8 +239,8 @@ public:
               const std::vector<GptChunk>& chunks, const SampleSource& samples,
               std::int64_t first_sample, std::int32_t microbatches)
         : job_(job), groups_(groups), chunks_(chunks), samples_(samples),
-          first_sample_(first_sample), m_(microbatches),
-          comms_{*groups.tensor, *groups.expert, *groups.context},
+          first_sample_(first_sample),
+          m_(microbatches), comms_{*groups.tensor, *groups.expert, *groups.context},
           loss_scale_(1.0f / float(microbatches * job.plan.dp)) {} // cp shares already add up
 
     double loss_sum() const { return loss_sum_; }
@@ -246,8 +248,8 @@ public:
     void forward(const WalkAction& w, CpuSlot& slot) override {
         const GptChunk& chunk = chunks_[std::size_t(w.action.chunk)];
         const std::int64_t dp_rank = groups_.coord.dp;
-        microbatch_tokens(job_, dp_rank, chunks_.front().local_positions(), samples_,
-                          first_sample_, w.action.microbatch, slot.inputs, slot.targets);
+        microbatch_tokens(job_, dp_rank, chunks_.front().local_positions(), samples_, first_sample_,
+                          w.action.microbatch, slot.inputs, slot.targets);
         slot.acts.tokens = slot.inputs.data();
         slot.acts.targets = slot.targets.data();
         // Dropout masks are keyed by the global sample, as microbatch_tokens reads it.
@@ -339,7 +341,8 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
     if (trace) tracer.emplace(*trace);
     const WalkResult walked =
         walk_->run(bodies, {forward_only, tracer ? &*tracer : nullptr, groups_.world_rank});
-    stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, walked.peak_activation_bytes);
+    stats.peak_activation_bytes =
+        std::max(stats.peak_activation_bytes, walked.peak_activation_bytes);
     stats.loss = step_loss(bodies.loss_sum() / double(m), chunks_.back().last(), groups_.coord.tp,
                            job_.plan.dp, *groups_.world);
 }

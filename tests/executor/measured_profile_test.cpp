@@ -123,3 +123,35 @@ TEST(MeasuredProfile, ACpuProfileUsesFp32AndTheShmFabricByTheSameRule) {
 
 } // namespace
 } // namespace trident::executor
+
+namespace trident::executor {
+namespace {
+
+TEST(CollectiveSweep, OneTableForBothProfilers) {
+    // nccl-tests' conventions: whole buffers for all-reduce and broadcast, per-rank blocks for
+    // all-gather, reduce-scatter and all-to-all (recording the whole buffer), send/recv in
+    // pairs only.
+    const auto pairs = collective_sweep({4096.0, 1 << 20}, 2);
+    ASSERT_EQ(pairs.size(), 12u);
+    EXPECT_EQ(pairs[0].collective, core::Collective::all_reduce);
+    EXPECT_EQ(pairs[0].count, 1024u);
+    EXPECT_EQ(pairs[1].collective, core::Collective::all_gather);
+    EXPECT_EQ(pairs[1].count, 512u);
+    EXPECT_DOUBLE_EQ(pairs[1].recorded_bytes, 4096.0);
+    EXPECT_EQ(pairs[5].collective, core::Collective::send_recv);
+    const auto fours = collective_sweep({4000.0}, 4);
+    ASSERT_EQ(fours.size(), 5u); // no send/recv in a group of four
+    EXPECT_EQ(fours[3].collective, core::Collective::all_to_all);
+    EXPECT_EQ(fours[3].count, 250u);
+    // Rows only for what a backend measured.
+    const auto rows = run_collective_sweep(fours, [](const SweepPoint& p) {
+        return p.collective == core::Collective::broadcast ? 0.0 : 1e-3;
+    });
+    ASSERT_EQ(rows.size(), 4u);
+    EXPECT_EQ(rows[0].collective, "all_reduce");
+    EXPECT_EQ(rows[0].group, 4);
+    EXPECT_DOUBLE_EQ(rows[0].bytes, 4000.0);
+}
+
+} // namespace
+} // namespace trident::executor

@@ -5,8 +5,10 @@
 // tested on any machine with made-up timings.
 #include "trident/core/dtype.h"
 #include "trident/core/json_io.h"
+#include "trident/core/profile.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +36,25 @@ struct CollectiveTiming {
     double bytes = 0.0; // the whole buffer, as nccl-tests counts it
     double seconds = 0.0;
 };
+
+// The collective sweep both profilers run, nccl-tests style: for each message size, every
+// collective of the table once (send/recv only in a group of two), each rank passing `count`
+// elements — the whole buffer, or the per-rank block of the all-gather, reduce-scatter and
+// all-to-all — and the table recording `recorded_bytes`, the whole buffer nccl-tests counts
+// (the bus-bandwidth factor that turns it into bus bandwidth is the simulator's:
+// core::Profile's bus_bandwidth_factor).
+struct SweepPoint {
+    core::Collective collective = core::Collective::all_reduce;
+    std::int64_t group = 0;
+    std::size_t count = 0; // fp32 elements each rank passes to the call
+    double recorded_bytes = 0.0;
+};
+std::vector<SweepPoint> collective_sweep(const std::vector<double>& sizes_bytes,
+                                         std::int64_t group);
+// Runs `points` with a backend's `time` (seconds of one point; 0: not measured on this rank)
+// and returns the rows of the measured ones, calling `done` after each size.
+std::vector<CollectiveTiming> run_collective_sweep(
+    const std::vector<SweepPoint>& points, const std::function<double(const SweepPoint&)>& time);
 
 struct ProfileMeasurements {
     std::string name;

@@ -10,6 +10,10 @@
 
 namespace trident::executor {
 
+// Throws std::runtime_error naming `what` and MPI's message when `code` is not MPI_SUCCESS
+// (MpiSession makes MPI return its errors instead of aborting).
+void check_mpi(int code, const char* what);
+
 class MpiSession {
 public:
     MpiSession(int* argc, char*** argv);
