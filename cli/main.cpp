@@ -2,6 +2,7 @@
 // Exit codes: 0 success, 2 bad input or impossible request (one line on stderr naming the
 // field), 1 internal failure.
 #include "command.h"
+#include "trident/core/internal_error.h"
 #include "trident/core/spec_error.h"
 
 #include <iostream>
@@ -35,6 +36,11 @@ int main(int argc, char** argv) {
     } catch (const core::SpecError& e) {
         std::cerr << "trident: error: " << e.field() << ": " << e.reason() << "\n";
         return 2;
+    } catch (const core::InternalError& e) {
+        std::cerr << "trident: internal error (a bug in Trident, not in the input; please report "
+                     "it): "
+                  << e.what() << "\n";
+        return core::kInternalErrorExitCode;
     } catch (const std::exception& e) {
         std::cerr << "trident: internal error: " << e.what() << "\n";
         return 1;

@@ -1,5 +1,6 @@
 #include "cuda_gpt_chunk.h"
 
+#include "trident/core/internal_error.h"
 #include "trident/core/model_layout.h"
 #include "trident/core/spec_error.h"
 #include "trident/kernels/cuda/activation.h"
@@ -47,7 +48,7 @@ CudaGptChunk::CudaGptChunk(const core::JobSpec& job, std::int32_t pipeline_rank,
         first_tensor += core::ChunkLayout(job, pipeline_rank, c, tp_rank, 0).tensors().size();
     const core::ChunkLayout layout(job, pipeline_rank, chunk, tp_rank, 0);
     if (first_tensor + layout.tensors().size() > store.tensors.size())
-        throw core::SpecError("model", "the CUDA chunk's tensors are not in the parameter store");
+        throw core::InternalError("the CUDA chunk's tensors are not in the parameter store");
     first_ = layout.shape().first;
     last_ = layout.shape().last;
     // Offset of a tensor in the flat buffer (-1: this model has none), its store index

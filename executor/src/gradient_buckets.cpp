@@ -1,5 +1,7 @@
 #include "trident/executor/gradient_buckets.h"
 
+#include "trident/core/internal_error.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -40,11 +42,11 @@ void GradientBuckets::reset() {
 
 std::int32_t GradientBuckets::mark_final(std::size_t tensor_index) {
     if (tensor_index >= bucket_of_.size() || bucket_of_[tensor_index] < 0)
-        throw std::logic_error("GradientBuckets: tensor " + std::to_string(tensor_index) +
-                               " is not in a bucket");
+        throw core::InternalError("GradientBuckets: tensor " + std::to_string(tensor_index) +
+                                  " is not in a bucket");
     if (marked_[tensor_index])
-        throw std::logic_error("GradientBuckets: tensor " + std::to_string(tensor_index) +
-                               " marked final twice in one step");
+        throw core::InternalError("GradientBuckets: tensor " + std::to_string(tensor_index) +
+                                  " marked final twice in one step");
     marked_[tensor_index] = 1;
     const std::int32_t b = bucket_of_[tensor_index];
     return --waiting_[std::size_t(b)] == 0 ? b : -1;

@@ -1,5 +1,7 @@
 #include "schedule_walk.h"
 
+#include "trident/core/internal_error.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -46,11 +48,17 @@ bool runs_forward_only(core::ActionKind kind) {
 
 ScheduleWalk::ScheduleWalk(core::Schedule schedule, std::int32_t rank)
     : schedule_(std::move(schedule)), rank_(rank) {
+    // Schedules are generated, never read from input: one that does not check is a bug.
     if (rank_ < 0 || rank_ >= schedule_.stages)
-        throw core::ScheduleError("pipeline rank " + std::to_string(rank_) +
+        throw core::InternalError("schedule walk: pipeline rank " + std::to_string(rank_) +
                                   " is outside the schedule's " + std::to_string(schedule_.stages) +
                                   " stages");
-    core::check_schedule(schedule_);
+    try {
+        core::check_schedule(schedule_);
+    } catch (const core::ScheduleError& e) {
+        throw core::InternalError("the " + core::to_string(schedule_.kind) +
+                                  " schedule does not check: " + e.what());
+    }
 }
 
 WalkAction ScheduleWalk::describe(std::size_t index, bool forward_only) const {

@@ -3,7 +3,7 @@
 // order, each handed to the backend's body for its kind (ActionBodies). The walk owns what is
 // the same for every backend and every schedule kind:
 // - the schedule is proved complete and deadlock-free once (core::check_schedule), before any
-//   rank sends anything, so a malformed schedule is an error rather than a hung MPI run;
+//   rank sends anything, so a malformed schedule is an InternalError, not a hung MPI run;
 // - evaluation walks the forward subsequence (F and the activations' sends and receives), which
 //   keeps the schedule's deadlock-free order because no forward waits on a backward;
 // - one Slot per live (micro-batch, chunk): created at its first action, reduced to B's input

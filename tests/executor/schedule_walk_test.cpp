@@ -3,6 +3,7 @@
 // evaluation exactly its forward subsequence), with the fused-backward flags, slot lifetimes
 // and trace events the walk promises.
 #include "../../executor/src/schedule_walk.h"
+#include "trident/core/internal_error.h"
 
 #include <gtest/gtest.h>
 
@@ -155,9 +156,9 @@ TEST(ScheduleWalk, RefusesAMalformedScheduleBeforeRunningIt) {
             rank1.erase(it);
             break;
         }
-    EXPECT_THROW(ScheduleWalk(broken, 0), core::ScheduleError);
+    EXPECT_THROW(ScheduleWalk(broken, 0), core::InternalError);
     EXPECT_THROW(ScheduleWalk(core::make_schedule(ScheduleKind::gpipe, 2, 1, 2), 2),
-                 core::ScheduleError);
+                 core::InternalError);
 }
 
 } // namespace

@@ -36,7 +36,7 @@ public:
     void reset();
     // Tensor `index` has its final gradient for this step. Returns the bucket that became
     // complete with it (-1: none). Marking a tensor twice in a step is a logic error
-    // (std::logic_error), as is marking one that is not bucketed.
+    // (core::InternalError), as is marking one that is not bucketed.
     std::int32_t mark_final(std::size_t tensor_index);
     // Buckets not yet complete this step (the caller reduces them at the end of the step).
     std::vector<std::int32_t> incomplete() const;
