@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trident=build/cli/trident
-profile=tests/data/profiles/cpu-host-2-ranks.json
+profile=tests/fixtures/profiles/cpu-host-2-ranks.json
 echo "| stages | attention | recomputation | simulated MiB | measured MiB | measured / simulated |"
 echo "|---|---|---|---|---|---|"
 row() { # ranks attention-flag policy...

@@ -1,6 +1,6 @@
-// Runs `trident` on every malformed or impossible input listed in tests/data/bad/cases.tsv and
+// Runs `trident` on every malformed or impossible input listed in tests/fixtures/bad/cases.tsv and
 // checks exit code 2, one line on stderr, the exact field named, and the reason's key words.
-#include "run_command.h"
+#include "../support/trident_process.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -15,7 +15,7 @@ struct BadCase {
     std::string args, field, reason;
 };
 
-const std::string kDir = std::string(TRIDENT_TEST_DATA) + "/bad/";
+const std::string kDir = std::string(TRIDENT_FIXTURES) + "/bad/";
 
 std::string expand(std::string s) {
     for (std::size_t at; (at = s.find('@')) != std::string::npos;) s.replace(at, 1, kDir);

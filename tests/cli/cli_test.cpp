@@ -1,5 +1,5 @@
 // The `trident` binary as a user runs it: presets, validate on every preset, outputs.
-#include "run_command.h"
+#include "../support/trident_process.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // What a new user hits first, run as they would run it: the localhost flow finding the profile
 // `trident profile` wrote, refusal texts with real numbers, overrides and Megatron's defaults,
 // sizes in units that fit, and a run banner that says what runs.
-#include "run_command.h"
+#include "../support/trident_process.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -33,7 +33,7 @@ fs::path folder_with_cpu_host_profile(const std::string& name) {
     const fs::path dir = fs::path(testing::TempDir()) / name;
     fs::remove_all(dir);
     fs::create_directories(dir / "user");
-    fs::copy_file(fs::path(TRIDENT_TEST_DATA) / "profiles" / "cpu-host-2-ranks.json",
+    fs::copy_file(fs::path(TRIDENT_FIXTURES) / "profiles" / "cpu-host-2-ranks.json",
                   dir / "cpu-host.json");
     return dir;
 }

@@ -1,6 +1,6 @@
 // `trident launch`: the mpirun command and sbatch script it builds from a plan and a hostfile,
 // and its refusals. (The single-host launch that really runs is in tests/mpi/training_test.)
-#include "run_command.h"
+#include "../support/trident_process.h"
 
 #include <filesystem>
 #include <fstream>
@@ -11,7 +11,7 @@ using trident::test::run_trident;
 
 namespace {
 
-const std::string kTp4Plan = std::string(TRIDENT_TEST_DATA) + "/plans/gpt-tiny-tp4-two-nodes.json";
+const std::string kTp4Plan = std::string(TRIDENT_FIXTURES) + "/plans/gpt-tiny-tp4-two-nodes.json";
 
 std::string write_temp(const std::string& name, const std::string& text) {
     const fs::path p = fs::path(testing::TempDir()) / name;
@@ -86,7 +86,7 @@ TEST(Launch, TakesThePlannersOutputStraightIn) {
 }
 
 TEST(Launch, BindsEachCpuRankToACorePerBlasThread) {
-    const std::string plan = std::string(TRIDENT_TEST_DATA) + "/plans/gpt-tiny-dp2.json";
+    const std::string plan = std::string(TRIDENT_FIXTURES) + "/plans/gpt-tiny-dp2.json";
     const std::string hosts = write_temp("hosts-local", "localhost slots=2\n");
     const auto two = run_trident(
         {"launch", "--plan", plan, "--hostfile", hosts, "--dry-run", "--", "--threads", "2"});

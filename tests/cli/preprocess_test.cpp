@@ -1,6 +1,6 @@
 // `trident preprocess`: text to Megatron-style indexed data, from a vocabulary that
 // `trident tokenizer train` learned; and its refusals.
-#include "run_command.h"
+#include "../support/trident_process.h"
 
 #include <cstring>
 #include <filesystem>

@@ -2,7 +2,7 @@
 // says it has no CUDA; with it on but no GPU visible, one line names --backend and the reason.
 // Either way exit 2, nothing written. On a machine with a GPU the test skips (the device check
 // runs the real profiler there).
-#include "run_command.h"
+#include "../support/trident_process.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -56,7 +56,7 @@ core::JobSpec job_with(core::JobInputs in) {
 
 TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
     core::JobInputs dense;
-    dense.model = std::string(TRIDENT_TEST_DATA) + "/models/gpt-cuda-test.json";
+    dense.model = std::string(TRIDENT_FIXTURES) + "/models/gpt-cuda-test.json";
     EXPECT_NO_THROW(executor::require_supported_on_cuda(job_with(dense)));
     core::JobInputs moe;
     moe.model = "moe-tiny";

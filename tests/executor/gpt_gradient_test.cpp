@@ -1,6 +1,7 @@
 // Finite-difference check of the whole model's backward on one rank: dense GPT and the MoE
 // router, gates and experts. The loss is recomputed after nudging single parameters; the
 // chunk's B and W passes must give the same slope.
+#include "../support/tiny_job.h"
 #include "trident/core/job_loader.h"
 #include "trident/executor/gpt_chunk.h"
 #include "trident/executor/mpi.h"
@@ -21,17 +22,9 @@ struct Harness {
     std::vector<std::int32_t> tokens, targets;
 
     explicit Harness(const std::string& model) {
-        core::JobInputs in;
-        in.model = model;
-        in.cluster = "localhost";
-        in.devices_per_node = 1;
-        in.tp = 1;
-        in.pp = 1;
-        in.dp = "1";
-        in.micro_batch_size = 2;
-        in.global_batch_size = 2;
-        in.seq_length = 8;
-        job = core::load_job(in);
+        test::TinyJob tiny;
+        tiny.model = model;
+        job = tiny.load();
         MPI_Comm comm;
         MPI_Comm_dup(MPI_COMM_SELF, &comm);
         self = std::make_unique<executor::MpiCommunicator>(comm);
@@ -98,7 +91,7 @@ TEST(GptGradient, DenseModel) {
 TEST(GptGradient, DropoutEverywhere) {
     // Embedding, attention-probability and residual-branch dropout: the masks are a fixed
     // function of position, so the dropped model is differentiable and B must match.
-    check(std::string(TRIDENT_TEST_DATA) + "/models/gpt-tiny-dropout.json",
+    check(std::string(TRIDENT_FIXTURES) + "/models/gpt-tiny-dropout.json",
           {"embedding.word", "embedding.position", "layer.0.qkv.weight", "layer.1.proj.bias",
            "layer.2.fc1.weight", "layer.3.fc2.bias", "layer.3.norm2.weight"},
           0.05);
@@ -107,7 +100,7 @@ TEST(GptGradient, DropoutEverywhere) {
 TEST(GptGradient, RotaryPositionEmbedding) {
     // GQA with RoPE on queries and keys: the rotation's backward must bring the gradients of
     // the QKV weights back to the unrotated products.
-    check(std::string(TRIDENT_TEST_DATA) + "/models/llama-tiny-rope.json",
+    check(std::string(TRIDENT_FIXTURES) + "/models/llama-tiny-rope.json",
           {"embedding.word", "layer.0.qkv.weight", "layer.1.proj.weight", "layer.2.fc1.weight",
            "layer.3.norm1.weight", "output.weight"},
           0.05);
@@ -116,7 +109,7 @@ TEST(GptGradient, RotaryPositionEmbedding) {
 TEST(GptGradient, MixtureOfExperts) {
     // The reported loss leaves out the load-balancing term the gradient includes, so the test
     // model sets its coefficient to 0 and both describe the same function.
-    check(std::string(TRIDENT_TEST_DATA) + "/models/moe-tiny-no-aux.json",
+    check(std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-no-aux.json",
           {"layer.1.router.weight", "layer.1.expert.0.fc1.weight", "layer.2.expert.3.fc2.weight",
            "layer.3.norm2.weight", "output.weight"},
           0.1);

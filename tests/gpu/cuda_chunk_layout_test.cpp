@@ -2,6 +2,7 @@
 // (by name), for every pipeline rank, virtual chunk and tensor rank of several layouts. This
 // is host code only — no GPU needed — so it runs wherever the CUDA backend is built, and
 // catches a name or layout mismatch before any GPU run.
+#include "../support/tiny_job.h"
 #include "../../executor/src/cuda_gpt_chunk.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/spec_error.h"
@@ -13,19 +14,15 @@ namespace {
 
 core::JobSpec job_for(const std::string& model, std::int64_t tp, std::int64_t pp, std::int64_t vpp,
                       bool sp) {
-    core::JobInputs in;
-    in.model = std::string(TRIDENT_TEST_DATA) + "/models/" + model + ".json";
-    in.cluster = "localhost";
-    in.devices_per_node = tp * pp;
-    in.tp = tp;
-    in.pp = pp;
-    in.dp = "1";
-    if (vpp > 1) in.vpp = vpp;
-    in.sequence_parallel = sp;
-    in.micro_batch_size = 2;
-    in.global_batch_size = 2 * pp * 2;
-    in.seq_length = 64;
-    return core::load_job(in);
+    test::TinyJob tiny;
+    tiny.model = std::string(TRIDENT_FIXTURES) + "/models/" + model + ".json";
+    tiny.tp = tp;
+    tiny.pp = pp;
+    tiny.vpp = vpp;
+    tiny.sequence_parallel = sp;
+    tiny.global_batch_size = 2 * pp * 2;
+    tiny.seq_length = 64;
+    return tiny.load();
 }
 
 void expect_every_chunk_found(const core::JobSpec& job) {
@@ -60,17 +57,12 @@ TEST(CudaChunkLayout, LlamaWithGqaRopeAndUntiedHead) {
 }
 
 TEST(CudaChunkLayout, RefusesWhatFlashAttentionCannotRun) {
-    core::JobInputs in;
-    in.model = "gpt-demo"; // head dimension 32
-    in.cluster = "localhost";
-    in.devices_per_node = 1;
-    in.tp = 1;
-    in.pp = 1;
-    in.dp = "1";
-    in.micro_batch_size = 1;
-    in.global_batch_size = 1;
-    in.seq_length = 64;
-    const core::JobSpec job = core::load_job(in);
+    test::TinyJob tiny;
+    tiny.model = "gpt-demo"; // head dimension 32
+    tiny.micro_batch_size = 1;
+    tiny.global_batch_size = 1;
+    tiny.seq_length = 64;
+    const core::JobSpec job = tiny.load();
     ParameterStore store;
     const GptChunk cpu(job, 0, 0, 0, 0, 0, store, 1);
     try {

@@ -3,6 +3,7 @@
 // precision step after step, and the CUDA-only paths (recomputation, traces, checkpoint state
 // round trips) must not change them. Skips without a GPU. One rank: NCCL takes one GPU per
 // rank, and these machines have one.
+#include "../support/tiny_job.h"
 #include "trident/core/job_loader.h"
 #include "trident/executor/checkpoint.h"
 #include "trident/executor/cuda_trainer.h"
@@ -31,16 +32,11 @@ protected:
 
 core::JobSpec job_for(const std::string& model, std::int64_t gbs = 4,
                       const std::string& recompute = "") {
-    core::JobInputs in;
-    in.model = std::string(TRIDENT_TEST_DATA) + "/models/" + model + ".json";
-    in.cluster = "localhost";
-    in.devices_per_node = 1;
-    in.tp = 1;
-    in.pp = 1;
-    in.dp = "1";
-    in.micro_batch_size = 2;
-    in.global_batch_size = gbs;
-    in.seq_length = 64;
+    test::TinyJob tiny;
+    tiny.model = std::string(TRIDENT_FIXTURES) + "/models/" + model + ".json";
+    tiny.global_batch_size = gbs;
+    tiny.seq_length = 64;
+    core::JobInputs in = tiny.inputs();
     in.train_iters = 6;
     in.lr = 1e-3;
     in.lr_warmup_iters = 0;

@@ -17,7 +17,7 @@
 namespace trident::gui {
 namespace {
 
-const QString kTraces = TRIDENT_TEST_DATA "/traces/";
+const QString kTraces = TRIDENT_FIXTURES "/traces/";
 
 class MainWindowTest : public ::testing::Test {
 protected:
@@ -70,7 +70,7 @@ TEST_F(MainWindowTest, BadFilesAreOneLineAndKeepWhatWasShown) {
         EXPECT_TRUE(error.contains(name)) << error.toStdString();
         EXPECT_FALSE(error.contains('\n')) << error.toStdString();
     }
-    EXPECT_FALSE(window.open_file(TRIDENT_TEST_DATA "/bad/plan_heads_tp.json"));
+    EXPECT_FALSE(window.open_file(TRIDENT_FIXTURES "/bad/plan_heads_tp.json"));
     EXPECT_FALSE(window.last_error().isEmpty());
     EXPECT_EQ(window.timeline()->model().events().size(), events);
     EXPECT_FALSE(window.open_compare_file(kTraces + "main_truncated.json"));

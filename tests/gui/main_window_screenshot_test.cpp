@@ -1,6 +1,6 @@
 // End to end: the trident-gui binary renders without a display, and `trident gui` finds it
 // and forwards its arguments.
-#include "../cli/run_command.h"
+#include "../support/trident_process.h"
 
 #include <QImage>
 #include <QTemporaryDir>
@@ -14,7 +14,7 @@ namespace {
 
 using test::run_shell;
 
-const std::string kTraces = TRIDENT_TEST_DATA "/traces/";
+const std::string kTraces = TRIDENT_FIXTURES "/traces/";
 
 std::string quoted(const std::string& s) {
     return "'" + s + "'";
@@ -118,7 +118,7 @@ TEST_F(MainWindowScreenshot, ProfileOptionSimulatesALocalhostPlan) {
                    "parallel": {"micro_batch_size": 2}})",
                f);
     std::fclose(f);
-    const std::string profile = TRIDENT_TEST_DATA "/profiles/cpu-host-2-ranks.json";
+    const std::string profile = TRIDENT_FIXTURES "/profiles/cpu-host-2-ranks.json";
     const std::string cd = "cd " + quoted(dir.path().toStdString()) +
                            " && TRIDENT_PROFILE_DIR=/nonexistent/trident-test-profiles ";
     auto r = run_shell(cd + gui("--profile " + quoted(profile) + " --screenshot " +

@@ -160,7 +160,7 @@ TEST_F(PlannerPanelTest, BadInputIsOneLineInThePanel) {
     EXPECT_FALSE(click_run_and_wait(panel));
     EXPECT_TRUE(panel.message().startsWith("memory budget")) << panel.message().toStdString();
 
-    panel.model_box()->setCurrentText(TRIDENT_TEST_DATA "/bad/model_syntax.json");
+    panel.model_box()->setCurrentText(TRIDENT_FIXTURES "/bad/model_syntax.json");
     panel.budget_edit()->setText("90%");
     EXPECT_FALSE(click_run_and_wait(panel));
     EXPECT_TRUE(panel.has_error());

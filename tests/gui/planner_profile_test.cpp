@@ -19,7 +19,7 @@
 namespace trident::gui {
 namespace {
 
-const std::string kProfile = TRIDENT_TEST_DATA "/profiles/cpu-host-2-ranks.json";
+const std::string kProfile = TRIDENT_FIXTURES "/profiles/cpu-host-2-ranks.json";
 // As a plan records it: absolute, normalised.
 const std::string kRecorded = std::filesystem::path(kProfile).lexically_normal().string();
 

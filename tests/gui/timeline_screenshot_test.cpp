@@ -14,7 +14,7 @@
 namespace trident::gui {
 namespace {
 
-const QString kTraces = QStringLiteral(TRIDENT_TEST_DATA "/traces/");
+const QString kTraces = QStringLiteral(TRIDENT_FIXTURES "/traces/");
 
 QImage screenshot(const QStringList& arguments, const QTemporaryDir& dir) {
     const QString out = dir.filePath("shot.png");

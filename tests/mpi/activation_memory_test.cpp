@@ -4,7 +4,7 @@
 // recomputed layer is rebuilt just before its own backward and released after its weight
 // gradients), so the measured peak must stay within 10 % of the prediction — above it would
 // mean a plan chosen to fit a budget does not, well below it a model that wastes memory.
-#include "../cli/run_command.h"
+#include "../support/trident_process.h"
 #include "trident/core/json_io.h"
 
 #include <filesystem>
@@ -31,7 +31,7 @@ double measured_peak(int ranks, const std::string& job) {
 double predicted_peak(const std::string& job) {
     const std::string json = testing::TempDir() + "trident-memory-report.json";
     const auto r = trident::test::run_trident(
-        trident::test::split_words("simulate " + job + " --profile " + TRIDENT_TEST_DATA +
+        trident::test::split_words("simulate " + job + " --profile " + TRIDENT_FIXTURES +
                                    "/profiles/cpu-host-2-ranks.json" + " --json " + json));
     EXPECT_EQ(r.exit_code, 0) << job << "\n" << r.err;
     std::ifstream in(json);

@@ -1,7 +1,7 @@
 // Checkpoints under mpirun: an exact resume, refusal of damaged or mismatched checkpoints, and
 // the fault test — a rank killed with SIGKILL at random points, the run relaunched with
 // --load each time, and the final losses equal to the uninterrupted run's bit for bit.
-#include "../cli/run_command.h"
+#include "../support/trident_process.h"
 
 #include <csignal>
 #include <cstdio>

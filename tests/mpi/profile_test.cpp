@@ -3,7 +3,7 @@
 // by the test-only --test-slow-rank, which sleeps after its collective repetitions) cannot send
 // the ranks into different collectives. Before the counts were agreed this deadlocked at the
 // first collective; `timeout` turns a hang into a failure instead of stalling CI.
-#include "../cli/run_command.h"
+#include "../support/trident_process.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,6 +1,6 @@
 // The executor's correctness: 4 steps of a tiny GPT (fp32, fixed seed) give the same loss in
 // every layout as in one process, within 1e-5 relative. Runs `trident run` under mpirun.
-#include "../cli/run_command.h"
+#include "../support/trident_process.h"
 
 #include <cmath>
 #include <cstdio>
@@ -100,16 +100,16 @@ TEST_P(Layouts, LossesAndParametersMatchOneProcess) {
     std::remove(params.c_str());
 }
 
-const std::string kEight = std::string(TRIDENT_TEST_DATA) + "/models/gpt-tiny-8-layers.json";
+const std::string kEight = std::string(TRIDENT_FIXTURES) + "/models/gpt-tiny-8-layers.json";
 const std::string kCapacity =
-    std::string(TRIDENT_TEST_DATA) + "/models/moe-tiny-capacity.json"; // drops tokens
+    std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-capacity.json"; // drops tokens
 // Without the load-balancing loss, MoE under context parallelism is the same sum as one process
 // (with it, each context rank balances its own tokens, as Megatron does, which is not).
-const std::string kNoAux = std::string(TRIDENT_TEST_DATA) + "/models/moe-tiny-no-aux.json";
+const std::string kNoAux = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-no-aux.json";
 // RoPE: each rank turns its tokens by their own positions (context parallelism: not 0..T/cp).
-const std::string kRope = std::string(TRIDENT_TEST_DATA) + "/models/llama-tiny-rope.json";
+const std::string kRope = std::string(TRIDENT_FIXTURES) + "/models/llama-tiny-rope.json";
 // Dropout: masks keyed by position, never by rank, so every layout drops the same elements.
-const std::string kDropout = std::string(TRIDENT_TEST_DATA) + "/models/gpt-tiny-dropout.json";
+const std::string kDropout = std::string(TRIDENT_FIXTURES) + "/models/gpt-tiny-dropout.json";
 
 INSTANTIATE_TEST_SUITE_P(
     Executor, Layouts,
@@ -183,7 +183,7 @@ TEST(Dropout, TrainsDifferentlyAndValidatesWithout) {
     // A model asking for dropout trains with it, with no warning on the CPU backend: its losses
     // differ from the same model's without dropout from the first step (the step's loss is
     // measured with dropout on), and it still learns.
-    const std::string with = std::string(TRIDENT_TEST_DATA) + "/models/gpt-tiny-dropout.json";
+    const std::string with = std::string(TRIDENT_FIXTURES) + "/models/gpt-tiny-dropout.json";
     const auto r = trident::test::run_shell(std::string(TRIDENT_BINARY) + " run --model " + with +
                                             kCommon + " --devices-per-node 1 --tp 1 --pp 1 --dp 1");
     ASSERT_EQ(r.exit_code, 0) << r.err;

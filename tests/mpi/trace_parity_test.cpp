@@ -2,7 +2,7 @@
 // --trace` of the same job must record, on every pipeline stage, the same sequence of compute
 // actions (kind, micro-batch, chunk), for every schedule kind. Both traces name each event's
 // stage and carry the job they are of.
-#include "../cli/run_command.h"
+#include "../support/trident_process.h"
 #include "trident/core/json_io.h"
 #include "trident/core/trace.h"
 
@@ -47,7 +47,7 @@ void expect_same_actions(const std::string& schedule_flags) {
         " run " + job + " --steps 1 --trace " + measured);
     ASSERT_EQ(run.exit_code, 0) << job << "\n" << run.err;
     const auto sim = trident::test::run_trident(trident::test::split_words(
-        "simulate " + job + " --profile " + TRIDENT_TEST_DATA +
+        "simulate " + job + " --profile " + TRIDENT_FIXTURES +
         "/profiles/cpu-host-2-ranks.json --trace " + simulated));
     ASSERT_EQ(sim.exit_code, 0) << job << "\n" << sim.err;
     const trident::core::Trace a = read_trace(measured), b = read_trace(simulated);

@@ -2,7 +2,7 @@
 // /usr/share/common-licenses) → `trident tokenizer train` → `trident preprocess` → two ranks of
 // `trident run` with a validation split. The validation loss must fall clearly. Also the
 // single-host `trident launch`, run for real.
-#include "../cli/run_command.h"
+#include "../support/trident_process.h"
 #include "trident/core/json_io.h"
 
 #include <cmath>
@@ -89,7 +89,7 @@ TEST(Training, LaunchRunsAPlanOnThisHost) {
     std::ofstream(hostfile) << "localhost slots=2\n";
     const auto r =
         run_trident({"launch", "--plan",
-                     std::string(TRIDENT_TEST_DATA) + "/plans/gpt-tiny-dp2.json", "--hostfile",
+                     std::string(TRIDENT_FIXTURES) + "/plans/gpt-tiny-dp2.json", "--hostfile",
                      hostfile.string(), "--mpirun-args", "--oversubscribe", "--", "--steps", "2"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("training gpt-tiny on 2 ranks: tp 1 · pp 1 · dp 2"), std::string::npos)

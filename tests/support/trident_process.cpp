@@ -1,4 +1,4 @@
-#include "run_command.h"
+#include "trident_process.h"
 
 #include <cstdlib>
 #include <fstream>
