@@ -124,6 +124,28 @@ TensorLayout tensor(TensorRole role, std::int64_t layer = -1, std::int64_t exper
     return t;
 }
 
+// A [rows × cols] tensor of which this rank stores `runs` (`size` elements), initialised
+// N(0, std²), or zeros when `std` is 0.
+TensorLayout sharded(TensorRole role, std::int64_t layer, std::int64_t expert, std::int64_t rows,
+                     std::int64_t cols, Runs runs, std::int64_t size, TensorFlags flags,
+                     double std) {
+    TensorLayout t = tensor(role, layer, expert);
+    t.full_rows = rows;
+    t.full_cols = cols;
+    t.size = size;
+    t.placement = std::move(runs);
+    t.flags = flags;
+    t.init = std == 0.0 ? TensorInit::zeros : TensorInit::normal;
+    t.init_std = std;
+    return t;
+}
+
+// A matrix every tensor rank holds whole (the router, the learned positions).
+TensorLayout replicated(TensorRole role, std::int64_t layer, std::int64_t rows, std::int64_t cols) {
+    return sharded(role, layer, -1, rows, cols, {{0, rows * cols}}, rows * cols,
+                   {.decay = true, .tp_replicated = true}, kInitStd);
+}
+
 } // namespace
 
 std::string TensorLayout::init_name() const {
@@ -189,15 +211,8 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
     if (shape_.first) {
         add_vocab_table(TensorRole::word_embedding, false);
         if (m.position_embedding == PositionEmbedding::learned) {
-            TensorLayout t = tensor(TensorRole::position_embedding);
-            t.full_rows = m.max_position_embeddings;
-            t.full_cols = m.hidden_size;
-            t.size = t.full_size();
-            t.placement = {{0, t.size}};
-            t.flags = {.decay = true, .tp_replicated = true};
-            t.init = TensorInit::normal;
-            t.init_std = kInitStd;
-            add(std::move(t));
+            add(replicated(TensorRole::position_embedding, -1, m.max_position_embeddings,
+                           m.hidden_size));
         }
     }
     for (std::int64_t layer = shape_.first_layer; layer < shape_.first_layer + shape_.layers;
@@ -258,15 +273,7 @@ void ChunkLayout::add_layer(std::int64_t layer) {
         return;
     }
     const MoeSpec& e = *m.moe;
-    TensorLayout router = tensor(TensorRole::router_weight, layer);
-    router.full_rows = e.num_experts;
-    router.full_cols = m.hidden_size;
-    router.size = router.full_size();
-    router.placement = {{0, router.size}};
-    router.flags = {.decay = true, .tp_replicated = true};
-    router.init = TensorInit::normal;
-    router.init_std = kInitStd;
-    add(std::move(router));
+    add(replicated(TensorRole::router_weight, layer, e.num_experts, m.hidden_size));
     if (e.shared_expert_ffn_hidden_size > 0)
         add_mlp(layer, e.shared_expert_ffn_hidden_size, e.shared_expert_ffn_hidden_size / shape_.tp,
                 TensorRole::shared_fc1_weight, -1, false);
@@ -288,15 +295,7 @@ void ChunkLayout::add_attention(std::int64_t layer) {
     const std::int64_t h = m.hidden_size, r = shape_.tp_rank, H = m.num_attention_heads;
     const auto matrix = [&](TensorRole role, std::int64_t rows, std::int64_t cols, Runs runs,
                             std::int64_t size, TensorFlags flags, double std) {
-        TensorLayout t = tensor(role, layer);
-        t.full_rows = rows;
-        t.full_cols = cols;
-        t.size = size;
-        t.placement = std::move(runs);
-        t.flags = flags;
-        t.init = std == 0.0 ? TensorInit::zeros : TensorInit::normal;
-        t.init_std = std;
-        add(std::move(t));
+        add(sharded(role, layer, -1, rows, cols, std::move(runs), size, flags, std));
     };
     std::int64_t context_width = H * m.head_dim; // the attention core's output, all heads
     if (!m.mla) {
@@ -360,16 +359,9 @@ void ChunkLayout::add_mlp(std::int64_t layer, std::int64_t ffn, std::int64_t loc
     if (gate == 2) fc_rows.push_back({ffn + r * local_ffn, local_ffn});
     const auto add_one = [&](int k, std::int64_t rows, std::int64_t cols, Runs runs,
                              std::int64_t size, TensorFlags flags, double std) {
-        TensorLayout t = tensor(offset_role(first_role, k), layer, expert);
-        t.full_rows = rows;
-        t.full_cols = cols;
-        t.size = size;
-        t.placement = std::move(runs);
         flags.expert = is_expert;
-        t.flags = flags;
-        t.init = std == 0.0 ? TensorInit::zeros : TensorInit::normal;
-        t.init_std = std;
-        add(std::move(t));
+        add(sharded(offset_role(first_role, k), layer, expert, rows, cols, std::move(runs), size,
+                    flags, std));
     };
     add_one(0, gate * ffn, h, runs_if(placing(), row_runs, h, fc_rows), gate * local_ffn * h,
             {.decay = true}, kInitStd);
