@@ -1,5 +1,7 @@
 #include "trident/core/model_layout.h"
 
+#include "trident/core/schedule.h"
+
 #include <cmath>
 
 namespace trident::core {
@@ -170,7 +172,7 @@ ChunkShape ChunkShape::of(const JobSpec& job, std::int32_t pipeline_rank, std::i
     ChunkShape s;
     s.pipeline_rank = pipeline_rank;
     s.chunk = chunk;
-    s.virtual_stage = chunk * std::int32_t(p.pp) + pipeline_rank;
+    s.virtual_stage = core::virtual_stage(chunk, std::int32_t(p.pp), pipeline_rank);
     s.tp = p.tp;
     s.tp_rank = tp_rank;
     s.ep_rank = ep_rank;

@@ -10,13 +10,19 @@ std::int64_t ddp_bucket_elements(std::int64_t data_context_ranks) {
     return std::max<std::int64_t>(40'000'000, 1'000'000 * data_context_ranks);
 }
 
+double optimizer_state_bytes_per_parameter(const Precision& precision) {
+    return (precision.master_weights ? 4.0 : 0.0) +
+           2.0 * double(dtype_bytes(precision.optimizer_state));
+}
+
 double state_bytes_per_parameter(const Precision& precision, std::int64_t optimizer_shards,
                                  bool master_sharded) {
     const double shards = double(std::max<std::int64_t>(1, optimizer_shards));
     const double master = precision.master_weights ? 4.0 : 0.0;
-    const double moments = 2.0 * double(dtype_bytes(precision.optimizer_state));
-    return double(dtype_bytes(precision.params)) + double(dtype_bytes(precision.grads)) +
-           (master_sharded ? master / shards : master) + moments / shards;
+    const double optimizer = optimizer_state_bytes_per_parameter(precision);
+    // The master copy sharded like the moments, or held whole beside them.
+    const double held = master_sharded ? optimizer / shards : master + (optimizer - master) / shards;
+    return double(dtype_bytes(precision.params)) + double(dtype_bytes(precision.grads)) + held;
 }
 
 Precision cpu_executor_precision() {

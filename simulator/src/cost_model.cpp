@@ -1,5 +1,6 @@
 #include "trident/simulator/cost_model.h"
 
+#include "trident/core/schedule.h"
 #include "trident/simulator/flops.h"
 
 #include <tuple>
@@ -115,7 +116,7 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile)
             placement = placement * 2 + (grid_.nodes_spanned(kind, representative(r),
                                                              job.cluster.devices_per_node) > 1);
         for (std::int32_t c = 0; c < p.vpp; ++c) {
-            const std::int32_t vs = std::int32_t(c * p.pp + r);
+            const std::int32_t vs = core::virtual_stage(c, std::int32_t(p.pp), r);
             ChunkCost& cost = chunks_[std::size_t(r * p.vpp + c)];
             for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
                 LayerView v = base;

@@ -2,6 +2,8 @@
 
 #include "trident/core/model_layout.h"
 #include "trident/core/parameter_count.h"
+#include "trident/core/schedule.h"
+#include "trident/core/step_numbers.h"
 #include "trident/simulator/flops.h"
 
 #include <algorithm>
@@ -243,11 +245,6 @@ StageParameters stage_parameters(const core::JobSpec& job, std::int32_t r) {
     return out;
 }
 
-double optimizer_state_bytes_per_parameter(const core::Precision& prec) {
-    return (prec.master_weights ? 4.0 : 0.0) +
-           2.0 * double(core::dtype_bytes(prec.optimizer_state));
-}
-
 double optimizer_parameters(const StageParameters& params, const core::ParallelPlan& p) {
     if (!p.distributed_optimizer) return params.total();
     return params.dense / double(p.dp * p.cp) + params.expert / double(p.expert_dp());
@@ -272,7 +269,7 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
     const core::Precision& prec = m.precision;
     const double weight_b = double(core::dtype_bytes(prec.params));
     const double grad_b = double(core::dtype_bytes(prec.grads));
-    const double optimizer_b = optimizer_state_bytes_per_parameter(prec);
+    const double optimizer_b = core::optimizer_state_bytes_per_parameter(prec);
     const LayerView v = LayerView::of(p, job.training.seq_length);
     const double T = double(v.tokens());
     const double h = double(m.hidden_size);
@@ -294,7 +291,8 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
         std::vector<ChunkActivations> chunk;
         LayerBytesTable& layers = flight.fused_backward ? fused_layers : split_layers;
         for (std::int64_t c = 0; c < p.vpp; ++c)
-            chunk.push_back(chunk_activations(job, layers, c * p.pp + r, flight.fused_backward));
+            chunk.push_back(chunk_activations(
+                job, layers, core::virtual_stage(c, std::int32_t(p.pp), r), flight.fused_backward));
         s.in_flight = flight.until_backward_input;
         for (const core::HeldPairs& held : flight.peaks) {
             double held_bytes = 0.0;

@@ -63,7 +63,7 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
     // AdamW over the local shard: reads fp32 master, grad, m, v; writes master, m, v and the
     // bf16 weights (30 bytes per parameter with fp32 state).
     const double local = optimizer_parameters(params, p);
-    const double state_b = optimizer_state_bytes_per_parameter(prec);
+    const double state_b = core::optimizer_state_bytes_per_parameter(prec);
     t.optimizer_s =
         cost.memory_bound_s(core::MemoryKernel::adamw, local * (grad_b + 2.0 * state_b + param_b));
     // Global gradient-norm: one scalar all-reduce across the model.

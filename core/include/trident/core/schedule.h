@@ -50,6 +50,13 @@ std::string to_string(const Action& a);
 // The trace event an action becomes (simulated or measured).
 EventKind to_event_kind(ActionKind kind);
 
+// Virtual stage of model chunk `chunk` on pipeline rank `rank` of `stages`: chunk · p + rank
+// (Narayanan et al. 2021). The one definition; Schedule::virtual_stage and every part without
+// a Schedule at hand use it.
+constexpr std::int32_t virtual_stage(std::int32_t chunk, std::int32_t stages, std::int32_t rank) {
+    return chunk * stages + rank;
+}
+
 struct Schedule {
     ScheduleKind kind = ScheduleKind::one_f_one_b;
     std::int32_t stages = 1;                // p
@@ -59,7 +66,7 @@ struct Schedule {
 
     std::int32_t virtual_stages() const { return stages * chunks; }
     std::int32_t virtual_stage(std::int32_t rank, std::int32_t chunk) const {
-        return chunk * stages + rank;
+        return core::virtual_stage(chunk, stages, rank);
     }
     std::int32_t rank_of(std::int32_t virtual_stage) const { return virtual_stage % stages; }
     std::int32_t chunk_of(std::int32_t virtual_stage) const { return virtual_stage / stages; }

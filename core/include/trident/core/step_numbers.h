@@ -11,6 +11,10 @@ namespace trident::core {
 // parameters: buckets grow with the group so each all-reduce stays bandwidth-bound.
 std::int64_t ddp_bucket_elements(std::int64_t data_context_ranks);
 
+// Adam's state per parameter: the fp32 master copy (when kept) and the two moments —
+// Megatron's 12 bytes with fp32 state.
+double optimizer_state_bytes_per_parameter(const Precision& precision);
+
 // Bytes of training state one parameter costs on one rank: its weight and gradient, plus the
 // optimizer's master copy and Adam's two moments, divided over the `optimizer_shards` ranks
 // that share them (1 without the distributed optimizer; dp·cp for dense parameters with it,

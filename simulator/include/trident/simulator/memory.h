@@ -38,9 +38,6 @@ StageParameters stage_parameters(const core::JobSpec& job, std::int32_t pipeline
 // Parameters whose optimizer state one rank keeps and updates: all of them, or with the
 // distributed optimizer (ZeRO-1) its shard — dense over dp·cp, experts over expert-dp.
 double optimizer_parameters(const StageParameters& params, const core::ParallelPlan& plan);
-// Adam's state per parameter: fp32 master copy (when kept) and the two moments — Megatron's
-// 12 bytes with fp32 state.
-double optimizer_state_bytes_per_parameter(const core::Precision& precision);
 
 struct StageMemory {
     double weights_bytes = 0.0;
