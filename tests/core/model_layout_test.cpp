@@ -7,7 +7,6 @@
 #include "trident/core/parameter_count.h"
 
 #include <gtest/gtest.h>
-
 #include <map>
 #include <set>
 
@@ -101,7 +100,8 @@ TEST(ModelLayout, VocabularyPaddedToMegatronsMultiple) {
     EXPECT_EQ(layout.shape().padded_vocab, 50688); // 99 · 512
     EXPECT_EQ(layout.shape().local_vocab, 50688 / 4);
     EXPECT_EQ(layout.shape().vocab_start, 3 * 50688 / 4);
-    const TensorLayout& wte = layout.tensors()[std::size_t(layout.find(TensorRole::word_embedding))];
+    const TensorLayout& wte =
+        layout.tensors()[std::size_t(layout.find(TensorRole::word_embedding))];
     EXPECT_EQ(wte.size, 50688 / 4 * 768);
     // The last tensor rank holds the padding rows, which belong to no full tensor.
     EXPECT_EQ(wte.placement.size(), 1u);

@@ -15,7 +15,7 @@ TEST(StepNumbers, MegatronsBucketGrowsWithTheDataGroup) {
 TEST(StepNumbers, StateBytesPerParameter) {
     const Precision mixed; // bf16 weights, fp32 gradients, master copy and Adam moments
     EXPECT_DOUBLE_EQ(optimizer_state_bytes_per_parameter(mixed), 12.0);
-    EXPECT_DOUBLE_EQ(state_bytes_per_parameter(mixed, 1), 18.0); // Megatron's 18 bytes
+    EXPECT_DOUBLE_EQ(state_bytes_per_parameter(mixed, 1), 18.0);           // Megatron's 18 bytes
     EXPECT_DOUBLE_EQ(state_bytes_per_parameter(mixed, 8), 6.0 + 12.0 / 8); // 6 + 12/DP
     // Master copy held whole, moments sharded (the CUDA executor's layout).
     EXPECT_DOUBLE_EQ(state_bytes_per_parameter(mixed, 8, false), 6.0 + 4.0 + 8.0 / 8);

@@ -1,8 +1,10 @@
 // The CUDA backend's bookkeeping that needs no GPU: which backend a run gets, what the CUDA
 // backend refuses, and the data-parallel gradient buckets.
+#include "../support/tiny_job.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/spec_error.h"
 #include "trident/executor/backend.h"
+#include "trident/executor/gpt_chunk.h"
 #include "trident/executor/gradient_buckets.h"
 #include "trident/executor/trainer.h"
 
@@ -183,3 +185,34 @@ TEST(LearningRate, WarmupThenCosineToMin) {
 }
 
 } // namespace
+
+// The two bugs the copies caused, each now one rule: the executor pads the vocabulary as the
+// simulator does (Megatron's multiple of 128·tp), and shards Adam's moments over the data and
+// context ranks, as the optimizer does.
+TEST(OneRule, TheExecutorsVocabularyShardIsMegatronsPaddedOne) {
+    test::TinyJob tiny;
+    tiny.model = std::string(TRIDENT_FIXTURES) + "/models/gpt-cuda-test.json"; // 1000 words
+    tiny.tp = 2;
+    const core::JobSpec job = tiny.load();
+    ASSERT_NE(job.model.vocab_size % 256, 0);
+    executor::ParameterStore store;
+    const executor::GptChunk chunk(job, 0, 0, 1, 0, 0, store, 1);
+    const auto& wte = store.tensors.front();
+    ASSERT_EQ(wte.name, "embedding.word");
+    const std::int64_t padded = job.model.padded_vocab_size(2);
+    EXPECT_EQ(padded % 256, 0);
+    EXPECT_EQ(wte.size, padded / 2 * job.model.hidden_size);
+    // Tensor rank 1's rows start at padded/2 and stop at the real vocabulary.
+    ASSERT_EQ(wte.placement.size(), 1u);
+    EXPECT_EQ(wte.placement[0].first, padded / 2 * job.model.hidden_size);
+    EXPECT_EQ(wte.placement[0].second, (job.model.vocab_size - padded / 2) * job.model.hidden_size);
+}
+
+TEST(OneRule, AdamMomentsAreShardedOverDataAndContextRanks) {
+    core::ParallelPlan plan;
+    plan.dp = 4;
+    plan.cp = 2;
+    EXPECT_EQ(executor::optimizer_shards(plan), 1);
+    plan.distributed_optimizer = true;
+    EXPECT_EQ(executor::optimizer_shards(plan), 8);
+}

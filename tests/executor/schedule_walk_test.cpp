@@ -6,7 +6,6 @@
 #include "trident/core/internal_error.h"
 
 #include <gtest/gtest.h>
-
 #include <set>
 #include <tuple>
 
@@ -73,9 +72,9 @@ TEST(ScheduleWalk, EveryRankSeesExactlyItsActionsInOrder) {
     for (const auto& [kind, p, v, m] : layouts()) {
         const core::Schedule schedule = core::make_schedule(kind, p, v, m);
         for (std::int32_t r = 0; r < p; ++r) {
-            const std::string where = std::string(core::kScheduleNames[std::size_t(kind)]) +
-                                      " p " + std::to_string(p) + " v " + std::to_string(v) +
-                                      " m " + std::to_string(m) + " rank " + std::to_string(r);
+            const std::string where = std::string(core::kScheduleNames[std::size_t(kind)]) + " p " +
+                                      std::to_string(p) + " v " + std::to_string(v) + " m " +
+                                      std::to_string(m) + " rank " + std::to_string(r);
             const ScheduleWalk walk(schedule, r);
             RecordingBodies bodies;
             std::vector<core::TraceEvent> events;

@@ -42,13 +42,13 @@ void expect_same_actions(const std::string& schedule_flags) {
                             schedule_flags;
     const std::string measured = testing::TempDir() + "trident-parity-measured.json";
     const std::string simulated = testing::TempDir() + "trident-parity-simulated.json";
-    const auto run = trident::test::run_shell(
-        std::string("mpirun --allow-run-as-root --oversubscribe -np 2 ") + TRIDENT_BINARY +
-        " run " + job + " --steps 1 --trace " + measured);
+    const auto run =
+        trident::test::run_shell(std::string("mpirun --allow-run-as-root --oversubscribe -np 2 ") +
+                                 TRIDENT_BINARY + " run " + job + " --steps 1 --trace " + measured);
     ASSERT_EQ(run.exit_code, 0) << job << "\n" << run.err;
-    const auto sim = trident::test::run_trident(trident::test::split_words(
-        "simulate " + job + " --profile " + TRIDENT_FIXTURES +
-        "/profiles/cpu-host-2-ranks.json --trace " + simulated));
+    const auto sim = trident::test::run_trident(
+        trident::test::split_words("simulate " + job + " --profile " + TRIDENT_FIXTURES +
+                                   "/profiles/cpu-host-2-ranks.json --trace " + simulated));
     ASSERT_EQ(sim.exit_code, 0) << job << "\n" << sim.err;
     const trident::core::Trace a = read_trace(measured), b = read_trace(simulated);
     EXPECT_EQ(a.source, "measured");
