@@ -72,6 +72,12 @@ void add_spec_options(CLI::App& app, core::JobInputs& in) {
            "Devices per node (overrides the cluster's; e.g. 1 for a single-rank run on localhost)")
         ->group(job);
 
+    integer(app, "--make-vocab-size-divisible-by", in.make_vocab_size_divisible_by,
+            "Pad the vocabulary to a multiple of this · tp (overrides the model's; default 128)");
+    app.add_option_function<double>(
+           "--norm-epsilon", [&in](const double& v) { in.norm_epsilon = v; },
+           "Epsilon of every norm (overrides the model's; default 1e-5)")
+        ->group(job);
     integer(app, "--gbs,--global-batch-size", in.global_batch_size, "Global batch (sequences)");
     integer(app, "--seq-length", in.seq_length, "Sequence length (tokens)");
     integer(app, "--train-iters", in.train_iters, "Training iterations");

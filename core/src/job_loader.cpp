@@ -107,7 +107,11 @@ void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
         throw SpecError("model", "missing (give --model NAME|FILE, or a plan with a model)");
     const std::string model_source = model_ref.is_string() ? source_of(model_ref) : plan_source;
     job.model = from_source(model_source, [&] {
-        return model_from_json(resolve_reference(model_ref, PresetKind::model, "model"));
+        Json model = resolve_reference(model_ref, PresetKind::model, "model");
+        if (in.make_vocab_size_divisible_by)
+            model["make_vocab_size_divisible_by"] = *in.make_vocab_size_divisible_by;
+        if (in.norm_epsilon) model["norm_epsilon"] = *in.norm_epsilon;
+        return model_from_json(model);
     });
 
     // Cluster, with --nodes.

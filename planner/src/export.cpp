@@ -1,6 +1,7 @@
 // Exports of a chosen layout: a plan file for `simulate`/`run`, and Megatron-LM arguments.
 #include "trident/planner/planner.h"
 
+#include <cstdio>
 #include <sstream>
 
 namespace trident::planner {
@@ -41,6 +42,13 @@ std::string megatron_arguments(const core::JobSpec& job) {
     if (m.head_dim * m.num_attention_heads != m.hidden_size) arg("--kv-channels", n(m.head_dim));
     arg("--seq-length", n(job.training.seq_length));
     arg("--max-position-embeddings", n(m.max_position_embeddings));
+    if (m.make_vocab_size_divisible_by != 128)
+        arg("--make-vocab-size-divisible-by", n(m.make_vocab_size_divisible_by));
+    if (m.norm_epsilon != 1e-5) {
+        char eps[32];
+        std::snprintf(eps, sizeof eps, "%g", m.norm_epsilon);
+        arg("--norm-epsilon", eps);
+    }
     if (m.activation == core::Activation::swiglu) arg("--swiglu");
     if (m.normalization == core::Normalization::rmsnorm) arg("--normalization", "RMSNorm");
     if (m.position_embedding == core::PositionEmbedding::rope)

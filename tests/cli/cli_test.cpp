@@ -224,3 +224,19 @@ TEST(Cli, TokenizerTrainWritesGpt2Files) {
     std::remove((dir + "/merges.txt").c_str());
     std::remove(dir.c_str());
 }
+
+TEST(Cli, MegatronsVocabularyPaddingFlag) {
+    // gpt2-124m's 50257 words at tp 4: a multiple of 128·4 = 512 by default, of 64·4 with the flag.
+    const std::vector<std::string> job = {
+        "validate", "--model", "gpt2-124m", "--cluster", "dgx-a100-80gb", "--nodes", "1",
+        "--tp",     "4",       "--pp",      "1",         "--dp",          "2",       "--mbs",
+        "1",        "--gbs",   "8"};
+    const auto plain = trident::test::run_trident(job);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_NE(plain.out.find("padded 50688 at tp 4"), std::string::npos) << plain.out;
+    auto flagged = job;
+    flagged.insert(flagged.end(), {"--make-vocab-size-divisible-by", "64"});
+    const auto r = trident::test::run_trident(flagged);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("padded 50432 at tp 4"), std::string::npos) << r.out;
+}

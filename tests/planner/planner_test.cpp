@@ -177,6 +177,29 @@ TEST(Planner, ExportsAPlanSimulateAccepts) {
     EXPECT_NE(args.find("--untie-embeddings-and-output-weights"), std::string::npos);
 }
 
+TEST(Planner, ExportsMegatronsVocabularyAndEpsilonFlagsWhenNotDefault) {
+    core::JobInputs in;
+    in.model = "llama3-8b";
+    in.cluster = "dgx-h100";
+    in.nodes = 1;
+    in.global_batch_size = 32;
+    in.seq_length = 4096;
+    in.tp = 8;
+    in.pp = 1;
+    in.dp = "1";
+    in.micro_batch_size = 1;
+    const std::string defaults = planner::megatron_arguments(core::load_job(in));
+    EXPECT_EQ(defaults.find("--make-vocab-size-divisible-by"), std::string::npos);
+    EXPECT_EQ(defaults.find("--norm-epsilon"), std::string::npos);
+    in.make_vocab_size_divisible_by = 64;
+    in.norm_epsilon = 1e-6;
+    const core::JobSpec job = core::load_job(in);
+    EXPECT_EQ(job.model.padded_vocab_size(8), 128512); // 128256 up to 251 · 512 (not 1024)
+    const std::string args = planner::megatron_arguments(job);
+    EXPECT_NE(args.find("--make-vocab-size-divisible-by 64"), std::string::npos) << args;
+    EXPECT_NE(args.find("--norm-epsilon 1e-06"), std::string::npos) << args;
+}
+
 TEST(MemoryBudget, ReadsTheWordsUsersWrite) {
     using trident::planner::parse_memory_budget;
     const double capacity = 80 * trident::core::kGiB;

@@ -18,6 +18,10 @@ struct JobInputs {
     std::optional<std::int64_t> nodes;
     std::optional<std::int64_t> devices_per_node;
 
+    // model overrides (Megatron's --make-vocab-size-divisible-by, --norm-epsilon)
+    std::optional<std::int64_t> make_vocab_size_divisible_by;
+    std::optional<double> norm_epsilon;
+
     // training overrides
     std::optional<std::int64_t> global_batch_size;
     std::optional<std::int64_t> seq_length;
