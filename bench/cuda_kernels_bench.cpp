@@ -301,13 +301,12 @@ int main(int argc, char** argv) {
                                       std::to_string(a.heads) + " kv" + std::to_string(a.kv_heads) +
                                       " t" + std::to_string(a.seq) + " d" +
                                       std::to_string(a.head_dim);
-            setenv("TRIDENT_FLASH_FORWARD_ROWS", "64", 1);
-            const double fwd64_ms = time_ms(
-                [&] {
-                    flash_attention_forward(out.get(), lse.get(), q.get(), k.get(), v.get(), a, s);
-                },
-                s);
-            unsetenv("TRIDENT_FLASH_FORWARD_ROWS");
+            AttentionShape a64 = a; // the forward with 64-row blocks, for comparing
+            a64.forward_block_rows = 64;
+            const auto forward64 = [&] {
+                flash_attention_forward(out.get(), lse.get(), q.get(), k.get(), v.get(), a64, s);
+            };
+            const double fwd64_ms = time_ms(forward64, s);
             const double fwd_ms = time_ms(
                 [&] {
                     flash_attention_forward(out.get(), lse.get(), q.get(), k.get(), v.get(), a, s);

@@ -190,11 +190,11 @@ void launch_forward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* q, cons
 }
 
 // Query rows per block: 128 (8 warps; each K/V tile is shared by more rows) where seq allows
-// it, else 64 (4 warps). TRIDENT_FLASH_FORWARD_ROWS=64|128 overrides it, for measuring both.
+// it, else 64 (4 warps). AttentionShape::forward_block_rows 64|128 asks for one, to compare.
 int forward_block_rows(const AttentionShape& s) {
     int rows = s.seq % 128 == 0 ? 128 : 64;
-    if (const char* env = std::getenv("TRIDENT_FLASH_FORWARD_ROWS")) {
-        const int wanted = std::atoi(env);
+    if (s.forward_block_rows != 0) {
+        const int wanted = s.forward_block_rows;
         if (wanted == 64 || (wanted == 128 && s.seq % 128 == 0)) rows = wanted;
     }
     return rows;

@@ -31,6 +31,9 @@ struct AttentionShape {
     std::int64_t kv_heads = 1;
     std::int64_t head_dim = 64;
     float softmax_scale = 0.0f; // 0: 1 / sqrt(head_dim)
+    // Query rows per forward block: 0 chooses (128 where seq allows, else 64); 64 or 128 ask
+    // for one (benchmarks compare them; 128 needs seq % 128 == 0, else 64 runs).
+    int forward_block_rows = 0;
 };
 
 // Throws std::invalid_argument naming the first unsupported field.
