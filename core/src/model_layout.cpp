@@ -217,9 +217,22 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
                            m.hidden_size));
         }
     }
+    // Counting, every dense layer holds as much as every other, and so does every MoE layer:
+    // each kind is laid out once (the planner counts a layout per candidate and stage).
+    std::int64_t per_kind[2][2] = {{-1, 0}, {-1, 0}}; // [moe] → {parameters, experts}
     for (std::int64_t layer = shape_.first_layer; layer < shape_.first_layer + shape_.layers;
-         ++layer)
+         ++layer) {
+        std::int64_t* kind = per_kind[m.is_moe_layer(layer) ? 1 : 0];
+        if (!placing() && kind[0] >= 0) {
+            parameters_ += kind[0];
+            expert_parameters_ += kind[1];
+            continue;
+        }
+        const std::int64_t before = parameters_, experts_before = expert_parameters_;
         add_layer(layer);
+        kind[0] = parameters_ - before;
+        kind[1] = expert_parameters_ - experts_before;
+    }
     if (shape_.last) {
         add_norm(TensorRole::final_norm_weight, TensorRole::final_norm_bias, -1, m.hidden_size,
                  true);

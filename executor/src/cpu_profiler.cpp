@@ -211,36 +211,36 @@ double time_point(const SweepPoint& p, MpiCommunicator& group, Vec& send, Vec& r
                   bool slow_for_test) {
     const MPI_Comm comm = group.handle();
     const int n = int(p.count);
-    const auto run = [&](int code, const char* what) { check_mpi(code, what); };
     return time_collective(
         comm,
         [&] {
             switch (p.collective) {
             case core::Collective::all_reduce:
-                run(MPI_Allreduce(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, comm),
-                    "MPI_Allreduce");
+                check_mpi(MPI_Allreduce(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, comm),
+                          "MPI_Allreduce");
                 break;
             case core::Collective::all_gather:
-                run(MPI_Allgather(send.data(), n, MPI_FLOAT, recv.data(), n, MPI_FLOAT, comm),
-                    "MPI_Allgather");
+                check_mpi(MPI_Allgather(send.data(), n, MPI_FLOAT, recv.data(), n, MPI_FLOAT, comm),
+                          "MPI_Allgather");
                 break;
             case core::Collective::reduce_scatter:
-                run(MPI_Reduce_scatter_block(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, comm),
+                check_mpi(
+                    MPI_Reduce_scatter_block(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, comm),
                     "MPI_Reduce_scatter_block");
                 break;
             case core::Collective::all_to_all:
-                run(MPI_Alltoall(send.data(), n, MPI_FLOAT, recv.data(), n, MPI_FLOAT, comm),
-                    "MPI_Alltoall");
+                check_mpi(MPI_Alltoall(send.data(), n, MPI_FLOAT, recv.data(), n, MPI_FLOAT, comm),
+                          "MPI_Alltoall");
                 break;
             case core::Collective::broadcast:
-                run(MPI_Bcast(send.data(), n, MPI_FLOAT, 0, comm), "MPI_Bcast");
+                check_mpi(MPI_Bcast(send.data(), n, MPI_FLOAT, 0, comm), "MPI_Bcast");
                 break;
             case core::Collective::send_recv:
                 if (group.rank() == 0)
-                    run(MPI_Send(send.data(), n, MPI_FLOAT, 1, 0, comm), "MPI_Send");
+                    check_mpi(MPI_Send(send.data(), n, MPI_FLOAT, 1, 0, comm), "MPI_Send");
                 else
-                    run(MPI_Recv(recv.data(), n, MPI_FLOAT, 0, 0, comm, MPI_STATUS_IGNORE),
-                        "MPI_Recv");
+                    check_mpi(MPI_Recv(recv.data(), n, MPI_FLOAT, 0, 0, comm, MPI_STATUS_IGNORE),
+                              "MPI_Recv");
                 break;
             }
         },

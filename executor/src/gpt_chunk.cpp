@@ -128,7 +128,6 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         aux_coeff_ = m.moe->aux_loss_coeff;
         capacity_factor_ = m.moe->capacity_factor.value_or(0.0);
     }
-    first_tensor_ = store.tensors.size();
     const std::vector<std::int64_t> offsets = allocate_tensors(layout, store, seed);
     const auto at = [&](core::TensorRole role, std::int64_t layer = -1, std::int64_t expert = -1) {
         const std::int64_t i = layout.find(role, layer, expert);

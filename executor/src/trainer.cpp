@@ -209,7 +209,7 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
     adam_m_.assign(std::size_t(shard_.size), 0.0f);
     adam_v_.assign(std::size_t(shard_.size), 0.0f);
     dense_buckets_ = std::make_unique<GradientBuckets>(
-        store_, core::ddp_bucket_elements(job.plan.dp),
+        store_, core::ddp_bucket_elements(groups.data->size()),
         [](const ParameterStore::Tensor& t) { return !t.expert; });
     int* tag_limit = nullptr;
     int found = 0;

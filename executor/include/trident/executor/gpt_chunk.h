@@ -247,7 +247,6 @@ private:
     bool dropout_ = false;
     std::uint64_t seed_ = 0;
     int tp_rank_ = 0;
-    std::size_t first_tensor_ = 0; // the store index of this chunk's first tensor
     int cp_rank_ = 0;
     core::ChunkShape shape_; // this rank's sizes: tokens, rows, local heads, vocabulary, …
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
