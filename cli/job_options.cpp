@@ -33,6 +33,20 @@ void number(CLI::App& app, const std::string& names, std::optional<double>& targ
 
 } // namespace
 
+void add_split_options(CLI::App& app, core::JobInputs& in) {
+    text(app, "--pipeline-layout,--pipeline-model-parallel-layout", in.pipeline_layout,
+         "Layers per virtual stage, 7,8,8,7, or Megatron's \"Et*7|t*8|t*8|t*7L\"",
+         "Plan overrides");
+    integer(app, "--decoder-first-pipeline-num-layers", in.first_stage_layers,
+            "Layers of the first pipeline rank (the others share the rest)");
+    integer(app, "--decoder-last-pipeline-num-layers", in.last_stage_layers,
+            "Layers of the last pipeline rank (the others share the rest)");
+    flag(app, "--account-for-embedding-in-pipeline-split", in.account_for_embedding,
+         "Count the embedding as a layer when splitting (the first stage holds one fewer)");
+    flag(app, "--account-for-loss-in-pipeline-split", in.account_for_loss,
+         "Count the loss as a layer when splitting (the last stage holds one fewer)");
+}
+
 void add_optimizer_options(CLI::App& app, core::JobInputs& in) {
     const std::string group = "Optimizer (overrides the training spec)";
     number(app, "--lr", in.lr, "Peak learning rate");
@@ -95,6 +109,7 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
             "Virtual stages per pipeline rank");
     integer(app, "--num-layers-per-virtual-pipeline-stage", in.num_layers_per_virtual_stage,
             "Megatron's spelling of --vpp: layers per model chunk");
+    add_split_options(app, in);
     integer(app, "--mbs,--micro-batch-size", in.micro_batch_size, "Micro-batch size");
     text(app, "--schedule", in.schedule, "gpipe | 1f1b | interleaved-1f1b | zero-bubble-h1",
          "Plan overrides");

@@ -12,6 +12,11 @@ void add_job_options(CLI::App& app, core::JobInputs& inputs);
 // its own search options.
 void add_spec_options(CLI::App& app, core::JobInputs& inputs);
 
+// The uneven-pipeline flags (--pipeline-layout, Megatron-Core's --decoder-first/last-pipeline-
+// num-layers and --account-for-embedding/loss-in-pipeline-split): part of the job options,
+// and pins of `plan`.
+void add_split_options(CLI::App& app, core::JobInputs& inputs);
+
 // Megatron's optimizer and learning-rate flags (--lr, --min-lr, --lr-warmup-iters, …) and
 // --seed: what `run` takes on top of the job options.
 void add_optimizer_options(CLI::App& app, core::JobInputs& inputs);

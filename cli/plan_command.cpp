@@ -182,9 +182,11 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
                 << (p.distributed_optimizer ? " zero1" : "") << ": " << rej.reason << "\n";
         }
     }
-    if (!r.best.empty())
+    if (!r.best.empty()) {
         out << "why " << core::short_text(r.best.front().job.plan.recompute)
             << " for #1: " << r.best.front().recompute_reason << "\n";
+        out << "pipeline split for #1: " << r.best.front().split_reason << "\n";
+    }
 }
 
 // A progress bar on stderr, drawn only on a terminal and only once the search has taken a second.
@@ -291,8 +293,6 @@ void print_result(const PlanCommandOptions& opts, const core::JobSpec& specs,
                 with_commas(std::int64_t(double(r.layouts) / std::max(r.seconds, 1e-9))).c_str(),
                 with_commas(r.feasible).c_str(), with_commas(r.simulated).c_str(),
                 r.cancelled ? " (cancelled)" : "");
-    if (const std::string note = planner::pipeline_limit_note(specs, r); !note.empty())
-        std::printf("%s\n", note.c_str());
     std::fflush(stdout);
     print_table(r, budget, std::cout);
     if (o->explain) print_explain(r, std::cout);

@@ -157,8 +157,7 @@ std::string banner(const core::JobSpec& job, int ranks) {
                   core::to_string(job.plan.schedule).c_str(),
                   (long long)job.micro_batches_per_step(), (long long)job.plan.micro_batch_size);
     // Everything else in the plan that changes what runs.
-    return std::string(text) + "\n" +
-           core::describe_features(job.plan, job.layers_per_model_chunk());
+    return std::string(text) + "\n" + core::describe_features(job.plan, job.max_layers_per_chunk());
 }
 
 // Loads the newest whole checkpoint of `dir` (resharding as needed) and returns the step to

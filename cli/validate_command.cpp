@@ -73,11 +73,10 @@ void print_plan(const JobSpec& job) {
               << " = " << p.devices() << " devices; ep " << p.ep << " (expert dp " << p.expert_dp()
               << "), vpp " << p.vpp << "; rank order " << p.rank_order << "\n"
               << "  micro-batch " << p.micro_batch_size << " → " << job.micro_batches_per_step()
-              << " micro-batches per step; " << job.layers_per_pipeline_rank()
-              << " layers per pipeline rank (" << job.layers_per_model_chunk()
-              << " per model chunk)\n"
+              << " micro-batches per step; layers per virtual stage: "
+              << layout_text(job.pipeline_split()) << "\n"
               << "  schedule " << to_string(p.schedule) << "; "
-              << describe_features(p, job.layers_per_model_chunk()) << "\n";
+              << describe_features(p, job.max_layers_per_chunk()) << "\n";
     const RankGrid grid(p);
     std::cout << "  groups (size, nodes spanned):";
     for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {

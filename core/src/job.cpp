@@ -9,20 +9,29 @@ std::int64_t JobSpec::micro_batches_per_step() const {
     return training.global_batch_size / (plan.micro_batch_size * plan.dp);
 }
 
-std::int64_t JobSpec::layers_per_pipeline_rank() const {
-    return model.num_layers / plan.pp;
+PipelineSplit JobSpec::pipeline_split() const {
+    return core::pipeline_split(model, plan);
 }
 
-std::int64_t JobSpec::layers_per_model_chunk() const {
-    return model.num_layers / (plan.pp * plan.vpp);
+std::int64_t JobSpec::max_layers_per_chunk() const {
+    return pipeline_split().max_layers();
+}
+
+RecomputeGranularity JobSpec::recompute_at(std::int64_t position) const {
+    const Recompute& rc = plan.recompute;
+    if (rc.granularity != RecomputeGranularity::full) return rc.granularity;
+    if (rc.method == RecomputeMethod::uniform || position < rc.num_layers)
+        return RecomputeGranularity::full;
+    return RecomputeGranularity::none;
 }
 
 RecomputeGranularity JobSpec::layer_recompute(std::int64_t layer) const {
     const Recompute& rc = plan.recompute;
-    if (rc.granularity != RecomputeGranularity::full) return rc.granularity;
-    if (rc.method == RecomputeMethod::uniform || layer % layers_per_model_chunk() < rc.num_layers)
-        return RecomputeGranularity::full;
-    return RecomputeGranularity::none;
+    if (rc.granularity != RecomputeGranularity::full || rc.method == RecomputeMethod::uniform)
+        return recompute_at(0);
+    if (!uneven_split_requested(plan) && model.num_layers % (plan.pp * plan.vpp) == 0)
+        return recompute_at(layer % (model.num_layers / (plan.pp * plan.vpp)));
+    return recompute_at(pipeline_split().position(layer));
 }
 
 Recompute with_recompute_defaults(Recompute r, std::int64_t layers_per_chunk) {
@@ -48,10 +57,7 @@ void validate(const JobSpec& job) {
     if (m.num_query_groups % p.tp != 0)
         throw SpecError("parallel.tp", s(p.tp) + " must divide num_query_groups " +
                                            s(m.num_query_groups) + " (KV heads)");
-    if (m.num_layers % (p.pp * p.vpp) != 0)
-        throw SpecError(p.vpp > 1 ? "parallel.vpp" : "parallel.pp",
-                        "num_layers " + s(m.num_layers) +
-                            " must be divisible by pp·vpp = " + s(p.pp) + "·" + s(p.vpp));
+    const PipelineSplit split = core::pipeline_split(m, p);
     if (!m.moe && p.ep != 1)
         throw SpecError("parallel.ep", "must be 1: model '" + m.name + "' has no experts");
     if (m.moe && m.moe->num_experts % p.ep != 0)
@@ -102,10 +108,10 @@ void validate(const JobSpec& job) {
         throw SpecError("parallel.recompute.num_layers",
                         "full recomputation needs num_layers >= 1 (got " +
                             s(p.recompute.num_layers) + ")");
-    if (p.recompute.num_layers > job.layers_per_model_chunk())
+    if (p.recompute.num_layers > split.max_layers())
         throw SpecError("parallel.recompute.num_layers",
-                        s(p.recompute.num_layers) + " exceeds the " +
-                            s(job.layers_per_model_chunk()) + " layers of a model chunk");
+                        s(p.recompute.num_layers) + " exceeds the " + s(split.max_layers()) +
+                            " layers of the largest model chunk");
 }
 
 Json to_json(const JobSpec& job) {

@@ -4,6 +4,7 @@
 #include "trident/core/spec_error.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
 
 namespace trident::core {
@@ -155,6 +156,48 @@ void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
     });
 }
 
+// The uneven-stage flags replace whatever split the plan file gave: one of them alone says how
+// the layers are split.
+void apply_split_overrides(const JobInputs& in, Json& parallel) {
+    if (!in.pipeline_layout && !in.first_stage_layers && !in.last_stage_layers &&
+        !in.account_for_embedding && !in.account_for_loss)
+        return;
+    for (const char* key :
+         {"pipeline_layout", "decoder_first_pipeline_num_layers",
+          "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split",
+          "account_for_loss_in_pipeline_split"})
+        parallel.erase(key);
+    if (in.pipeline_layout) {
+        const std::string& text = *in.pipeline_layout;
+        if (text.find_first_of("EtL") != std::string::npos) {
+            parallel["pipeline_layout"] = text; // Megatron's layout string
+        } else {
+            Json list = Json::array();
+            std::size_t start = 0;
+            while (start <= text.size()) {
+                const std::size_t comma = std::min(text.find(',', start), text.size());
+                const std::string item = text.substr(start, comma - start);
+                char* end = nullptr;
+                const long long v = std::strtoll(item.c_str(), &end, 10);
+                if (item.empty() || *end != '\0' || v < 0)
+                    throw SpecError("parallel.pipeline_layout",
+                                    "expected layers per virtual stage like 7,8,8,7 or Megatron's "
+                                    "\"Et*7|t*8|t*8|t*7L\", got \"" +
+                                        text + "\"");
+                list.push_back(v);
+                start = comma + 1;
+            }
+            parallel["pipeline_layout"] = list;
+        }
+    }
+    if (in.first_stage_layers)
+        parallel["decoder_first_pipeline_num_layers"] = *in.first_stage_layers;
+    if (in.last_stage_layers) parallel["decoder_last_pipeline_num_layers"] = *in.last_stage_layers;
+    if (in.account_for_embedding)
+        parallel["account_for_embedding_in_pipeline_split"] = *in.account_for_embedding;
+    if (in.account_for_loss) parallel["account_for_loss_in_pipeline_split"] = *in.account_for_loss;
+}
+
 } // namespace
 
 JobSpec load_specs(const JobInputs& in) {
@@ -182,6 +225,7 @@ JobSpec load_job(const JobInputs& in) {
     if (in.vpp) parallel["vpp"] = *in.vpp;
     if (in.micro_batch_size) parallel["micro_batch_size"] = *in.micro_batch_size;
     if (in.schedule) parallel["schedule"] = *in.schedule;
+    apply_split_overrides(in, parallel);
     if (in.recompute || in.recompute_method || in.recompute_num_layers) {
         Json rc =
             recompute_object(parallel.contains("recompute") ? &parallel["recompute"] : nullptr);
@@ -220,7 +264,8 @@ JobSpec load_job(const JobInputs& in) {
         parallel["schedule"] = "interleaved-1f1b";
 
     job.plan = from_source(plan_source, [&] { return plan_from_json(parallel); });
-    job.plan.recompute = with_recompute_defaults(job.plan.recompute, job.layers_per_model_chunk());
+    job.plan.recompute = with_recompute_defaults(
+        job.plan.recompute, from_source(plan_source, [&] { return job.max_layers_per_chunk(); }));
     if (job.plan.dp == 0) { // "auto": the data-parallel degree fills the cluster
         const std::int64_t model_parallel = job.plan.tp * job.plan.cp * job.plan.pp;
         if (job.cluster.devices() % model_parallel != 0)

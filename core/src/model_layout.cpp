@@ -178,8 +178,9 @@ ChunkShape ChunkShape::of(const JobSpec& job, std::int32_t pipeline_rank, std::i
     s.ep_rank = ep_rank;
     s.first = s.virtual_stage == 0;
     s.last = s.virtual_stage == p.pp * p.vpp - 1;
-    s.layers = job.layers_per_model_chunk();
-    s.first_layer = s.virtual_stage * s.layers;
+    const PipelineSplit split = job.pipeline_split();
+    s.layers = split.layers_of(s.virtual_stage);
+    s.first_layer = split.first_layer(s.virtual_stage);
     s.micro_batch = p.micro_batch_size;
     s.sequence = job.training.seq_length;
     s.local_sequence = s.sequence / cp;

@@ -1,6 +1,7 @@
 #include "trident/core/parallel_plan.h"
 
 #include "limits.h"
+#include "trident/core/pipeline_split.h"
 #include "trident/core/spec_error.h"
 
 namespace trident::core {
@@ -78,6 +79,25 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
     p.cp = r.integer_or("cp", 1, 1, kMaxDegree);
     p.ep = r.integer_or("ep", 1, 1, kMaxDegree);
     p.vpp = r.integer_or("vpp", 1, 1, kMaxLayers);
+    if (const Json* layout = r.get("pipeline_layout")) {
+        const std::string field = r.field("pipeline_layout");
+        if (layout->is_string()) {
+            p.pipeline_layout = parse_megatron_layout(layout->get<std::string>(), field);
+        } else if (layout->is_array()) {
+            for (std::size_t i = 0; i < layout->size(); ++i)
+                p.pipeline_layout.push_back(
+                    as_integer((*layout)[i], field + "[" + std::to_string(i) + "]", 0, kMaxLayers));
+        } else {
+            throw SpecError(field, "must be a list of layers per virtual stage, like [7, 8, 8, "
+                                   "7], or Megatron's layout string \"Et*7|t*8|t*8|t*7L\"");
+        }
+    }
+    if (r.has("decoder_first_pipeline_num_layers"))
+        p.first_stage_layers = r.integer("decoder_first_pipeline_num_layers", 0, kMaxLayers);
+    if (r.has("decoder_last_pipeline_num_layers"))
+        p.last_stage_layers = r.integer("decoder_last_pipeline_num_layers", 0, kMaxLayers);
+    p.account_for_embedding = r.boolean_or("account_for_embedding_in_pipeline_split", false);
+    p.account_for_loss = r.boolean_or("account_for_loss_in_pipeline_split", false);
     p.sequence_parallel = r.boolean_or("sequence_parallel", false);
     p.micro_batch_size = r.integer("micro_batch_size", 1, kMaxBatch);
     p.schedule = static_cast<ScheduleKind>(
@@ -137,6 +157,11 @@ Json to_json(const ParallelPlan& p) {
     j["cp"] = p.cp;
     j["ep"] = p.ep;
     j["vpp"] = p.vpp;
+    if (!p.pipeline_layout.empty()) j["pipeline_layout"] = p.pipeline_layout;
+    if (p.first_stage_layers) j["decoder_first_pipeline_num_layers"] = *p.first_stage_layers;
+    if (p.last_stage_layers) j["decoder_last_pipeline_num_layers"] = *p.last_stage_layers;
+    if (p.account_for_embedding) j["account_for_embedding_in_pipeline_split"] = true;
+    if (p.account_for_loss) j["account_for_loss_in_pipeline_split"] = true;
     j["sequence_parallel"] = p.sequence_parallel;
     j["micro_batch_size"] = p.micro_batch_size;
     j["schedule"] = to_string(p.schedule);

@@ -2,7 +2,7 @@
 
 #include "trident/core/spec_error.h"
 
-#include <set>
+#include <algorithm>
 
 namespace trident::core {
 
@@ -78,9 +78,12 @@ std::vector<std::int64_t> RankGrid::group_of(GroupKind kind, std::int64_t r) con
 
 std::int64_t RankGrid::nodes_spanned(GroupKind kind, std::int64_t r,
                                      std::int64_t devices_per_node) const {
-    std::set<std::int64_t> nodes;
-    for (auto member : group_of(kind, r)) nodes.insert(member / devices_per_node);
-    return std::int64_t(nodes.size());
+    // Members come in rank order (the planner asks this for groups of thousands of ranks), so
+    // the distinct nodes are the changes of node along the list.
+    std::vector<std::int64_t> nodes = group_of(kind, r);
+    for (auto& member : nodes) member /= devices_per_node;
+    if (!std::is_sorted(nodes.begin(), nodes.end())) std::sort(nodes.begin(), nodes.end());
+    return std::int64_t(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
 }
 
 std::vector<std::vector<std::int64_t>> RankGrid::groups(GroupKind kind) const {

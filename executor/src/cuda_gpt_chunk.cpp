@@ -82,7 +82,7 @@ CudaGptChunk::CudaGptChunk(const core::JobSpec& job, std::int32_t pipeline_rank,
         lp.fc2_w = at(ts, R::fc2_weight, layer);
         lp.fc2_b = at(ts, R::fc2_bias, layer);
         layers_.push_back(std::move(lp));
-        recompute_.push_back(job.layer_recompute(layer));
+        recompute_.push_back(job.recompute_at(layer - first_layer));
     }
     if (last_) {
         lnf_w_ = at(head_tensors_, R::final_norm_weight);

@@ -164,7 +164,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
             lp.fc2_b = at(R::fc2_bias, layer);
         }
         layers_.push_back(lp);
-        recompute_.push_back(job.layer_recompute(layer));
+        recompute_.push_back(job.recompute_at(layer - shape_.first_layer));
     }
     if (last_) {
         lnf_w_ = at(R::final_norm_weight);

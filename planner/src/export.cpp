@@ -2,19 +2,64 @@
 #include "trident/planner/planner.h"
 
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 namespace trident::planner {
 
 core::Json plan_file(const Candidate& c, double memory_budget_bytes) {
     core::Json j = core::to_json(c.job);
-    j["planner"] = {
-        {"recompute_reason", c.recompute_reason},    {"predicted_step_time_s", c.step_time_s},
-        {"predicted_tokens_per_s", c.tokens_per_s},  {"predicted_mfu", c.mfu},
-        {"peak_memory_bytes", c.peak_memory_bytes},  {"peak_memory_stage", c.peak_stage},
-        {"memory_budget_bytes", memory_budget_bytes}};
+    j["planner"] = {{"recompute_reason", c.recompute_reason},
+                    {"split_reason", c.split_reason},
+                    {"predicted_step_time_s", c.step_time_s},
+                    {"predicted_tokens_per_s", c.tokens_per_s},
+                    {"predicted_mfu", c.mfu},
+                    {"peak_memory_bytes", c.peak_memory_bytes},
+                    {"peak_memory_stage", c.peak_stage},
+                    {"memory_budget_bytes", memory_budget_bytes}};
     return j;
 }
+
+namespace {
+
+using Arg = std::function<void(const std::string&, const std::string&)>;
+
+// The pipeline split in Megatron-Core's flags: the Megatron flags the plan gave as they are;
+// a listed layout as --decoder-first/last-pipeline-num-layers when it has that form (equal
+// chunks on every rank, equal middle ranks), else as --pipeline-model-parallel-layout.
+void split_arguments(const core::JobSpec& job, const Arg& arg) {
+    const core::ParallelPlan& p = job.plan;
+    const auto n = [](std::int64_t v) { return std::to_string(v); };
+    const core::PipelineSplit split = job.pipeline_split();
+    if (split.even() && !core::uneven_split_requested(p)) {
+        if (p.vpp > 1) arg("--num-layers-per-virtual-pipeline-stage", n(split.layers_of(0)));
+        return;
+    }
+    if (p.vpp > 1) arg("--num-virtual-stages-per-pipeline-rank", n(p.vpp));
+    if (p.account_for_embedding) arg("--account-for-embedding-in-pipeline-split", "");
+    if (p.account_for_loss) arg("--account-for-loss-in-pipeline-split", "");
+    if (p.account_for_embedding || p.account_for_loss) return;
+    std::vector<std::int64_t> per_rank(std::size_t(p.pp), 0);
+    bool equal_chunks = true;
+    for (std::int64_t vs = 0; vs < split.stages(); ++vs) {
+        const std::int64_t r = vs % p.pp;
+        equal_chunks = equal_chunks && split.layers_of(vs) == split.layers_of(r);
+        per_rank[std::size_t(r)] += split.layers_of(vs);
+    }
+    bool equal_middle = true;
+    for (std::int64_t r = 2; r + 1 < p.pp; ++r)
+        equal_middle = equal_middle && per_rank[r] == per_rank[1];
+    if (equal_chunks && equal_middle && p.pp > 2) {
+        if (per_rank.front() != per_rank[1])
+            arg("--decoder-first-pipeline-num-layers", n(per_rank.front()));
+        if (per_rank.back() != per_rank[1])
+            arg("--decoder-last-pipeline-num-layers", n(per_rank.back()));
+        return;
+    }
+    arg("--pipeline-model-parallel-layout", "\"" + core::megatron_layout_string(split) + "\"");
+}
+
+} // namespace
 
 std::string megatron_arguments(const core::JobSpec& job) {
     const core::ModelSpec& m = job.model;
@@ -83,7 +128,7 @@ std::string megatron_arguments(const core::JobSpec& job) {
     if (m.precision.params == core::Dtype::fp16) arg("--fp16");
     arg("--tensor-model-parallel-size", n(p.tp));
     arg("--pipeline-model-parallel-size", n(p.pp));
-    if (p.vpp > 1) arg("--num-layers-per-virtual-pipeline-stage", n(job.layers_per_model_chunk()));
+    split_arguments(job, arg);
     if (p.cp > 1) arg("--context-parallel-size", n(p.cp));
     if (p.ep > 1) arg("--expert-model-parallel-size", n(p.ep));
     if (p.sequence_parallel) arg("--sequence-parallel");

@@ -81,37 +81,19 @@ std::vector<std::string> rejection_lines(const PlanResult& result, std::size_t a
     return lines;
 }
 
-std::string pipeline_limit_note(const core::JobSpec& specs, const PlanResult& result) {
-    // Few choices: the layer count has no divisor among the powers of two people try.
-    const std::vector<std::int64_t>& pp = result.pp_searched;
-    const std::int64_t devices = specs.cluster.devices(), layers = specs.model.num_layers;
-    bool limited = false;
-    for (std::int64_t p = 2; p <= std::min(devices, layers) && p <= 16; p *= 2)
-        limited = limited || layers % p != 0;
-    if (!limited || pp.empty()) return "";
-    std::string list;
-    for (std::int64_t p : pp) list += (list.empty() ? "" : ", ") + std::to_string(p);
-    return "pp ∈ {" + list + "}: every stage holds the same number of layers, and num_layers " +
-           std::to_string(layers) + " has no other divisors up to " + std::to_string(devices) +
-           " devices";
-}
-
 core::SpecError why_no_candidate(const core::JobSpec& specs, const PlanResult& result,
                                  double memory_budget_bytes, const std::string& budget_field) {
-    const std::string pp_note = pipeline_limit_note(specs, result);
-    const std::string tail = pp_note.empty() ? "" : "; " + pp_note;
     if (result.feasible == 0 && result.smallest_peak_bytes > 0)
-        return core::SpecError(budget_field, "no layout fits in " +
-                                                 core::bytes_text(memory_budget_bytes) +
-                                                 "; the smallest needs " +
-                                                 core::bytes_text(result.smallest_peak_bytes) +
-                                                 " (" + result.smallest_layout + ")" + tail);
+        return core::SpecError(
+            budget_field,
+            "no layout fits in " + core::bytes_text(memory_budget_bytes) + "; the smallest needs " +
+                core::bytes_text(result.smallest_peak_bytes) + " (" + result.smallest_layout + ")");
     std::string reasons;
     for (const std::string& line : rejection_lines(result, 3))
         reasons += (reasons.empty() ? "" : "; ") + line;
-    return core::SpecError("cluster",
-                           "no valid layout of " + std::to_string(specs.cluster.devices()) +
-                               " devices for " + specs.model.name + ": " + reasons + tail);
+    return core::SpecError("cluster", "no valid layout of " +
+                                          std::to_string(specs.cluster.devices()) +
+                                          " devices for " + specs.model.name + ": " + reasons);
 }
 
 } // namespace trident::planner

@@ -1,5 +1,6 @@
 #include "trident/planner/planner.h"
 
+#include "split_choices.h"
 #include "trident/core/rank_grid.h"
 #include "trident/core/schedule.h"
 #include "trident/core/spec_error.h"
@@ -76,9 +77,30 @@ private:
         cache_;
 };
 
+// A stage's parameters depend on tp, ep and which layers it holds, not on the batch, the
+// schedule or the optimizer: computed once per split.
+class ParameterCache {
+public:
+    const std::vector<simulator::StageParameters>& get(const JobSpec& job) {
+        const core::ParallelPlan& p = job.plan;
+        auto key = std::make_tuple(p.tp, p.ep, p.pp, p.vpp, job.pipeline_split().layers);
+        auto it = cache_.find(key);
+        if (it == cache_.end())
+            it = cache_.emplace(std::move(key), simulator::parameters_per_stage(job)).first;
+        return it->second;
+    }
+
+private:
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                        std::vector<std::int64_t>>,
+             std::vector<simulator::StageParameters>>
+        cache_;
+};
+
 struct Feasible {
     JobSpec job;
     std::string recompute_reason;
+    std::string split_reason;
     Peak peak;
     double lower_bound_s = 0.0;
 };
@@ -117,7 +139,9 @@ Dimensions dimensions(const JobSpec& specs, const SearchSpace& space) {
                ? space.tp
                : divisors_up_to(
                      devices, space.allow_cross_node_tp ? devices : specs.cluster.devices_per_node);
-    d.pp = !space.pp.empty() ? space.pp : divisors_up_to(specs.model.num_layers, devices);
+    // Stages need not hold equal layer counts (core/pipeline_split.h): any degree that divides
+    // the devices, up to one layer per stage.
+    d.pp = !space.pp.empty() ? space.pp : divisors_up_to(devices, specs.model.num_layers);
     // Context parallelism pays off only for long sequences.
     d.cp = !space.cp.empty()                   ? space.cp
            : specs.training.seq_length >= 8192 ? std::vector<std::int64_t>{1, 2, 4, 8}
@@ -140,23 +164,12 @@ Dimensions dimensions(const JobSpec& specs, const SearchSpace& space) {
 std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& space,
                                     PlanResult& result) {
     const Dimensions dim = dimensions(specs, space);
-    result.pp_searched = dim.pp;
     const std::int64_t devices = specs.cluster.devices();
     const std::vector<bool> both = {false, true};
     std::vector<ParallelPlan> layouts;
     for (std::int64_t tp : dim.tp)
         for (std::int64_t cp : dim.cp)
             for (std::int64_t pp : dim.pp) {
-                // The layer count first: it is what rules a pipeline degree out for every
-                // cluster (each stage holds the same number of layers).
-                if (pp >= 1 && specs.model.num_layers % pp != 0) {
-                    ++result.layouts;
-                    record_rejection(result, "parallel.pp",
-                                     "num_layers " + std::to_string(specs.model.num_layers) +
-                                         " cannot be split evenly over pp " + std::to_string(pp) +
-                                         " stages");
-                    continue;
-                }
                 if (tp < 1 || cp < 1 || pp < 1 || devices % (tp * cp * pp) != 0) {
                     ++result.layouts;
                     record_rejection(
@@ -213,13 +226,14 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
 // none, selective, then full for the fewest layers per chunk). Returns false, recording the
 // rejection, when nothing fits.
 bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
-                      const std::vector<core::InFlight>& flights, Feasible& out,
+                      const std::vector<core::InFlight>& flights,
+                      const std::vector<simulator::StageParameters>& parameters, Feasible& out,
                       PlanResult& result) {
     ParallelPlan& p = job.plan;
-    const std::int64_t per_chunk = job.layers_per_model_chunk();
+    const std::int64_t per_chunk = job.max_layers_per_chunk();
     const auto peak_with = [&](const Recompute& r) {
         p.recompute = r;
-        return peak_of(simulator::memory_per_stage(job, flights));
+        return peak_of(simulator::memory_per_stage(job, flights, &parameters));
     };
     // `rule` names the kind ("over budget even with full recomputation"); the details after
     // the semicolon carry this layout's numbers.
@@ -289,20 +303,29 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
                       bytes_text(fit.bytes));
 }
 
-// No stage finishes before its own work and its step tail are done: a lower bound on the
-// simulated step time.
-double lower_bound_s(const JobSpec& job, const core::Profile& profile) {
-    const simulator::CostModel cost(job, profile);
+// A lower bound on the simulated step time. Pipeline rank r cannot start before the first
+// micro-batch's forward has passed the ranks below it (chunk 0), must then do all its own
+// work and its step tail; and after its last input-gradient pass (chunk 0's, of the last
+// micro-batch) the ranks below must still run theirs. Point-to-point time is left out, so the
+// bound stays below what the discrete-event run finds.
+double lower_bound_s(const JobSpec& job, const core::Profile& profile,
+                     const std::vector<simulator::StageParameters>& parameters) {
+    const simulator::CostModel cost(job, profile, &parameters);
     const double m = double(job.micro_batches_per_step());
-    double bound = 0.0;
+    double bound = 0.0, forward_below = 0.0, backward_below = 0.0;
     for (std::int32_t r = 0; r < job.plan.pp; ++r) {
-        double busy = 0.0;
+        double busy = 0.0, without_weight = 0.0;
         for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
             const simulator::ChunkCost& cc = cost.chunk(r, c);
+            without_weight += cc.forward.total_s() + cc.backward_input.total_s();
             busy +=
                 cc.forward.total_s() + cc.backward_input.total_s() + cc.backward_weight.total_s();
         }
-        bound = std::max(bound, m * busy + simulator::step_tail(job, cost, r).total_s());
+        const double tail = simulator::step_tail(job, cost, r).total_s();
+        bound = std::max({bound, forward_below + m * busy + tail,
+                          forward_below + m * without_weight + backward_below});
+        forward_below += cost.chunk(r, 0).forward.total_s();
+        backward_below += cost.chunk(r, 0).backward_input.total_s();
     }
     return bound;
 }
@@ -311,6 +334,7 @@ Candidate candidate(const Feasible& f, const simulator::Report& r) {
     Candidate c;
     c.job = f.job;
     c.recompute_reason = f.recompute_reason;
+    c.split_reason = f.split_reason;
     c.step_time_s = r.step_time_s;
     c.tokens_per_s = r.tokens_per_s;
     c.tflops_per_device = r.tflops_per_device;
@@ -334,27 +358,45 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
 
     const std::vector<ParallelPlan> layouts = enumerate(specs, space, result);
     InFlightCache in_flight;
+    ParameterCache stage_parameters;
+    SplitChooser splits(space, profile);
     std::vector<Feasible> feasible;
     for (std::size_t i = 0; i < layouts.size() && !cancelled(); ++i) {
         if (options.on_progress && i % 64 == 0)
             options.on_progress({"memory", std::int64_t(i), std::int64_t(layouts.size())});
-        Feasible f{specs, "", {}, 0.0};
-        f.job.plan = layouts[i];
-        if (space.recompute)
-            f.job.plan.recompute =
-                core::with_recompute_defaults(*space.recompute, f.job.layers_per_model_chunk());
+        JobSpec job = specs;
+        job.plan = layouts[i];
+        std::vector<SplitChoice> choices;
         try {
-            core::validate(f.job);
+            choices = splits.choices(job);
         } catch (const core::SpecError& e) {
             record_rejection(result, e.field(), e.reason());
             continue;
         }
-        const auto& flights =
-            in_flight.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
-        if (!choose_recompute(f.job, space, options.memory_budget_bytes, flights, f, result))
-            continue;
-        f.lower_bound_s = lower_bound_s(f.job, profile);
-        feasible.push_back(std::move(f));
+        if (choices.empty()) // no split fits: validation says why
+            choices.push_back({});
+        for (const SplitChoice& choice : choices) {
+            Feasible f{job, "", "", {}, 0.0};
+            apply(choice, f.job.plan);
+            f.split_reason = choice.reason;
+            try {
+                if (space.recompute)
+                    f.job.plan.recompute = core::with_recompute_defaults(
+                        *space.recompute, f.job.max_layers_per_chunk());
+                core::validate(f.job);
+            } catch (const core::SpecError& e) {
+                record_rejection(result, e.field(), e.reason());
+                continue;
+            }
+            const auto& flights =
+                in_flight.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
+            const auto& parameters = stage_parameters.get(f.job);
+            if (!choose_recompute(f.job, space, options.memory_budget_bytes, flights, parameters, f,
+                                  result))
+                continue;
+            f.lower_bound_s = lower_bound_s(f.job, profile, parameters);
+            feasible.push_back(std::move(f));
+        }
     }
     result.feasible = std::int64_t(feasible.size());
     std::sort(
@@ -374,7 +416,10 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
             break;
         if (options.on_progress && i % 8 == 0)
             options.on_progress({"simulate", std::int64_t(i), std::int64_t(feasible.size())});
-        Candidate c = candidate(f, simulator::simulate(f.job, profile));
+        simulator::SimulateOptions sim;
+        sim.in_flight = &in_flight.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
+        sim.parameters = &stage_parameters.get(f.job);
+        Candidate c = candidate(f, simulator::simulate(f.job, profile, sim));
         ++result.simulated;
         result.best.insert(std::upper_bound(result.best.begin(), result.best.end(), c, better),
                            std::move(c));

@@ -3,6 +3,7 @@
 #include "trident/core/schedule.h"
 #include "trident/simulator/flops.h"
 
+#include <algorithm>
 #include <tuple>
 
 namespace trident::simulator {
@@ -19,15 +20,37 @@ std::int64_t CostModel::representative(std::int32_t pipeline_rank) const {
     return grid_.rank(0, 0, 0, pipeline_rank);
 }
 
+const CostModel::GroupShape& CostModel::group_shape(core::GroupKind kind,
+                                                    std::int32_t pipeline_rank) const {
+    const std::size_t kinds = core::kGroupKindNames.size();
+    if (group_shapes_.empty()) group_shapes_.resize(kinds * std::size_t(job_.plan.pp));
+    // Groups inside a stage are the same on every stage when a stage fills whole nodes (the
+    // stage's ranks shifted by whole nodes): ask pipeline rank 0.
+    const core::ParallelPlan& p = job_.plan;
+    // The pipeline and model groups of every stage's representative are one and the same.
+    const bool across_stages = kind == core::GroupKind::pipeline || kind == core::GroupKind::model;
+    const bool within_stage = !across_stages && kind != core::GroupKind::embedding;
+    if (pipeline_rank != 0 &&
+        (across_stages ||
+         (within_stage && (p.tp * p.cp * p.dp) % job_.cluster.devices_per_node == 0)))
+        return group_shape(kind, 0);
+    GroupShape& g = group_shapes_.at(std::size_t(kind) * std::size_t(job_.plan.pp) +
+                                     std::size_t(pipeline_rank));
+    if (g.size < 0) {
+        const std::int64_t rank = representative(pipeline_rank);
+        g.size = std::int64_t(grid_.group_of(kind, rank).size());
+        g.inter_node = grid_.nodes_spanned(kind, rank, job_.cluster.devices_per_node) > 1;
+    }
+    return g;
+}
+
 double CostModel::collective_s(core::GroupKind kind, std::int32_t pipeline_rank, core::Collective c,
                                double bytes) const {
-    const std::int64_t rank = representative(pipeline_rank);
-    const auto members = grid_.group_of(kind, rank);
-    if (members.size() < 2 || bytes <= 0) return 0.0;
-    const std::string& fabric = grid_.nodes_spanned(kind, rank, job_.cluster.devices_per_node) == 1
-                                    ? job_.cluster.intra_node_fabric
-                                    : job_.cluster.inter_node_fabric;
-    const core::Timing t = profile_.collective(fabric, c, std::int64_t(members.size()), bytes);
+    const GroupShape& g = group_shape(kind, pipeline_rank);
+    if (g.size < 2 || bytes <= 0) return 0.0;
+    const std::string& fabric =
+        g.inter_node ? job_.cluster.inter_node_fabric : job_.cluster.intra_node_fabric;
+    const core::Timing t = profile_.collective(fabric, c, g.size, bytes);
     if (!t.fallback.empty()) ++fallbacks_[t.fallback];
     return t.seconds;
 }
@@ -92,11 +115,13 @@ void accumulate(ChunkCost& chunk, const std::array<PassCost, 3>& add) {
 
 } // namespace
 
-CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile)
+CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
+                     const std::vector<StageParameters>* parameters)
     : job_(job), profile_(profile), grid_(job.plan) {
+    if (parameters) parameters_ = *parameters;
     const core::ParallelPlan& p = job.plan;
     const LayerView base = LayerView::of(p, job.training.seq_length);
-    const std::int64_t per_chunk = job.layers_per_model_chunk();
+    const core::PipelineSplit split = job.pipeline_split();
     const std::int64_t vocab = job.model.padded_vocab_size(p.tp);
     const std::int32_t last = std::int32_t(p.pp * p.vpp - 1);
     // Megatron's scatter/gather: with tp > 1 each stage sends 1/tp of the activation and the
@@ -113,14 +138,14 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile)
         int placement = 0;
         for (auto kind :
              {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert})
-            placement = placement * 2 + (grid_.nodes_spanned(kind, representative(r),
-                                                             job.cluster.devices_per_node) > 1);
+            placement = placement * 2 + group_shape(kind, r).inter_node;
         for (std::int32_t c = 0; c < p.vpp; ++c) {
             const std::int32_t vs = core::virtual_stage(c, std::int32_t(p.pp), r);
             ChunkCost& cost = chunks_[std::size_t(r * p.vpp + c)];
-            for (std::int64_t layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
+            const std::int64_t first = split.first_layer(vs);
+            for (std::int64_t layer = first; layer < first + split.layers_of(vs); ++layer) {
                 LayerView v = base;
-                v.recompute = job.layer_recompute(layer);
+                v.recompute = job.recompute_at(layer - first);
                 const auto key =
                     std::make_tuple(job.model.is_moe_layer(layer), int(v.recompute), placement);
                 auto it = cache.find(key);
@@ -132,6 +157,49 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile)
             if (vs == last) accumulate(cost, by_phase(head_ops(job.model, base, vocab), r));
         }
     }
+}
+
+CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile, NoChunks)
+    : job_(job), profile_(profile), grid_(job.plan) {}
+
+PipelineLoads pipeline_loads(const core::JobSpec& job, const core::Profile& profile) {
+    const CostModel cost(job, profile, CostModel::NoChunks{});
+    const LayerView base = LayerView::of(job.plan, job.training.seq_length);
+    const std::int64_t vocab = job.model.padded_vocab_size(job.plan.tp);
+    const auto seconds = [&](const std::vector<Op>& ops) {
+        double s = 0.0;
+        for (const PassCost& pc : cost.by_phase(ops, 0)) s += pc.total_s();
+        return s;
+    };
+    PipelineLoads loads;
+    loads.embedding_s = seconds(embedding_ops(job.model, base, vocab));
+    loads.head_s = seconds(head_ops(job.model, base, vocab));
+    LayerView v = base;
+    v.recompute = job.recompute_at(0);
+    double dense_s = -1.0, moe_s = -1.0; // layers differ only by being MoE or dense
+    for (std::int64_t layer = 0; layer < job.model.num_layers; ++layer) {
+        double& known = job.model.is_moe_layer(layer) ? moe_s : dense_s;
+        if (known < 0) known = seconds(layer_ops(job.model, v, layer));
+        loads.layer_s.push_back(known);
+    }
+    return loads;
+}
+
+double PipelineLoads::heaviest_stage_s(const core::PipelineSplit& split) const {
+    double heaviest = 0.0;
+    for (std::int64_t vs = 0; vs < split.stages(); ++vs) {
+        double s = vs == 0 ? embedding_s : 0.0;
+        if (vs == split.stages() - 1) s += head_s;
+        for (std::int64_t l = 0; l < split.layers_of(vs); ++l)
+            s += layer_s[std::size_t(split.first_layer(vs) + l)];
+        heaviest = std::max(heaviest, s);
+    }
+    return heaviest;
+}
+
+const StageParameters& CostModel::parameters(std::int32_t pipeline_rank) const {
+    if (parameters_.empty()) parameters_ = parameters_per_stage(job_);
+    return parameters_.at(std::size_t(pipeline_rank));
 }
 
 const ChunkCost& CostModel::chunk(std::int32_t pipeline_rank, std::int32_t chunk) const {

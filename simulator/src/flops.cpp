@@ -2,16 +2,25 @@
 
 #include "trident/simulator/layer_ops.h"
 
+#include <map>
+
 namespace trident::simulator {
 
 namespace {
 
-void add(StepFlops& total, const std::vector<Op>& ops) {
+StepFlops of(const std::vector<Op>& ops) {
+    StepFlops total;
     for (const Op& op : ops) {
         const double f = op.flops * double(op.count);
         total.hardware += f;
         if (!op.recompute) total.model += f;
     }
+    return total;
+}
+
+void add(StepFlops& total, const StepFlops& more) {
+    total.hardware += more.hardware;
+    total.model += more.model;
 }
 
 } // namespace
@@ -20,13 +29,19 @@ StepFlops step_flops(const core::JobSpec& job) {
     StepFlops total;
     LayerView v = LayerView::global(job.training.global_batch_size, job.training.seq_length);
     const std::int64_t vocab = job.model.padded_vocab_size(job.plan.tp);
+    const core::PipelineSplit split = job.pipeline_split();
+    // Layers differ only by being MoE or dense and by their recomputation: each kind once.
+    std::map<std::pair<bool, int>, StepFlops> kinds;
     for (std::int64_t layer = 0; layer < job.model.num_layers; ++layer) {
-        v.recompute = job.layer_recompute(layer);
-        add(total, layer_ops(job.model, v, layer));
+        v.recompute = job.recompute_at(split.position(layer));
+        const auto key = std::make_pair(job.model.is_moe_layer(layer), int(v.recompute));
+        auto it = kinds.find(key);
+        if (it == kinds.end()) it = kinds.emplace(key, of(layer_ops(job.model, v, layer))).first;
+        add(total, it->second);
     }
     v.recompute = core::RecomputeGranularity::none;
-    add(total, embedding_ops(job.model, v, vocab));
-    add(total, head_ops(job.model, v, vocab));
+    add(total, of(embedding_ops(job.model, v, vocab)));
+    add(total, of(head_ops(job.model, v, vocab)));
     return total;
 }
 

@@ -175,8 +175,9 @@ struct LayerBytes {
 class LayerBytesTable {
 public:
     LayerBytesTable(const core::JobSpec& job, bool fused) : job_(job), fused_(fused) {}
-    const LayerBytes& of(std::int64_t layer) {
-        const core::RecomputeGranularity rc = job_.layer_recompute(layer);
+    // Layer `layer`, at `position` inside its chunk (what block recomputation goes by).
+    const LayerBytes& of(std::int64_t layer, std::int64_t position) {
+        const core::RecomputeGranularity rc = job_.recompute_at(position);
         const int key = int(rc) * 2 + (job_.model.is_moe_layer(layer) ? 1 : 0);
         LayerBytes& b = kinds_[std::size_t(key)];
         if (!known_[std::size_t(key)]) {
@@ -197,11 +198,11 @@ private:
     std::array<bool, 6> known_{};
 };
 
-ChunkActivations chunk_activations(const core::JobSpec& job, LayerBytesTable& layers,
-                                   std::int64_t vs, bool fused_backward) {
+ChunkActivations chunk_activations(const core::JobSpec& job, const core::PipelineSplit& split,
+                                   LayerBytesTable& layers, std::int64_t vs, bool fused_backward) {
     const core::ModelSpec& m = job.model;
     const core::ParallelPlan& p = job.plan;
-    const std::int64_t per_chunk = job.layers_per_model_chunk(), first = vs * per_chunk;
+    const std::int64_t first = split.first_layer(vs), per_chunk = split.layers_of(vs);
     const double eb = double(core::dtype_bytes(m.precision.params));
     const double T = double(LayerView::of(p, job.training.seq_length).tokens());
     const LossBytes loss = vs == p.pp * p.vpp - 1 ? loss_bytes(job) : LossBytes{};
@@ -210,8 +211,8 @@ ChunkActivations chunk_activations(const core::JobSpec& job, LayerBytesTable& la
     const double embedding_state = vs == 0 ? eb * T * double(m.hidden_size) : 0.0;
     ChunkActivations c;
     for (std::int64_t layer = first; layer < first + per_chunk; ++layer) {
-        c.stored += layers.of(layer).stored;
-        c.weight_state += layers.of(layer).state;
+        c.stored += layers.of(layer, layer - first).stored;
+        c.weight_state += layers.of(layer, layer - first).state;
     }
     // The backward walks the layers from the last. At layer i the micro-batch holds the layers
     // below i as stored, layer i with its working set, and — B alone — the W state of the
@@ -219,7 +220,7 @@ ChunkActivations chunk_activations(const core::JobSpec& job, LayerBytesTable& la
     // buffers after the output layer's W, before the first layer).
     double below = c.stored, above = fused_backward ? 0.0 : loss.weight_state, worst = 0.0;
     for (std::int64_t layer = first + per_chunk; layer-- > first;) {
-        const LayerBytes& b = layers.of(layer);
+        const LayerBytes& b = layers.of(layer, layer - first);
         below -= b.stored;
         worst = std::max(worst, below + b.stored + b.working + above);
         if (!fused_backward) above += b.state;
@@ -262,8 +263,15 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
     return memory_per_stage(job, in_flight_per_rank(schedule));
 }
 
+std::vector<StageParameters> parameters_per_stage(const core::JobSpec& job) {
+    std::vector<StageParameters> out;
+    for (std::int32_t r = 0; r < job.plan.pp; ++r) out.push_back(stage_parameters(job, r));
+    return out;
+}
+
 std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
-                                          const std::vector<core::InFlight>& in_flight) {
+                                          const std::vector<core::InFlight>& in_flight,
+                                          const std::vector<StageParameters>* parameters) {
     const core::ModelSpec& m = job.model;
     const core::ParallelPlan& p = job.plan;
     const core::Precision& prec = m.precision;
@@ -275,11 +283,13 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
     const double h = double(m.hidden_size);
     const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
 
+    const core::PipelineSplit split = job.pipeline_split();
     LayerBytesTable fused_layers(job, true), split_layers(job, false);
     std::vector<StageMemory> stages(std::size_t(p.pp));
     for (std::int32_t r = 0; r < p.pp; ++r) {
         StageMemory& s = stages[std::size_t(r)];
-        const StageParameters params = stage_parameters(job, r);
+        const StageParameters params =
+            parameters ? parameters->at(std::size_t(r)) : stage_parameters(job, r);
         s.weights_bytes = params.total() * weight_b;
         s.gradients_bytes = params.total() * grad_b;
         s.optimizer_bytes = optimizer_b * optimizer_parameters(params, p);
@@ -291,8 +301,9 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
         std::vector<ChunkActivations> chunk;
         LayerBytesTable& layers = flight.fused_backward ? fused_layers : split_layers;
         for (std::int64_t c = 0; c < p.vpp; ++c)
-            chunk.push_back(chunk_activations(
-                job, layers, core::virtual_stage(c, std::int32_t(p.pp), r), flight.fused_backward));
+            chunk.push_back(chunk_activations(job, split, layers,
+                                              core::virtual_stage(c, std::int32_t(p.pp), r),
+                                              flight.fused_backward));
         s.in_flight = flight.until_backward_input;
         for (const core::HeldPairs& held : flight.peaks) {
             double held_bytes = 0.0;

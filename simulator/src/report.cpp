@@ -37,6 +37,8 @@ void print_report(const Report& r, std::ostream& out) {
         << (p.vpp > 1 ? " v=" + std::to_string(p.vpp) : "") << ", micro-batch "
         << p.micro_batch_size << " × " << r.microbatches << ", recompute "
         << core::to_string(p.recompute.granularity) << "\n";
+    if (const core::PipelineSplit split = j.pipeline_split(); !split.even())
+        out << "uneven stages: layers per virtual stage " << core::layout_text(split) << "\n";
     out << "step time " << fmt("%.3f s", r.step_time_s) << "   tokens/s "
         << fmt("%.0f", r.tokens_per_s) << "   per device "
         << core::flop_rate_text(r.tflops_per_device * 1e12) << "   MFU "
@@ -47,19 +49,20 @@ void print_report(const Report& r, std::ostream& out) {
     for (const StageReport& s : r.stages) largest = std::max(largest, s.memory.total_bytes());
     const core::Unit unit = core::byte_unit(largest);
     const auto in = [&](double bytes) { return fmt("%.1f", bytes / unit.scale); };
-    out << "stage  compute  recompute  tp/cp/ep  dp+emb  optimizer   bubble  bubble%   "
+    out << "stage layers  compute  recompute  tp/cp/ep  dp+emb  optimizer   bubble  bubble%   "
         << pad("memory " + std::string(unit.name) + " (weights grads optim activ buffers)", -53)
         << "of capacity\n";
     for (const StageReport& s : r.stages) {
         const StageMemory& m = s.memory;
-        out << fmt("%5.0f", double(s.stage)) << fmt("%9.3f", s.compute_s)
-            << fmt("%11.3f", s.recompute_s) << fmt("%10.3f", s.collective_s)
-            << fmt("%8.3f", s.data_parallel_s) << fmt("%11.3f", s.optimizer_s)
-            << fmt("%9.3f", s.bubble_s) << fmt("%8.1f%%", 100 * s.bubble_fraction(r.step_time_s))
-            << pad(in(m.total_bytes()), 9) << " (" << in(m.weights_bytes) << " "
-            << in(m.gradients_bytes) << " " << in(m.optimizer_bytes) << " "
-            << in(m.activations_bytes + m.backward_working_bytes) << " " << in(m.buffers_bytes)
-            << ")" << fmt("%17.0f%%", 100 * m.total_bytes() / r.memory_capacity_bytes)
+        out << fmt("%5.0f", double(s.stage)) << fmt("%7.0f", double(s.layers))
+            << fmt("%9.3f", s.compute_s) << fmt("%11.3f", s.recompute_s)
+            << fmt("%10.3f", s.collective_s) << fmt("%8.3f", s.data_parallel_s)
+            << fmt("%11.3f", s.optimizer_s) << fmt("%9.3f", s.bubble_s)
+            << fmt("%8.1f%%", 100 * s.bubble_fraction(r.step_time_s)) << pad(in(m.total_bytes()), 9)
+            << " (" << in(m.weights_bytes) << " " << in(m.gradients_bytes) << " "
+            << in(m.optimizer_bytes) << " " << in(m.activations_bytes + m.backward_working_bytes)
+            << " " << in(m.buffers_bytes) << ")"
+            << fmt("%17.0f%%", 100 * m.total_bytes() / r.memory_capacity_bytes)
             << (m.total_bytes() > r.memory_capacity_bytes ? "  OUT OF MEMORY" : "") << "\n";
     }
     out << "(seconds per step on one rank of each stage; bubble = idle waiting for the pipeline "
@@ -93,6 +96,7 @@ core::Json report_json(const Report& r) {
         const StageMemory& m = s.memory;
         stages.push_back({{"stage", s.stage},
                           {"representative_rank", s.representative_rank},
+                          {"layers", s.layers},
                           {"compute_s", s.compute_s},
                           {"recompute_s", s.recompute_s},
                           {"collective_s", s.collective_s},

@@ -46,7 +46,7 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
     StepTail t;
     // Gradient reduction: dense grads over dp·cp, expert grads over expert-dp; reduce-scatter
     // with the distributed optimizer, all-reduce without.
-    const StageParameters params = stage_parameters(job, r);
+    const StageParameters& params = cost.parameters(r);
     const Collective reduce =
         p.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
     t.gradient_reduce_s =
@@ -112,6 +112,9 @@ StageReport stage_report(const core::JobSpec& job, const CostModel& cost,
     StageReport s;
     s.stage = r;
     s.representative_rank = cost.representative(r);
+    const core::PipelineSplit split = job.pipeline_split();
+    for (std::int32_t c = 0; c < job.plan.vpp; ++c)
+        s.layers += split.layers_of(core::virtual_stage(c, std::int32_t(job.plan.pp), r));
     for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
         const ChunkCost& cc = cost.chunk(r, c);
         for (const PassCost* pc : {&cc.forward, &cc.backward_input, &cc.backward_weight}) {
@@ -125,7 +128,7 @@ StageReport stage_report(const core::JobSpec& job, const CostModel& cost,
     s.optimizer_s = tail.optimizer_s;
     s.data_parallel_s = tail.gradient_reduce_s + tail.embedding_sync_s + tail.parameter_gather_s;
     if (!options.trace) return s;
-    const StageParameters params = stage_parameters(job, r);
+    const StageParameters& params = cost.parameters(r);
     double t = s.pipeline_end_s;
     const auto add = [&](core::Stream stream, core::EventKind kind, double seconds, double bytes) {
         if (seconds <= 0) return;
@@ -192,9 +195,14 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
 
     const core::Schedule schedule = core::make_schedule(p.schedule, std::int32_t(p.pp),
                                                         std::int32_t(p.vpp), report.microbatches);
-    const CostModel cost(job, profile);
+    const CostModel cost(job, profile, options.parameters);
     PipelineTimeline timeline = time_pipeline(p, cost, schedule, options.trace);
-    const auto memory = memory_per_stage(job, schedule);
+    std::vector<core::InFlight> flights;
+    if (!options.in_flight) flights = in_flight_per_rank(schedule);
+    std::vector<StageParameters> parameters;
+    for (std::int32_t r = 0; r < p.pp; ++r) parameters.push_back(cost.parameters(r));
+    const auto memory =
+        memory_per_stage(job, options.in_flight ? *options.in_flight : flights, &parameters);
     for (std::int32_t r = 0; r < p.pp; ++r) {
         report.stages.push_back(stage_report(job, cost, timeline, options, r, report));
         report.stages.back().memory = memory[std::size_t(r)];

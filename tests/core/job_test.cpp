@@ -36,7 +36,7 @@ std::string error_field(const JobInputs& in) {
 TEST(Job, ValidBaseAndDerivedValues) {
     const JobSpec job = load_job(base());
     EXPECT_EQ(job.micro_batches_per_step(), 32);
-    EXPECT_EQ(job.layers_per_pipeline_rank(), 12);
+    EXPECT_EQ(job.pipeline_split().layers, std::vector<std::int64_t>(8, 12)); // pp 8
     EXPECT_EQ(job.training.seq_length, 2048); // the model's max_position_embeddings
     EXPECT_EQ(job.cluster.devices(), 128);
 }
@@ -150,7 +150,7 @@ TEST(Job, PlanPresetsLoadAndRoundTrip) {
     EXPECT_EQ(job.cluster.devices(), 2520);
     EXPECT_EQ(job.plan.dp, 9);
     EXPECT_EQ(job.micro_batches_per_step(), 280);
-    EXPECT_EQ(job.layers_per_model_chunk(), 1);
+    EXPECT_EQ(job.max_layers_per_chunk(), 1);
     // Flags override the plan file.
     in.pp = 35;
     in.micro_batch_size = 2;

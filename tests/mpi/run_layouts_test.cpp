@@ -144,7 +144,15 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{4, kDropout.c_str(), "--tp 2 --pp 2 --dp 1 --sequence-parallel"},
         Layout{4, kDropout.c_str(), "--tp 1 --pp 1 --dp 2 --cp 2"},
         Layout{2, kDropout.c_str(), "--tp 1 --pp 2 --dp 1 --recompute selective"},
-        Layout{2, kRope.c_str(), "--tp 1 --pp 1 --dp 2 --recompute full --recompute-num-layers 4"}),
+        Layout{2, kRope.c_str(), "--tp 1 --pp 1 --dp 2 --recompute full --recompute-num-layers 4"},
+        // Uneven stages: a listed layout, Megatron's first-stage count, Megatron's layout
+        // string with virtual stages, and block recomputation over chunks of unequal length.
+        Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --pipeline-layout 1,3"},
+        Layout{3, kEight.c_str(), "--tp 1 --pp 3 --dp 1 --decoder-first-pipeline-num-layers 2"},
+        Layout{2, kEight.c_str(), "--tp 1 --pp 2 --dp 1 --vpp 2 --pipeline-layout 'Et|t*3|t*3|tL'"},
+        Layout{2, "llama-tiny",
+               "--tp 1 --pp 2 --dp 1 --pipeline-layout 3,1 --recompute full "
+               "--recompute-num-layers 2"}),
     [](const testing::TestParamInfo<Layout>& info) {
         return "layout_" + std::to_string(info.index);
     });

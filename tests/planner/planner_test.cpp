@@ -120,10 +120,17 @@ TEST(Planner, RecomputationIsTheCheapestThatFits) {
 }
 
 TEST(Planner, ImpossibleRequestsSayWhy) {
-    // Seven nodes: 56 devices; nothing divides GPT-3's 96 heads and a 1536 batch usefully.
+    // Seven nodes: 56 devices. Only uneven stages fit GPT-3's 96 layers (pp 7 or 14) …
     const auto odd = run(specs("gpt3-175b", "dgx-a100-80gb", 7, 1536, 2048), {}, 72 * kGiB);
-    EXPECT_TRUE(odd.best.empty());
-    EXPECT_GT(odd.rejections.count("parallel.tp: N must divide num_attention_heads N"), 0u);
+    ASSERT_FALSE(odd.best.empty());
+    EXPECT_EQ(odd.best.front().job.plan.pp % 7, 0);
+    EXPECT_FALSE(odd.best.front().job.pipeline_split().even());
+    // … and a tensor degree that divides none of its 96 heads is refused with the numbers.
+    planner::SearchSpace tp5;
+    tp5.tp = {5};
+    const auto five = run(specs("gpt3-175b", "dgx-a100-80gb", 5, 1536, 2048), tp5, 72 * kGiB);
+    EXPECT_TRUE(five.best.empty());
+    EXPECT_GT(five.rejections.count("parallel.tp: N must divide num_attention_heads N"), 0u);
     // A budget too small: the smallest need is reported.
     const auto tight = run(specs("gpt3-175b", "dgx-a100-80gb", 4, 64, 2048), {}, 4 * kGiB);
     EXPECT_TRUE(tight.best.empty());

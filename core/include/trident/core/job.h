@@ -6,6 +6,7 @@
 #include "trident/core/cluster_spec.h"
 #include "trident/core/model_spec.h"
 #include "trident/core/parallel_plan.h"
+#include "trident/core/pipeline_split.h"
 #include "trident/core/training_spec.h"
 
 #include <cstdint>
@@ -24,12 +25,16 @@ struct JobSpec {
     std::string profile;
 
     std::int64_t micro_batches_per_step() const;
-    std::int64_t layers_per_pipeline_rank() const;
-    std::int64_t layers_per_model_chunk() const;
+    // Which layers each virtual stage holds (throws SpecError when the plan cannot split them).
+    PipelineSplit pipeline_split() const;
+    // The layers of the largest model chunk (every chunk's, when the split is even).
+    std::int64_t max_layers_per_chunk() const;
     // What the plan recomputes of layer `layer` (0-based): under full recomputation, block
     // recomputes the first num_layers of each model chunk and keeps the rest, uniform
     // recomputes every layer; selective recomputes every layer's attention core.
     RecomputeGranularity layer_recompute(std::int64_t layer) const;
+    // The same for a layer at `position` (0-based) inside its chunk.
+    RecomputeGranularity recompute_at(std::int64_t position) const;
 };
 
 // Full recomputation without a layer count (`--recompute full` alone) recomputes every layer:

@@ -36,6 +36,10 @@ struct JobInputs {
     std::optional<std::string> dp;                            // a number or "auto"
     std::optional<std::int64_t> num_layers_per_virtual_stage; // Megatron's vpp spelling
     std::optional<std::string> schedule;
+    // uneven pipeline stages: "7,8,8,7" or Megatron's layout string "Et*7|t*8|t*8|t*7L"
+    std::optional<std::string> pipeline_layout;
+    std::optional<std::int64_t> first_stage_layers, last_stage_layers;
+    std::optional<bool> account_for_embedding, account_for_loss;
     std::optional<std::string> recompute; // granularity
     std::optional<std::string> recompute_method;
     std::optional<std::int64_t> recompute_num_layers;

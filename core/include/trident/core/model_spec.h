@@ -61,8 +61,8 @@ struct ModelSpec {
     Normalization normalization = Normalization::layernorm;
     PositionEmbedding position_embedding = PositionEmbedding::learned;
     double rotary_base = 10000.0; // RoPE's θ base (Megatron --rotary-base; Llama 3: 500000)
-    double norm_epsilon = 1e-5;
-    std::int64_t make_vocab_size_divisible_by = 128; // Megatron --make-vocab-size-divisible-by   // added to the variance in every norm (Megatron --norm-epsilon)
+    double norm_epsilon = 1e-5;   // added to the variance in every norm (Megatron --norm-epsilon)
+    std::int64_t make_vocab_size_divisible_by = 128; // Megatron --make-vocab-size-divisible-by
     bool tied_embeddings = true;
     bool linear_bias = true; // biases on the linear layers (GPT yes, Llama no)
     bool dropout = false;    // attention and hidden dropout (GPT trained with 0.1; Llama none)

@@ -6,8 +6,10 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace trident::core {
 
@@ -44,6 +46,14 @@ struct ParallelPlan {
     std::int64_t cp = 1;
     std::int64_t ep = 1;
     std::int64_t vpp = 1; // virtual stages (model chunks) per pipeline rank
+    // Uneven stages (core/pipeline_split.h): the layers of every virtual stage, or Megatron-
+    // Core's first/last pipeline rank layer counts, or the embedding and loss counted as a
+    // layer each. All absent: every virtual stage holds num_layers / (pp·vpp).
+    std::vector<std::int64_t> pipeline_layout;
+    std::optional<std::int64_t> first_stage_layers; // --decoder-first-pipeline-num-layers
+    std::optional<std::int64_t> last_stage_layers;  // --decoder-last-pipeline-num-layers
+    bool account_for_embedding = false;             // --account-for-embedding-in-pipeline-split
+    bool account_for_loss = false;                  // --account-for-loss-in-pipeline-split
     bool sequence_parallel = false;
     std::int64_t micro_batch_size = 1;
     ScheduleKind schedule = ScheduleKind::one_f_one_b;

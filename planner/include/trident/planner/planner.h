@@ -19,7 +19,8 @@
 
 namespace trident::planner {
 
-// Allowed values per dimension; an empty list means the planner's default set (docs/cli.md, `trident plan`).
+// Allowed values per dimension; an empty list means the planner's default set (docs/cli.md,
+// `trident plan`).
 struct SearchSpace {
     std::vector<std::int64_t> tp, pp, cp, ep, vpp, micro_batch;
     std::vector<core::ScheduleKind> schedules;
@@ -29,6 +30,16 @@ struct SearchSpace {
     bool allow_cross_node_tp = false;
     bool overlap = true; // overlap_grad_reduce (and param gather with ZeRO-1)
     bool flash_attention = true;
+    // Uneven pipeline stages, pinned (any given: only that split). None given: the planner
+    // tries the even split, Megatron-Core's embedding-and-loss-counted split and the split
+    // that balances the stages' cost, and keeps whichever simulates fastest.
+    std::vector<std::int64_t> pipeline_layout;
+    std::optional<std::int64_t> first_stage_layers, last_stage_layers;
+    bool account_for_embedding = false, account_for_loss = false;
+    bool split_pinned() const {
+        return !pipeline_layout.empty() || first_stage_layers || last_stage_layers ||
+               account_for_embedding || account_for_loss;
+    }
 };
 
 struct Progress {
@@ -49,6 +60,7 @@ struct PlanOptions {
 struct Candidate {
     core::JobSpec job;
     std::string recompute_reason;
+    std::string split_reason; // which pipeline split, and why
     double step_time_s = 0.0;
     double tokens_per_s = 0.0;
     double tflops_per_device = 0.0;
@@ -76,7 +88,6 @@ struct PlanResult {
     // Per reason kind: the field and rule with every number written N ("parallel.vpp: num_layers
     // N must be divisible by pp·vpp = N"); names such as interleaved-1f1b keep their digits.
     std::map<std::string, RejectionGroup> rejections;
-    std::vector<std::int64_t> pp_searched;   // the pipeline degrees tried
     std::vector<Rejection> closest_rejected; // memory rejections with the smallest overrun
     std::int64_t layouts = 0;                // enumerated
     std::int64_t feasible = 0;               // valid and within the budget
@@ -97,9 +108,6 @@ std::string rejection_kind(const std::string& field, const std::string& reason);
 void record_rejection(PlanResult& result, const std::string& field, const std::string& reason);
 // The rejection kinds, most frequent first: "parallel.vpp ×20: e.g. num_layers 4 must be …".
 std::vector<std::string> rejection_lines(const PlanResult& result, std::size_t at_most);
-// When the layer count leaves pipelining few choices (every stage holds the same number of
-// layers): "pp ∈ {1, 61}: the divisors of num_layers 61 up to 128 devices"; empty otherwise.
-std::string pipeline_limit_note(const core::JobSpec& specs, const PlanResult& result);
 
 // Why `result` holds no candidate, as the error to raise: nothing fits in the budget (field
 // `budget_field`: the budget, the least any layout needs and which layout that is), or no

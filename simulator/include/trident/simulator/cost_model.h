@@ -8,6 +8,7 @@
 #include "trident/core/rank_grid.h"
 #include "trident/core/schedule.h"
 #include "trident/simulator/layer_ops.h"
+#include "trident/simulator/memory.h"
 
 #include <array>
 #include <map>
@@ -32,9 +33,23 @@ struct ChunkCost {
 // Counts each distinct fallback the profile reported.
 using Fallbacks = std::map<std::string, std::int64_t>;
 
+// One micro-batch's F + B + W seconds through the embedding, each layer (the plan's
+// recomputation applied to every layer alike) and the loss head, on pipeline rank 0's
+// placement: what the planner balances uneven stages by.
+struct PipelineLoads {
+    double embedding_s = 0.0;
+    std::vector<double> layer_s;
+    double head_s = 0.0;
+    // The heaviest virtual stage of `split` under these loads.
+    double heaviest_stage_s(const core::PipelineSplit& split) const;
+};
+PipelineLoads pipeline_loads(const core::JobSpec& job, const core::Profile& profile);
+
 class CostModel {
 public:
-    CostModel(const core::JobSpec& job, const core::Profile& profile);
+    // `parameters`: each stage's (parameters_per_stage), when the caller has them.
+    CostModel(const core::JobSpec& job, const core::Profile& profile,
+              const std::vector<StageParameters>* parameters = nullptr);
 
     const ChunkCost& chunk(std::int32_t pipeline_rank, std::int32_t chunk) const;
     // One activation or gradient message between adjacent pipeline ranks.
@@ -45,17 +60,32 @@ public:
                         double bytes) const;
     double memory_bound_s(core::MemoryKernel kernel, double bytes) const;
     const Fallbacks& fallbacks() const { return fallbacks_; }
+    // The parameters one rank of the stage holds (stage_parameters, computed once).
+    const StageParameters& parameters(std::int32_t pipeline_rank) const;
     // Global rank that represents a pipeline rank (tp, cp, dp coordinates 0).
     std::int64_t representative(std::int32_t pipeline_rank) const;
 
 private:
+    friend PipelineLoads pipeline_loads(const core::JobSpec& job, const core::Profile& profile);
+    struct NoChunks {};
+    CostModel(const core::JobSpec& job, const core::Profile& profile, NoChunks);
     double op_s(const Op& op, std::int32_t pipeline_rank) const;
     // F, B and W costs of an operation list.
     std::array<PassCost, 3> by_phase(const std::vector<Op>& ops, std::int32_t pipeline_rank) const;
 
+    // Size and whether it crosses nodes, of each group kind on each pipeline rank's
+    // representative: asked for every collective, computed once.
+    struct GroupShape {
+        std::int64_t size = -1;
+        bool inter_node = false;
+    };
+    const GroupShape& group_shape(core::GroupKind kind, std::int32_t pipeline_rank) const;
+
     const core::JobSpec& job_;
     const core::Profile& profile_;
     core::RankGrid grid_;
+    mutable std::vector<GroupShape> group_shapes_; // [kind * pp + pipeline rank]
+    mutable std::vector<StageParameters> parameters_;
     std::vector<ChunkCost> chunks_; // [rank * vpp + chunk]
     double p2p_bytes_ = 0.0;
     mutable Fallbacks fallbacks_;

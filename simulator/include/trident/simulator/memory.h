@@ -35,6 +35,7 @@ struct StageParameters {
     double total() const { return dense + expert; }
 };
 StageParameters stage_parameters(const core::JobSpec& job, std::int32_t pipeline_rank);
+std::vector<StageParameters> parameters_per_stage(const core::JobSpec& job);
 // Parameters whose optimizer state one rank keeps and updates: all of them, or with the
 // distributed optimizer (ZeRO-1) its shard — dense over dp·cp, experts over expert-dp.
 double optimizer_parameters(const StageParameters& params, const core::ParallelPlan& plan);
@@ -56,9 +57,11 @@ struct StageMemory {
 };
 
 std::vector<StageMemory> memory_per_stage(const core::JobSpec& job, const core::Schedule& schedule);
-// The same from each pipeline rank's in-flight counts (what the planner caches per schedule).
+// The same from each pipeline rank's in-flight counts (what the planner caches per schedule),
+// and optionally the stages' parameters (which no recomputation changes).
 std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
-                                          const std::vector<core::InFlight>& in_flight);
+                                          const std::vector<core::InFlight>& in_flight,
+                                          const std::vector<StageParameters>* parameters = nullptr);
 std::vector<core::InFlight> in_flight_per_rank(const core::Schedule& schedule);
 
 } // namespace trident::simulator

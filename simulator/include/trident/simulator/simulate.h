@@ -17,6 +17,7 @@ namespace trident::simulator {
 struct StageReport {
     std::int32_t stage = 0;
     std::int64_t representative_rank = 0;
+    std::int64_t layers = 0;      // transformer layers over the rank's model chunks
     double compute_s = 0.0;       // F, B, W kernels
     double recompute_s = 0.0;     // repeated forward inside B
     double collective_s = 0.0;    // tp / cp / ep collectives inside the passes (exposed)
@@ -52,6 +53,11 @@ struct SimulateOptions {
     // The data-parallel gradient bucket in parameters; 0: Megatron's default
     // (core::ddp_bucket_elements of the data × context ranks).
     double bucket_parameters = 0.0;
+    // Each pipeline rank's in-flight counts for the plan's schedule, when the caller has them
+    // (the planner caches them per schedule); computed from the schedule otherwise.
+    const std::vector<core::InFlight>* in_flight = nullptr;
+    // Each stage's parameters (parameters_per_stage), likewise.
+    const std::vector<StageParameters>* parameters = nullptr;
 };
 
 Report simulate(const core::JobSpec& job, const core::Profile& profile,
