@@ -5,6 +5,7 @@
 #include "profile_choice.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/job_loader.h"
+#include "trident/core/pipeline_split.h"
 #include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
 #include "trident/core/units.h"
@@ -93,6 +94,14 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
         throw core::SpecError("--recompute-num-layers",
                               "needs --recompute full (auto picks the layers itself)");
     }
+    // Pins of the pipeline split (the job options' flags, read into o.inputs).
+    const core::JobInputs& in = o.inputs;
+    if (in.pipeline_layout)
+        s.pipeline_layout = core::parse_pipeline_layout(*in.pipeline_layout, "--pipeline-layout");
+    s.first_stage_layers = in.first_stage_layers;
+    s.last_stage_layers = in.last_stage_layers;
+    s.account_for_embedding = in.account_for_embedding.value_or(false);
+    s.account_for_loss = in.account_for_loss.value_or(false);
     s.allow_cross_node_tp = o.allow_cross_node_tp;
     s.overlap = !o.no_overlap;
     s.flash_attention = !o.no_flash_attention;
@@ -311,6 +320,7 @@ Command add_plan_command(CLI::App& app) {
                       "Device profile (default: the plan's, then ./DEVICE.json, the user's "
                       "profile folder, the preset of the cluster's device)");
     add_search_options(c.app, o);
+    add_split_options(*c.app, o->inputs);
     add_output_options(c.app, o);
     c.run = [o] {
         core::JobSpec specs = core::load_specs(o->inputs);

@@ -1,5 +1,6 @@
 #include "trident/core/job_loader.h"
 
+#include "trident/core/pipeline_split.h"
 #include "trident/core/presets.h"
 #include "trident/core/spec_error.h"
 
@@ -167,29 +168,9 @@ void apply_split_overrides(const JobInputs& in, Json& parallel) {
           "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split",
           "account_for_loss_in_pipeline_split"})
         parallel.erase(key);
-    if (in.pipeline_layout) {
-        const std::string& text = *in.pipeline_layout;
-        if (text.find_first_of("EtL") != std::string::npos) {
-            parallel["pipeline_layout"] = text; // Megatron's layout string
-        } else {
-            Json list = Json::array();
-            std::size_t start = 0;
-            while (start <= text.size()) {
-                const std::size_t comma = std::min(text.find(',', start), text.size());
-                const std::string item = text.substr(start, comma - start);
-                char* end = nullptr;
-                const long long v = std::strtoll(item.c_str(), &end, 10);
-                if (item.empty() || *end != '\0' || v < 0)
-                    throw SpecError("parallel.pipeline_layout",
-                                    "expected layers per virtual stage like 7,8,8,7 or Megatron's "
-                                    "\"Et*7|t*8|t*8|t*7L\", got \"" +
-                                        text + "\"");
-                list.push_back(v);
-                start = comma + 1;
-            }
-            parallel["pipeline_layout"] = list;
-        }
-    }
+    if (in.pipeline_layout)
+        parallel["pipeline_layout"] =
+            parse_pipeline_layout(*in.pipeline_layout, "parallel.pipeline_layout");
     if (in.first_stage_layers)
         parallel["decoder_first_pipeline_num_layers"] = *in.first_stage_layers;
     if (in.last_stage_layers) parallel["decoder_last_pipeline_num_layers"] = *in.last_stage_layers;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 
 namespace trident::core {
@@ -298,6 +299,25 @@ std::vector<std::int64_t> parse_megatron_layout(const std::string& text, const s
     if (flat.find('E') == std::string::npos || flat.find('L') == std::string::npos)
         throw SpecError(field,
                         "\"" + text + "\": needs 'E' in the first stage and 'L' in the last");
+    return layers;
+}
+
+std::vector<std::int64_t> parse_pipeline_layout(const std::string& text, const std::string& field) {
+    if (text.find_first_of("EtL") != std::string::npos) return parse_megatron_layout(text, field);
+    std::vector<std::int64_t> layers;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, comma - start);
+        char* end = nullptr;
+        const long long v = std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || v < 0 || item.size() > 9)
+            throw SpecError(field, "expected layers per virtual stage like 7,8,8,7 or Megatron's "
+                                   "\"Et*7|t*8|t*8|t*7L\", got \"" +
+                                       text + "\"");
+        layers.push_back(v);
+        start = comma + 1;
+    }
     return layers;
 }
 

@@ -52,6 +52,8 @@ std::string megatron_layout_string(const PipelineSplit& split);
 // Layers per virtual stage from such a string; throws SpecError naming `field` and the
 // offending character.
 std::vector<std::int64_t> parse_megatron_layout(const std::string& text, const std::string& field);
+// A command line's layout: layers per virtual stage "7,8,8,7", or Megatron's layout string.
+std::vector<std::int64_t> parse_pipeline_layout(const std::string& text, const std::string& field);
 // "8 per stage" or "7,8,8,…,8,7" (runs of equal counts written n×k: "7,8×14,7").
 std::string layout_text(const PipelineSplit& split);
 
