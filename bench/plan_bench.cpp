@@ -1,5 +1,7 @@
 // Benchmark: full-space planner searches (issue targets on this 2-core machine: GPT-3 175B on
-// 1024 A100s under 1 s; a 1T model on 3072 and a Mixtral-class MoE on 512 under 5 s each).
+// 1024 A100s under 1 s; a 1T model on 3072 and a Mixtral-class MoE on 512 under 5 s each;
+// Llama 3 405B on 2,048 DGX H100 nodes and DeepSeek-V3 on 256, over uneven splits × FP8
+// recipes × the other dimensions, under 1 s each).
 // Profile loading excluded; prints seconds (min / median / max) and layouts per second.
 #include "trident/core/job_loader.h"
 #include "trident/planner/planner.h"
@@ -21,7 +23,9 @@ int main(int argc, char** argv) {
     };
     const Case cases[] = {{"gpt3-175b", "dgx-a100-80gb", 128, 1536, 2048},
                           {"megatron-gpt-1t", "dgx-a100-80gb", 384, 3072, 2048},
-                          {"mixtral-8x7b", "dgx-h100", 64, 1024, 4096}};
+                          {"mixtral-8x7b", "dgx-h100", 64, 1024, 4096},
+                          {"llama3-405b", "dgx-h100", 2048, 2048, 8192},
+                          {"deepseek-v3", "dgx-h100", 256, 8192, 4096}};
     for (const Case& c : cases) {
         core::JobInputs in;
         in.model = c.model;

@@ -47,6 +47,38 @@ void add_split_options(CLI::App& app, core::JobInputs& in) {
          "Count the loss as a layer when splitting (the last stage holds one fewer)");
 }
 
+void add_fp8_options(CLI::App& app, core::JobInputs& in) {
+    const std::string group = "Precision";
+    text(app, "--precision", in.precision,
+         "bf16 | fp8-delayed | fp8-tensorwise | fp8-blockwise | mxfp8 (the linear layers' GEMMs)",
+         group);
+    text(app, "--fp8-format", in.fp8_format, "Megatron: e4m3 | hybrid (turns FP8 on)", group);
+    text(app, "--fp8-recipe", in.fp8_recipe, "Megatron: delayed | tensorwise | blockwise | mxfp8",
+         group);
+    app.add_flag_function(
+           "--fp8-param-gather", [&in](std::int64_t n) { in.fp8_param_gather = n > 0; },
+           "Keep and all-gather the weights in FP8")
+        ->group(group);
+    app.add_flag_function(
+           "--first-last-layers-bf16", [&in](std::int64_t n) { in.first_last_layers_bf16 = n > 0; },
+           "Leave the first and last layers in BF16")
+        ->group(group);
+    app.add_option_function<std::int64_t>(
+           "--num-layers-at-start-in-bf16",
+           [&in](const std::int64_t& v) { in.bf16_layers_at_start = v; },
+           "With --first-last-layers-bf16 (default 1)")
+        ->group(group);
+    app.add_option_function<std::int64_t>(
+           "--num-layers-at-end-in-bf16",
+           [&in](const std::int64_t& v) { in.bf16_layers_at_end = v; },
+           "With --first-last-layers-bf16 (default 1)")
+        ->group(group);
+    app.add_option_function<std::int64_t>(
+           "--fp8-amax-history-len", [&in](const std::int64_t& v) { in.fp8_amax_history = v; },
+           "Delayed scaling's amax history (default 1024)")
+        ->group(group);
+}
+
 void add_optimizer_options(CLI::App& app, core::JobInputs& in) {
     const std::string group = "Optimizer (overrides the training spec)";
     number(app, "--lr", in.lr, "Peak learning rate");
@@ -110,6 +142,7 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
     integer(app, "--num-layers-per-virtual-pipeline-stage", in.num_layers_per_virtual_stage,
             "Megatron's spelling of --vpp: layers per model chunk");
     add_split_options(app, in);
+    add_fp8_options(app, in);
     integer(app, "--mbs,--micro-batch-size", in.micro_batch_size, "Micro-batch size");
     text(app, "--schedule", in.schedule, "gpipe | 1f1b | interleaved-1f1b | zero-bubble-h1",
          "Plan overrides");

@@ -102,6 +102,7 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     s.last_stage_layers = in.last_stage_layers;
     s.account_for_embedding = in.account_for_embedding.value_or(false);
     s.account_for_loss = in.account_for_loss.value_or(false);
+    if (const auto fp8 = core::fp8_override(in)) s.precisions = {*fp8};
     s.allow_cross_node_tp = o.allow_cross_node_tp;
     s.overlap = !o.no_overlap;
     s.flash_attention = !o.no_flash_attention;
@@ -115,33 +116,33 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
     for (const planner::Candidate& c : r.best) fastest = std::max(fastest, c.tflops_per_device);
     const core::Unit rate = core::flop_rate_unit(fastest * 1e12);
     char line[512];
-    std::snprintf(line, sizeof line,
-                  "%3s %3s %3s %4s %5s %3s %4s %-17s %4s %3s %5s %-12s %9s %10s %8s %6s %7s  %s\n",
-                  "#", "tp", "cp", "pp", "dp", "ep", "vpp", "schedule", "mbs", "sp", "zero1",
-                  "recompute", "step s", "tokens/s", rate.name, "MFU %", "bubble%",
-                  "peak / budget");
+    std::snprintf(
+        line, sizeof line,
+        "%3s %3s %3s %4s %5s %3s %4s %-17s %4s %3s %5s %-14s %-12s %9s %10s %8s %6s %7s  %s\n", "#",
+        "tp", "cp", "pp", "dp", "ep", "vpp", "schedule", "mbs", "sp", "zero1", "precision",
+        "recompute", "step s", "tokens/s", rate.name, "MFU %", "bubble%", "peak / budget");
     out << line;
     for (std::size_t i = 0; i < r.best.size(); ++i) {
         const planner::Candidate& c = r.best[i];
         const core::ParallelPlan& p = c.job.plan;
-        std::snprintf(line, sizeof line,
-                      "%3zu %3lld %3lld %4lld %5lld %3lld %4lld %-17s %4lld %3s %5s %-12s %9.3f "
-                      "%10.0f %8.1f %6.1f %7.1f  %s / %s\n",
-                      i + 1, (long long)p.tp, (long long)p.cp, (long long)p.pp, (long long)p.dp,
-                      (long long)p.ep, (long long)p.vpp, core::to_string(p.schedule).c_str(),
-                      (long long)p.micro_batch_size, p.sequence_parallel ? "on" : "off",
-                      p.distributed_optimizer ? "on" : "off", core::short_text(p.recompute).c_str(),
-                      c.step_time_s, c.tokens_per_s, c.tflops_per_device * 1e12 / rate.scale,
-                      100 * c.mfu, 100 * c.bubble_fraction,
-                      core::bytes_text(c.peak_memory_bytes).c_str(),
-                      core::bytes_text(budget).c_str());
+        std::snprintf(
+            line, sizeof line,
+            "%3zu %3lld %3lld %4lld %5lld %3lld %4lld %-17s %4lld %3s %5s %-14s %-12s %9.3f "
+            "%10.0f %8.1f %6.1f %7.1f  %s / %s\n",
+            i + 1, (long long)p.tp, (long long)p.cp, (long long)p.pp, (long long)p.dp,
+            (long long)p.ep, (long long)p.vpp, core::to_string(p.schedule).c_str(),
+            (long long)p.micro_batch_size, p.sequence_parallel ? "on" : "off",
+            p.distributed_optimizer ? "on" : "off", core::precision_name(p.fp8.recipe).c_str(),
+            core::short_text(p.recompute).c_str(), c.step_time_s, c.tokens_per_s,
+            c.tflops_per_device * 1e12 / rate.scale, 100 * c.mfu, 100 * c.bubble_fraction,
+            core::bytes_text(c.peak_memory_bytes).c_str(), core::bytes_text(budget).c_str());
         out << line;
     }
 }
 
 void print_csv(const planner::PlanResult& r, std::ostream& out) {
     out << "rank,tp,cp,pp,dp,ep,vpp,schedule,micro_batch_size,sequence_parallel,distributed_"
-           "optimizer,"
+           "optimizer,precision,"
            "recompute,recompute_num_layers,step_time_s,tokens_per_s,tflops_per_device,mfu,bubble_"
            "fraction,peak_memory_bytes\n";
     for (std::size_t i = 0; i < r.best.size(); ++i) {
@@ -150,9 +151,10 @@ void print_csv(const planner::PlanResult& r, std::ostream& out) {
         out << i + 1 << ',' << p.tp << ',' << p.cp << ',' << p.pp << ',' << p.dp << ',' << p.ep
             << ',' << p.vpp << ',' << core::to_string(p.schedule) << ',' << p.micro_batch_size
             << ',' << p.sequence_parallel << ',' << p.distributed_optimizer << ','
-            << core::to_string(p.recompute.granularity) << ',' << p.recompute.num_layers << ','
-            << c.step_time_s << ',' << c.tokens_per_s << ',' << c.tflops_per_device << ',' << c.mfu
-            << ',' << c.bubble_fraction << ',' << c.peak_memory_bytes << '\n';
+            << core::precision_name(p.fp8.recipe) << ',' << core::to_string(p.recompute.granularity)
+            << ',' << p.recompute.num_layers << ',' << c.step_time_s << ',' << c.tokens_per_s << ','
+            << c.tflops_per_device << ',' << c.mfu << ',' << c.bubble_fraction << ','
+            << c.peak_memory_bytes << '\n';
     }
 }
 
@@ -321,6 +323,7 @@ Command add_plan_command(CLI::App& app) {
                       "profile folder, the preset of the cluster's device)");
     add_search_options(c.app, o);
     add_split_options(*c.app, o->inputs);
+    add_fp8_options(*c.app, o->inputs);
     add_output_options(c.app, o);
     c.run = [o] {
         core::JobSpec specs = core::load_specs(o->inputs);

@@ -34,6 +34,13 @@ RecomputeGranularity JobSpec::layer_recompute(std::int64_t layer) const {
     return recompute_at(pipeline_split().position(layer));
 }
 
+Fp8Recipe JobSpec::layer_fp8(std::int64_t layer) const {
+    const Fp8& f = plan.fp8;
+    if (layer < f.bf16_layers_at_start || layer >= model.num_layers - f.bf16_layers_at_end)
+        return Fp8Recipe::none;
+    return f.recipe;
+}
+
 Recompute with_recompute_defaults(Recompute r, std::int64_t layers_per_chunk) {
     if (r.granularity == RecomputeGranularity::full && r.num_layers == 0)
         r.num_layers = r.method == RecomputeMethod::uniform ? 1 : layers_per_chunk;
@@ -58,6 +65,10 @@ void validate(const JobSpec& job) {
         throw SpecError("parallel.tp", s(p.tp) + " must divide num_query_groups " +
                                            s(m.num_query_groups) + " (KV heads)");
     const PipelineSplit split = core::pipeline_split(m, p);
+    if (p.fp8.bf16_layers_at_start + p.fp8.bf16_layers_at_end > m.num_layers)
+        throw SpecError("parallel.fp8.num_layers_at_start_in_bf16",
+                        s(p.fp8.bf16_layers_at_start) + " + " + s(p.fp8.bf16_layers_at_end) +
+                            " BF16 layers exceed the model's " + s(m.num_layers));
     if (!m.moe && p.ep != 1)
         throw SpecError("parallel.ep", "must be 1: model '" + m.name + "' has no experts");
     if (m.moe && m.moe->num_experts % p.ep != 0)

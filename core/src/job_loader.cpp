@@ -157,6 +157,52 @@ void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
     });
 }
 
+// The FP8 flags, merged into the plan's "fp8" object: --precision names a recipe
+// ("fp8-tensorwise") or "bf16"; Megatron's --fp8-format turns FP8 on (recipe delayed unless
+// --fp8-recipe says), and --fp8-recipe alone does too (format hybrid).
+void apply_fp8_overrides(const JobInputs& in, Json& parallel) {
+    if (!in.precision && !in.fp8_format && !in.fp8_recipe && !in.fp8_param_gather &&
+        !in.first_last_layers_bf16 && !in.bf16_layers_at_start && !in.bf16_layers_at_end &&
+        !in.fp8_amax_history)
+        return;
+    Json fp8 = Json::object();
+    if (parallel.contains("fp8")) {
+        const Json& given = parallel["fp8"];
+        if (given.is_string())
+            fp8["recipe"] = given;
+        else if (given.is_object())
+            fp8 = given;
+    }
+    if (in.precision) {
+        const std::string& p = *in.precision;
+        if (p == "bf16") {
+            parallel.erase("fp8");
+            if (!in.fp8_format && !in.fp8_recipe) return;
+            fp8 = Json::object();
+        } else if (p == "mxfp8") {
+            fp8["recipe"] = "mxfp8";
+        } else if (p.rfind("fp8-", 0) == 0) {
+            fp8["recipe"] = p.substr(4);
+        } else {
+            throw SpecError("--precision", "expected bf16, fp8-delayed, fp8-tensorwise, "
+                                           "fp8-blockwise or mxfp8, got \"" +
+                                               p + "\"");
+        }
+    }
+    if (in.fp8_format) fp8["format"] = *in.fp8_format;
+    if (in.fp8_recipe) fp8["recipe"] = *in.fp8_recipe;
+    if (in.fp8_param_gather) fp8["param_gather"] = *in.fp8_param_gather;
+    if (in.first_last_layers_bf16 && *in.first_last_layers_bf16) {
+        fp8["num_layers_at_start_in_bf16"] = in.bf16_layers_at_start.value_or(1);
+        fp8["num_layers_at_end_in_bf16"] = in.bf16_layers_at_end.value_or(1);
+    } else if (in.bf16_layers_at_start || in.bf16_layers_at_end) {
+        throw SpecError("--num-layers-at-start-in-bf16",
+                        "needs --first-last-layers-bf16 (Megatron's rule)");
+    }
+    if (in.fp8_amax_history) fp8["amax_history_len"] = *in.fp8_amax_history;
+    parallel["fp8"] = fp8;
+}
+
 // The uneven-stage flags replace whatever split the plan file gave: one of them alone says how
 // the layers are split.
 void apply_split_overrides(const JobInputs& in, Json& parallel) {
@@ -180,6 +226,18 @@ void apply_split_overrides(const JobInputs& in, Json& parallel) {
 }
 
 } // namespace
+
+std::optional<Fp8> fp8_override(const JobInputs& in) {
+    Json parallel = Json::object();
+    apply_fp8_overrides(in, parallel);
+    if (!in.precision && !parallel.contains("fp8")) return std::nullopt;
+    if (!parallel.contains("fp8")) return Fp8{}; // --precision bf16
+    const Fp8 f = fp8_from_json(parallel["fp8"]);
+    ParallelPlan check;
+    check.fp8 = f;
+    validate(check);
+    return f;
+}
 
 JobSpec load_specs(const JobInputs& in) {
     JobSpec job;
@@ -207,6 +265,7 @@ JobSpec load_job(const JobInputs& in) {
     if (in.micro_batch_size) parallel["micro_batch_size"] = *in.micro_batch_size;
     if (in.schedule) parallel["schedule"] = *in.schedule;
     apply_split_overrides(in, parallel);
+    apply_fp8_overrides(in, parallel);
     if (in.recompute || in.recompute_method || in.recompute_num_layers) {
         Json rc =
             recompute_object(parallel.contains("recompute") ? &parallel["recompute"] : nullptr);

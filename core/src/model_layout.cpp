@@ -220,19 +220,26 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
     }
     // Counting, every dense layer holds as much as every other, and so does every MoE layer:
     // each kind is laid out once (the planner counts a layout per candidate and stage).
-    std::int64_t per_kind[2][2] = {{-1, 0}, {-1, 0}}; // [moe] → {parameters, experts}
+    // [moe] → {parameters, experts, linear weights}
+    std::int64_t per_kind[2][3] = {{-1, 0, 0}, {-1, 0, 0}};
     for (std::int64_t layer = shape_.first_layer; layer < shape_.first_layer + shape_.layers;
          ++layer) {
         std::int64_t* kind = per_kind[m.is_moe_layer(layer) ? 1 : 0];
+        const bool fp8 = job.layer_fp8(layer) != Fp8Recipe::none;
         if (!placing() && kind[0] >= 0) {
             parameters_ += kind[0];
             expert_parameters_ += kind[1];
+            linear_parameters_ += kind[2];
+            if (fp8) fp8_parameters_ += kind[2];
             continue;
         }
-        const std::int64_t before = parameters_, experts_before = expert_parameters_;
+        const std::int64_t before = parameters_, experts_before = expert_parameters_,
+                           linear_before = linear_parameters_;
         add_layer(layer);
         kind[0] = parameters_ - before;
         kind[1] = expert_parameters_ - experts_before;
+        kind[2] = linear_parameters_ - linear_before;
+        if (fp8) fp8_parameters_ += kind[2];
     }
     if (shape_.last) {
         add_norm(TensorRole::final_norm_weight, TensorRole::final_norm_bias, -1, m.hidden_size,
@@ -243,8 +250,34 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
     }
 }
 
+namespace {
+
+// The weights of the layers Transformer Engine runs as FP8 linears.
+bool fp8_linear_weight(TensorRole role) {
+    switch (role) {
+    case TensorRole::qkv_weight:
+    case TensorRole::mla_q_down:
+    case TensorRole::mla_q_up:
+    case TensorRole::mla_kv_down:
+    case TensorRole::mla_kv_up:
+    case TensorRole::proj_weight:
+    case TensorRole::fc1_weight:
+    case TensorRole::fc2_weight:
+    case TensorRole::shared_fc1_weight:
+    case TensorRole::shared_fc2_weight:
+    case TensorRole::expert_fc1_weight:
+    case TensorRole::expert_fc2_weight:
+        return true;
+    default:
+        return false;
+    }
+}
+
+} // namespace
+
 void ChunkLayout::add(TensorLayout t) {
     parameters_ += repeat_ * t.size;
+    if (fp8_linear_weight(t.role)) linear_parameters_ += repeat_ * t.size;
     if (t.flags.expert) expert_parameters_ += repeat_ * t.size;
     if (!placing()) return;
     // Adjacent runs merge: a tensor this rank holds whole is one run.

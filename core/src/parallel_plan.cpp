@@ -31,13 +31,51 @@ std::string describe(const Recompute& r, std::int64_t layers_per_chunk) {
 
 std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chunk) {
     const auto on = [](bool b) { return b ? "on" : "off"; };
-    return "recompute " + describe(p.recompute, layers_per_chunk) + " · sequence parallel " +
+    return "precision " + precision_name(p.fp8.recipe) +
+           (p.fp8.param_gather ? " (FP8 parameter gather)" : "") + " · recompute " +
+           describe(p.recompute, layers_per_chunk) + " · sequence parallel " +
            on(p.sequence_parallel) + " · distributed optimizer " + on(p.distributed_optimizer) +
            " · flash attention " + on(p.flash_attention) + " · overlap grad-reduce " +
            on(p.overlap_grad_reduce) + ", param-gather " + on(p.overlap_param_gather);
 }
 
+std::string precision_name(Fp8Recipe r) {
+    if (r == Fp8Recipe::none) return "bf16";
+    if (r == Fp8Recipe::mxfp8) return "mxfp8";
+    return "fp8-" + std::string(kFp8RecipeNames[int(r)]);
+}
+
+// "fp8": "tensorwise" (the recipe alone) or {recipe, format, param_gather,
+// num_layers_at_start_in_bf16, num_layers_at_end_in_bf16, amax_history_len}.
+Fp8 fp8_from_json(const Json& j, const std::string& path) {
+    Fp8 f;
+    if (j.is_string()) {
+        f.recipe = static_cast<Fp8Recipe>(enum_index(j.get<std::string>(), kFp8RecipeNames, path));
+        return f;
+    }
+    ObjectReader r(j, path);
+    f.recipe = static_cast<Fp8Recipe>(
+        enum_index(r.string_or("recipe", "delayed"), kFp8RecipeNames, r.field("recipe")));
+    f.format = static_cast<Fp8Format>(
+        enum_index(r.string_or("format", "hybrid"), kFp8FormatNames, r.field("format")));
+    f.param_gather = r.boolean_or("param_gather", false);
+    f.bf16_layers_at_start = r.integer_or("num_layers_at_start_in_bf16", 0, 0, limits::kMaxLayers);
+    f.bf16_layers_at_end = r.integer_or("num_layers_at_end_in_bf16", 0, 0, limits::kMaxLayers);
+    f.amax_history = r.integer_or("amax_history_len", 1024, 1, 1 << 20);
+    r.finish();
+    return f;
+}
+
 namespace {
+
+Json to_json(const Fp8& f) {
+    return {{"recipe", std::string(kFp8RecipeNames[int(f.recipe)])},
+            {"format", std::string(kFp8FormatNames[int(f.format)])},
+            {"param_gather", f.param_gather},
+            {"num_layers_at_start_in_bf16", f.bf16_layers_at_start},
+            {"num_layers_at_end_in_bf16", f.bf16_layers_at_end},
+            {"amax_history_len", f.amax_history}};
+}
 
 Recompute recompute_from_json(const Json& j, const std::string& path) {
     Recompute rc;
@@ -104,6 +142,7 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
         enum_index(r.string_or("schedule", "1f1b"), kScheduleNames, r.field("schedule")));
     if (const Json* rc = r.get("recompute"))
         p.recompute = recompute_from_json(*rc, r.field("recompute"));
+    if (const Json* fp8 = r.get("fp8")) p.fp8 = fp8_from_json(*fp8, r.field("fp8"));
     p.distributed_optimizer = r.boolean_or("distributed_optimizer", false);
     p.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", false);
     p.overlap_param_gather = r.boolean_or("overlap_param_gather", false);
@@ -136,6 +175,10 @@ void validate(const ParallelPlan& p, const std::string& path) {
         if (p.vpp < 2) throw SpecError(f("vpp"), "schedule \"interleaved-1f1b\" needs vpp >= 2");
         if (p.pp < 2) throw SpecError(f("pp"), "schedule \"interleaved-1f1b\" needs pp >= 2");
     }
+    if (!p.fp8.enabled() &&
+        (p.fp8.param_gather || p.fp8.bf16_layers_at_start > 0 || p.fp8.bf16_layers_at_end > 0))
+        throw SpecError(f("fp8"), "param_gather and the BF16 first/last layers need an FP8 "
+                                  "recipe (delayed, tensorwise, blockwise or mxfp8)");
     if (p.overlap_param_gather && !p.distributed_optimizer)
         throw SpecError(f("overlap_param_gather"), "needs distributed_optimizer (only it gathers "
                                                    "parameters after the step)");
@@ -168,6 +211,7 @@ Json to_json(const ParallelPlan& p) {
     j["recompute"] = {{"granularity", to_string(p.recompute.granularity)},
                       {"method", to_string(p.recompute.method)},
                       {"num_layers", p.recompute.num_layers}};
+    if (p.fp8.enabled()) j["fp8"] = to_json(p.fp8);
     j["distributed_optimizer"] = p.distributed_optimizer;
     j["overlap_grad_reduce"] = p.overlap_grad_reduce;
     j["overlap_param_gather"] = p.overlap_param_gather;

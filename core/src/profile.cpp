@@ -155,7 +155,20 @@ void Profile::read_device(ObjectReader& top) {
     peaks.finish();
     memory_bytes_ = r.number("memory_bytes", 1.0, 1.0e15);
     memory_bandwidth_ = r.number("memory_bandwidth_bytes_per_s", 1.0, 1.0e15);
+    if (const Json* recipes = r.get("fp8_recipes")) {
+        ObjectReader fr(*recipes, r.field("fp8_recipes"));
+        for (const char* name : {"delayed", "tensorwise", "blockwise", "mxfp8"})
+            if (fr.has(name)) fp8_recipes_[name] = fr.number(name, 1e-3, 10.0);
+        fr.finish();
+        if (!fp8_recipes_.empty() && !peak_.contains(Dtype::fp8))
+            throw SpecError(r.field("fp8_recipes"), "needs an fp8 peak in peak_flops_per_s");
+    }
     r.finish();
+}
+
+double Profile::fp8_gemm_rate(const std::string& recipe) const {
+    const auto it = fp8_recipes_.find(recipe);
+    return it == fp8_recipes_.end() ? 0.0 : it->second;
 }
 
 void Profile::read_gemm(ObjectReader& kernels, const std::string& peak_field) {

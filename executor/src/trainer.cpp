@@ -37,6 +37,9 @@ void require_supported(const core::JobSpec& job) {
             no("model.moe.shared_expert_ffn_hidden_size", "shared experts");
     }
     if (job.model.mla) no("model.mla", "multi-head latent attention");
+    if (p.fp8.enabled())
+        no("parallel.fp8",
+           "FP8 training (" + core::precision_name(p.fp8.recipe) + "; simulate and plan model it)");
 }
 
 std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda_backend) {

@@ -126,6 +126,20 @@ std::string megatron_arguments(const core::JobSpec& job) {
     }
     if (m.precision.params == core::Dtype::bf16) arg("--bf16");
     if (m.precision.params == core::Dtype::fp16) arg("--fp16");
+    if (p.fp8.enabled()) {
+        arg("--fp8-format", std::string(core::kFp8FormatNames[int(p.fp8.format)]));
+        arg("--fp8-recipe", std::string(core::kFp8RecipeNames[int(p.fp8.recipe)]));
+        if (p.fp8.recipe == core::Fp8Recipe::delayed) {
+            arg("--fp8-amax-history-len", n(p.fp8.amax_history));
+            arg("--fp8-amax-compute-algo", "max");
+        }
+        if (p.fp8.param_gather) arg("--fp8-param-gather");
+        if (p.fp8.bf16_layers_at_start > 0 || p.fp8.bf16_layers_at_end > 0) {
+            arg("--first-last-layers-bf16");
+            arg("--num-layers-at-start-in-bf16", n(p.fp8.bf16_layers_at_start));
+            arg("--num-layers-at-end-in-bf16", n(p.fp8.bf16_layers_at_end));
+        }
+    }
     arg("--tensor-model-parallel-size", n(p.tp));
     arg("--pipeline-model-parallel-size", n(p.pp));
     split_arguments(job, arg);

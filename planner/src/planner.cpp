@@ -1,6 +1,6 @@
 #include "trident/planner/planner.h"
 
-#include "split_choices.h"
+#include "layout_checks.h"
 #include "trident/core/rank_grid.h"
 #include "trident/core/schedule.h"
 #include "trident/core/spec_error.h"
@@ -13,6 +13,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <optional>
+#include <thread>
 #include <tuple>
 
 namespace trident::planner {
@@ -33,77 +36,6 @@ std::vector<std::int64_t> divisors_up_to(std::int64_t n, std::int64_t limit) {
         if (n % d == 0) out.push_back(d);
     return out;
 }
-
-std::string describe(const ParallelPlan& p) {
-    return "tp " + std::to_string(p.tp) + " cp " + std::to_string(p.cp) + " pp " +
-           std::to_string(p.pp) + " dp " + std::to_string(p.dp) + " ep " + std::to_string(p.ep) +
-           " vpp " + std::to_string(p.vpp) + " " + core::to_string(p.schedule) + " mbs " +
-           std::to_string(p.micro_batch_size) + (p.sequence_parallel ? " sp" : "") +
-           (p.distributed_optimizer ? " zero1" : "");
-}
-
-std::string recompute_phrase(const Recompute& r, std::int64_t layers_per_chunk) {
-    return "recompute " + core::describe(r, layers_per_chunk);
-}
-
-struct Peak {
-    double bytes = 0.0;
-    std::int32_t stage = 0;
-};
-
-Peak peak_of(const std::vector<simulator::StageMemory>& stages) {
-    Peak p;
-    for (std::size_t s = 0; s < stages.size(); ++s)
-        if (stages[s].total_bytes() > p.bytes) p = {stages[s].total_bytes(), std::int32_t(s)};
-    return p;
-}
-
-// Schedules' in-flight counts depend only on (kind, p, v, m): computed once each.
-class InFlightCache {
-public:
-    const std::vector<core::InFlight>& get(const ParallelPlan& p, std::int32_t m) {
-        const auto key = std::make_tuple(int(p.schedule), p.pp, p.vpp, m);
-        auto it = cache_.find(key);
-        if (it == cache_.end())
-            it = cache_
-                     .emplace(key, simulator::in_flight_per_rank(core::make_schedule(
-                                       p.schedule, std::int32_t(p.pp), std::int32_t(p.vpp), m)))
-                     .first;
-        return it->second;
-    }
-
-private:
-    std::map<std::tuple<int, std::int64_t, std::int64_t, std::int32_t>, std::vector<core::InFlight>>
-        cache_;
-};
-
-// A stage's parameters depend on tp, ep and which layers it holds, not on the batch, the
-// schedule or the optimizer: computed once per split.
-class ParameterCache {
-public:
-    const std::vector<simulator::StageParameters>& get(const JobSpec& job) {
-        const core::ParallelPlan& p = job.plan;
-        auto key = std::make_tuple(p.tp, p.ep, p.pp, p.vpp, job.pipeline_split().layers);
-        auto it = cache_.find(key);
-        if (it == cache_.end())
-            it = cache_.emplace(std::move(key), simulator::parameters_per_stage(job)).first;
-        return it->second;
-    }
-
-private:
-    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                        std::vector<std::int64_t>>,
-             std::vector<simulator::StageParameters>>
-        cache_;
-};
-
-struct Feasible {
-    JobSpec job;
-    std::string recompute_reason;
-    std::string split_reason;
-    Peak peak;
-    double lower_bound_s = 0.0;
-};
 
 std::int32_t cross_node_groups(const JobSpec& job) {
     const core::RankGrid grid(job.plan);
@@ -222,114 +154,6 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
     return layouts;
 }
 
-// Chooses the recomputation for a valid layout (the pinned one, or the cheapest that fits:
-// none, selective, then full for the fewest layers per chunk). Returns false, recording the
-// rejection, when nothing fits.
-bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
-                      const std::vector<core::InFlight>& flights,
-                      const std::vector<simulator::StageParameters>& parameters, Feasible& out,
-                      PlanResult& result) {
-    ParallelPlan& p = job.plan;
-    const std::int64_t per_chunk = job.max_layers_per_chunk();
-    const auto peak_with = [&](const Recompute& r) {
-        p.recompute = r;
-        return peak_of(simulator::memory_per_stage(job, flights, &parameters));
-    };
-    // `rule` names the kind ("over budget even with full recomputation"); the details after
-    // the semicolon carry this layout's numbers.
-    const auto over_budget = [&](const Recompute& r, const Peak& pk, const std::string& rule) {
-        if (pk.bytes < result.smallest_peak_bytes) {
-            result.smallest_peak_bytes = pk.bytes;
-            result.smallest_layout = describe(p) + ", " + recompute_phrase(r, per_chunk);
-        }
-        record_rejection(result, "memory",
-                         rule + "; stage " + std::to_string(pk.stage) + " needs " +
-                             bytes_text(pk.bytes) + ", " + bytes_text(pk.bytes - budget) +
-                             " over the budget of " + bytes_text(budget) + " (" + describe(p) +
-                             ", " + recompute_phrase(r, per_chunk) + ")");
-        result.closest_rejected.push_back(
-            {p,
-             "stage " + std::to_string(pk.stage) + " needs " + bytes_text(pk.bytes) + " with " +
-                 recompute_phrase(r, per_chunk) + ", over the budget by " +
-                 bytes_text(pk.bytes - budget),
-             pk.bytes - budget});
-        return false;
-    };
-    const auto accept = [&](const Recompute& r, const Peak& pk, std::string why) {
-        p.recompute = r;
-        out.peak = pk;
-        out.recompute_reason = why + " (budget " + bytes_text(budget) + ")";
-        return true;
-    };
-    if (space.recompute) {
-        const Recompute pinned = p.recompute; // resolved by plan() before validation
-        const Peak pk = peak_with(pinned);
-        if (pk.bytes > budget)
-            return over_budget(pinned, pk, "over budget with the pinned recomputation");
-        return accept(pinned, pk,
-                      "pinned: " + recompute_phrase(pinned, per_chunk) + " needs " +
-                          bytes_text(pk.bytes));
-    }
-    const Peak none = peak_with({});
-    if (none.bytes <= budget)
-        return accept({}, none,
-                      "no recomputation needed: " + bytes_text(none.bytes) + " on stage " +
-                          std::to_string(none.stage));
-    std::string why =
-        "none needs " + bytes_text(none.bytes) + " on stage " + std::to_string(none.stage);
-    const Recompute selective{RecomputeGranularity::selective, core::RecomputeMethod::block, 0};
-    const Peak sel = peak_with(selective);
-    if (sel.bytes <= budget)
-        return accept(selective, sel, why + "; selective fits at " + bytes_text(sel.bytes));
-    why += ", selective " + bytes_text(sel.bytes);
-    // Memory falls as more layers are recomputed: the fewest that fit, by bisection.
-    const auto full = [](std::int64_t k) {
-        return Recompute{RecomputeGranularity::full, core::RecomputeMethod::block, k};
-    };
-    const Peak all = peak_with(full(per_chunk));
-    if (all.bytes > budget)
-        return over_budget(full(per_chunk), all, "over budget even with full recomputation");
-    std::int64_t lo = 1, hi = per_chunk;
-    while (lo < hi) {
-        const std::int64_t mid = (lo + hi) / 2;
-        if (peak_with(full(mid)).bytes <= budget)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    const Peak fit = peak_with(full(lo));
-    return accept(full(lo), fit,
-                  why + "; " + recompute_phrase(full(lo), per_chunk) + " fits at " +
-                      bytes_text(fit.bytes));
-}
-
-// A lower bound on the simulated step time. Pipeline rank r cannot start before the first
-// micro-batch's forward has passed the ranks below it (chunk 0), must then do all its own
-// work and its step tail; and after its last input-gradient pass (chunk 0's, of the last
-// micro-batch) the ranks below must still run theirs. Point-to-point time is left out, so the
-// bound stays below what the discrete-event run finds.
-double lower_bound_s(const JobSpec& job, const core::Profile& profile,
-                     const std::vector<simulator::StageParameters>& parameters) {
-    const simulator::CostModel cost(job, profile, &parameters);
-    const double m = double(job.micro_batches_per_step());
-    double bound = 0.0, forward_below = 0.0, backward_below = 0.0;
-    for (std::int32_t r = 0; r < job.plan.pp; ++r) {
-        double busy = 0.0, without_weight = 0.0;
-        for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
-            const simulator::ChunkCost& cc = cost.chunk(r, c);
-            without_weight += cc.forward.total_s() + cc.backward_input.total_s();
-            busy +=
-                cc.forward.total_s() + cc.backward_input.total_s() + cc.backward_weight.total_s();
-        }
-        const double tail = simulator::step_tail(job, cost, r).total_s();
-        bound = std::max({bound, forward_below + m * busy + tail,
-                          forward_below + m * without_weight + backward_below});
-        forward_below += cost.chunk(r, 0).forward.total_s();
-        backward_below += cost.chunk(r, 0).backward_input.total_s();
-    }
-    return bound;
-}
-
 Candidate candidate(const Feasible& f, const simulator::Report& r) {
     Candidate c;
     c.job = f.job;
@@ -347,6 +171,25 @@ Candidate candidate(const Feasible& f, const simulator::Report& r) {
     return c;
 }
 
+// Adds one checker's counts to `into`, which holds the earlier layouts' (its examples win).
+void merge_checks(const PlanResult& from, PlanResult& into) {
+    for (const auto& [kind, group] : from.rejections) {
+        RejectionGroup& g = into.rejections[kind];
+        if (g.count == 0) {
+            g.field = group.field;
+            g.example = group.example;
+        }
+        g.count += group.count;
+    }
+    into.layouts += from.layouts;
+    into.closest_rejected.insert(into.closest_rejected.end(), from.closest_rejected.begin(),
+                                 from.closest_rejected.end());
+    if (from.smallest_peak_bytes < into.smallest_peak_bytes) {
+        into.smallest_peak_bytes = from.smallest_peak_bytes;
+        into.smallest_layout = from.smallest_layout;
+    }
+}
+
 } // namespace
 
 PlanResult plan(const JobSpec& specs, const core::Profile& profile, const SearchSpace& space,
@@ -357,56 +200,46 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
     const auto cancelled = [&] { return options.cancel && options.cancel->load(); };
 
     const std::vector<ParallelPlan> layouts = enumerate(specs, space, result);
-    InFlightCache in_flight;
-    ParameterCache stage_parameters;
-    SplitChooser splits(space, profile);
-    std::vector<Feasible> feasible;
-    for (std::size_t i = 0; i < layouts.size() && !cancelled(); ++i) {
-        if (options.on_progress && i % 64 == 0)
-            options.on_progress({"memory", std::int64_t(i), std::int64_t(layouts.size())});
-        JobSpec job = specs;
-        job.plan = layouts[i];
-        std::vector<SplitChoice> choices;
-        try {
-            choices = splits.choices(job);
-        } catch (const core::SpecError& e) {
-            record_rejection(result, e.field(), e.reason());
-            continue;
-        }
-        if (choices.empty()) // no split fits: validation says why
-            choices.push_back({});
-        for (const SplitChoice& choice : choices) {
-            Feasible f{job, "", "", {}, 0.0};
-            apply(choice, f.job.plan);
-            f.split_reason = choice.reason;
-            try {
-                if (space.recompute)
-                    f.job.plan.recompute = core::with_recompute_defaults(
-                        *space.recompute, f.job.max_layers_per_chunk());
-                core::validate(f.job);
-            } catch (const core::SpecError& e) {
-                record_rejection(result, e.field(), e.reason());
-                continue;
-            }
-            const auto& flights =
-                in_flight.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
-            const auto& parameters = stage_parameters.get(f.job);
-            if (!choose_recompute(f.job, space, options.memory_budget_bytes, flights, parameters, f,
-                                  result))
-                continue;
-            f.lower_bound_s = lower_bound_s(f.job, profile, parameters);
-            feasible.push_back(std::move(f));
-        }
+    // The checks, split between two threads (this machine's cores) in two contiguous halves,
+    // merged in enumeration order: the result is the same as one thread's.
+    LayoutChecker first(specs, profile, space, options), second(specs, profile, space, options);
+    CheckedLayouts part[2];
+    for (CheckedLayouts& p : part) p.result.smallest_peak_bytes = INFINITY;
+    const std::size_t half = layouts.size() / 2;
+    // A pinned precision the device does not run is refused before any layout is checked.
+    for (const core::Fp8& precision : space.precisions) {
+        JobSpec probe = specs;
+        probe.plan.fp8 = precision;
+        simulator::fp8_rate(probe, profile);
     }
+    std::exception_ptr helper_error;
+    std::thread helper([&] {
+        try {
+            second.check(layouts, half, layouts.size(), part[1], {});
+        } catch (...) {
+            helper_error = std::current_exception();
+        }
+    });
+    try {
+        first.check(layouts, 0, half, part[0], options.on_progress);
+    } catch (...) {
+        helper.join();
+        throw;
+    }
+    helper.join();
+    if (helper_error) std::rethrow_exception(helper_error);
+    std::vector<Feasible> feasible = std::move(part[0].feasible);
+    for (Feasible& f : part[1].feasible) feasible.push_back(std::move(f));
+    for (const CheckedLayouts& p : part) merge_checks(p.result, result);
     result.feasible = std::int64_t(feasible.size());
-    std::sort(
+    std::stable_sort(
         result.closest_rejected.begin(), result.closest_rejected.end(),
         [](const Rejection& a, const Rejection& b) { return a.overrun_bytes < b.overrun_bytes; });
     if (result.closest_rejected.size() > options.rejected_examples)
         result.closest_rejected.resize(options.rejected_examples);
 
     // Full simulations in order of the bound, until the bound passes the k-th best.
-    std::sort(feasible.begin(), feasible.end(), [](const Feasible& a, const Feasible& b) {
+    std::stable_sort(feasible.begin(), feasible.end(), [](const Feasible& a, const Feasible& b) {
         return a.lower_bound_s < b.lower_bound_s;
     });
     for (std::size_t i = 0; i < feasible.size() && !cancelled(); ++i) {
@@ -417,8 +250,10 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
         if (options.on_progress && i % 8 == 0)
             options.on_progress({"simulate", std::int64_t(i), std::int64_t(feasible.size())});
         simulator::SimulateOptions sim;
-        sim.in_flight = &in_flight.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
-        sim.parameters = &stage_parameters.get(f.job);
+        sim.in_flight =
+            &first.in_flight().get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
+        sim.parameters = &first.parameters().get(f.job);
+        sim.layer_costs = &first.layer_costs();
         Candidate c = candidate(f, simulator::simulate(f.job, profile, sim));
         ++result.simulated;
         result.best.insert(std::upper_bound(result.best.begin(), result.best.end(), c, better),

@@ -41,7 +41,9 @@ std::vector<SplitChoice> SplitChooser::choices(const core::JobSpec& job) {
         return {pinned};
     }
     const std::int64_t stages = p.pp * p.vpp, layers = job.model.num_layers;
-    if (stages > layers) return {};
+    // Too many stages, or a grid that cannot be laid out: validation says why (and the choices
+    // must not depend on which layout asked first).
+    if (stages > layers || p.ep < 1 || (p.dp * p.cp) % p.ep != 0) return {};
     if (stages == 1) return {SplitChoice{{}, false, false, {}, {}, "one stage: every layer"}};
     const Key key{p.tp, p.cp, p.ep, p.micro_batch_size, p.sequence_parallel, p.flash_attention};
     const auto known = choices_.find({key, p.pp, p.vpp});

@@ -94,8 +94,28 @@ SRC_NCCL_A2A = ("NVIDIA/nccl issue #2169: 4x H100 NVLink alltoall_perf busbw ~33
 SRC_NCCL_TREE = ("NCCL 2.4 double binary trees (NVIDIA developer blog 'Massively Scale Your Deep "
                  "Learning Training with NCCL 2.4'): logarithmic all_reduce latency at scale; NCCL "
                  "picks tree for small messages, ring for large")
+SRC_FP8_GEMM = ("cuBLASLt FP8 GEMM cross-check report (gitea.d-robotics.cc/han.zhao/test_gpu_scripts, "
+                "reports_cublaslt_fp8_crosscheck_20260524.md): E4M3 inputs, BF16 output, FP32 "
+                "accumulate, TN layout, 8192^3, two 8-GPU Hopper SXM nodes: 1,599-1,630 TFLOP/s per "
+                "GPU, mean 1,608.6 and 1,613.7 (81.3-81.5% of the 1,979 TFLOP/s dense FP8 peak; "
+                "PyTorch _scaled_mm reached ~1,175 on the same GPUs)")
+SRC_FP8_SPEC = ("NVIDIA H100/H200 datasheets: 1,979 TFLOP/s dense FP8 tensor (3,958 with sparsity), "
+                "twice the dense BF16 rate")
+SRC_DEEPGEMM = ("DeepSeek-AI, DeepGEMM (github.com/deepseek-ai/DeepGEMM, Feb 2025): FP8 GEMMs with "
+                "fine-grained (1x128 activation, 128x128 weight) scaling and CUDA-core promotion, "
+                "'1350+ FP8 TFLOPS' on Hopper (H800: H100 compute) for dense shapes; the "
+                "blockwise recipe is priced at 1350 / 1608.6 = 0.84 of the tensor-scaled table")
 SRC_NVSMI = ("nvidia-smi 'FB Memory Usage Total': A100-SXM4-80GB 81920 MiB, H100 80GB HBM3 81559 MiB, "
              "H200 143771 MiB")
+
+# Hopper FP8 (E4M3/E5M2 tensor cores): the tensor-scaled GEMM table is anchored on the cuBLASLt
+# measurement like the BF16 one on MAMF; the recipes' GEMM rates relative to it (delayed and
+# current per-tensor scaling run the same cuBLASLt kernels; blockwise scaling the DeepGEMM
+# class of kernels). MXFP8 needs Blackwell tensor cores.
+HOPPER_FP8 = {
+    "fp8_gemm_anchor_eff": 1608.6 / 1979.0,
+    "fp8_recipes": {"delayed": 1.0, "tensorwise": 1.0, "blockwise": 1350.0 / 1608.6},
+}
 
 DEVICES = {
     "a100-sxm4-80gb": {
@@ -120,12 +140,13 @@ DEVICES = {
                     SRC_NCCL_A2A, SRC_NCCL_HDR, SRC_NCCL_TREE],
     },
     "h100-sxm5-80gb": {
-        "peak": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12},
+        "peak": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12, "fp8": 1979e12},
         "memory_mib": 81559,
         "hbm_bw": 3.35e12,
         "sms": 132,
         "gemm_anchor_eff": 794.5 / 989.0,
         "gemm_k0": 192,
+        **HOPPER_FP8,
         "attn_anchor_tflops": {("fwd", 128): 350.0, ("fwd", 64): 300.0,
                                ("bwd", 128): 320.0, ("bwd", 64): 270.0},
         "nvlink": {"busbw": 370e9, "alpha": 1.0e-6, "launch": 5.0e-6,
@@ -134,10 +155,11 @@ DEVICES = {
                "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
                "what": "InfiniBand NDR 400 Gb/s, one ConnectX-7 NIC per GPU (DGX/HGX H100), rail-optimised"},
         "sources": [SRC_H100_SPEC, SRC_NVSMI, SRC_MAMF, SRC_FA2, SRC_FA3, SRC_NCCL_H100_NVL,
-                    SRC_NCCL_A2A, SRC_NCCL_NDR, SRC_NCCL_TREE],
+                    SRC_NCCL_A2A, SRC_NCCL_NDR, SRC_NCCL_TREE, SRC_FP8_SPEC, SRC_FP8_GEMM,
+                    SRC_DEEPGEMM],
     },
     "h200-sxm-141gb": {
-        "peak": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12},
+        "peak": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12, "fp8": 1979e12},
         "memory_mib": 143771,
         "hbm_bw": 4.8e12,
         "sms": 132,
@@ -145,6 +167,7 @@ DEVICES = {
         # efficiency anchor (GH200 at 900 W measures 83.6%, an upper bound).
         "gemm_anchor_eff": 794.5 / 989.0,
         "gemm_k0": 192,
+        **HOPPER_FP8,
         "attn_anchor_tflops": {("fwd", 128): 350.0, ("fwd", 64): 300.0,
                                ("bwd", 128): 320.0, ("bwd", 64): 270.0},
         "nvlink": {"busbw": 370e9, "alpha": 1.0e-6, "launch": 5.0e-6,
@@ -153,7 +176,8 @@ DEVICES = {
                "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
                "what": "InfiniBand NDR 400 Gb/s, one ConnectX-7 NIC per GPU (DGX/HGX H200), rail-optimised"},
         "sources": [SRC_H200_SPEC, SRC_H100_SPEC, SRC_NVSMI, SRC_MAMF, SRC_FA2, SRC_FA3,
-                    SRC_NCCL_H100_NVL, SRC_NCCL_A2A, SRC_NCCL_NDR, SRC_NCCL_TREE],
+                    SRC_NCCL_H100_NVL, SRC_NCCL_A2A, SRC_NCCL_NDR, SRC_NCCL_TREE, SRC_FP8_SPEC,
+                    SRC_FP8_GEMM, SRC_DEEPGEMM],
     },
 }
 
@@ -203,10 +227,12 @@ def gemm_configs(m, n, k, sms, k0):
                 break
 
 
-def gemm_raw_time(dev, core_eff, m, n, k):
-    """Heuristic-selected (fastest modelled) config; no launch overhead."""
-    peak, bw = dev["peak"]["bf16"], GEMM_HBM_EFF * dev["hbm_bw"]
-    base_bytes = 2.0 * (m * k + k * n + m * n)
+def gemm_raw_time(dev, core_eff, m, n, k, dtype="bf16"):
+    """Heuristic-selected (fastest modelled) config; no launch overhead.  FP8 reads 1-byte
+    inputs and writes a BF16 output."""
+    peak, bw = dev["peak"][dtype], GEMM_HBM_EFF * dev["hbm_bw"]
+    in_bytes = 1.0 if dtype == "fp8" else 2.0
+    base_bytes = in_bytes * (m * k + k * n) + 2.0 * m * n
     best = None
     for factor, extra in gemm_configs(m, n, k, dev["sms"], dev["gemm_k0"]):
         t = max(2.0 * m * n * k / (peak * core_eff * factor), (base_bytes + extra) / bw)
@@ -214,7 +240,7 @@ def gemm_raw_time(dev, core_eff, m, n, k):
     return best
 
 
-def gemm_table(dev, core_eff):
+def gemm_table(dev, core_eff, dtype="bf16"):
     """Full grid.  A problem is never modelled slower than a larger one that
     contains it (it could be run zero-padded with that kernel), so each entry
     is the minimum over all grid points with m'>=m, n'>=n, k'>=k."""
@@ -224,7 +250,7 @@ def gemm_table(dev, core_eff):
     for i in range(N):
         for j in range(N):
             for l in range(N):
-                t[(i, j, l)] = gemm_raw_time(dev, core_eff, D[i], D[j], D[l])
+                t[(i, j, l)] = gemm_raw_time(dev, core_eff, D[i], D[j], D[l], dtype)
     for i in reversed(range(N)):
         for j in reversed(range(N)):
             for l in reversed(range(N)):
@@ -240,12 +266,13 @@ def gemm_table(dev, core_eff):
             for i in range(N) for j in range(N) for l in range(N)]
 
 
-def gemm_core_eff(dev):
-    """Calibrate so the best shape in the grid reaches the published MAMF."""
+def gemm_core_eff(dev, anchor="gemm_anchor_eff"):
+    """Calibrate so the best shape in the grid reaches the published MAMF (BF16) or the
+    published cuBLASLt figure (FP8)."""
     fmax = max(f for m in GEMM_DIMS for n in GEMM_DIMS for k in GEMM_DIMS
                if min(m, n, k) >= 1024
                for f, _ in gemm_configs(m, n, k, dev["sms"], dev["gemm_k0"]))
-    return dev["gemm_anchor_eff"] / fmax
+    return dev[anchor] / fmax
 
 
 # --------------------------------------------------------------------------
@@ -384,9 +411,25 @@ def method_text(name, dev, gemm_core, attn_cores):
            ib["half_bytes"] // 1024, ib["a2a_factor"]))
 
 
+def fp8_method_text(dev):
+    if "fp8_gemm_anchor_eff" not in dev:
+        return ""
+    return (" gemm fp8 (E4M3/E5M2 in, BF16 out, FP32 accumulate; per-tensor scaled cuBLASLt "
+            "kernels): the same tile model at the FP8 dense peak with 1-byte inputs, its core "
+            "efficiency anchored so the best shape reaches %.1f%% of peak (published cuBLASLt "
+            "8192^3 measurement). device.fp8_recipes: each recipe's GEMM rate relative to that "
+            "table (delayed and tensorwise 1.0: the same kernels; blockwise %.2f: DeepGEMM's "
+            "published rate over the cuBLASLt one)."
+            % (100 * dev["fp8_gemm_anchor_eff"], dev["fp8_recipes"]["blockwise"]))
+
+
 def build_profile(name, dev):
     gcore = gemm_core_eff(dev)
-    gemm = gemm_table(dev, gcore)
+    gemm = {"bf16": gemm_table(dev, gcore)}
+    device_extra = {}
+    if "fp8_gemm_anchor_eff" in dev:
+        gemm["fp8"] = gemm_table(dev, gemm_core_eff(dev, "fp8_gemm_anchor_eff"), "fp8")
+        device_extra["fp8_recipes"] = dict(dev["fp8_recipes"])
     cores = {(dr, d): attn_core_eff(dev, dr, d) for dr in ("fwd", "bwd") for d in ATTN_HD}
     attn = []
     for bh in ATTN_BH:
@@ -403,7 +446,7 @@ def build_profile(name, dev):
         "name": name,
         "provenance": {
             "kind": "derived",
-            "method": method_text(name, dev, gcore, cores),
+            "method": method_text(name, dev, gcore, cores) + fp8_method_text(dev),
             "sources": dev["sources"],
             "generated_by": GENERATED_BY,
             "date": DATE,
@@ -412,9 +455,10 @@ def build_profile(name, dev):
             "peak_flops_per_s": dict(dev["peak"]),
             "memory_bytes": dev["memory_mib"] * MIB,
             "memory_bandwidth_bytes_per_s": dev["hbm_bw"],
+            **device_extra,
         },
         "kernels": {
-            "gemm": {"bf16": gemm},
+            "gemm": gemm,
             "attention": {"bf16": attn},
             "memory_bound": mem,
         },

@@ -1,6 +1,7 @@
 #include "trident/simulator/cost_model.h"
 
 #include "trident/core/schedule.h"
+#include "trident/core/spec_error.h"
 #include "trident/simulator/flops.h"
 
 #include <algorithm>
@@ -66,7 +67,12 @@ double CostModel::op_s(const Op& op, std::int32_t pipeline_rank) const {
     core::Timing t;
     switch (op.kind) {
     case OpKind::gemm:
-        t = profile_.gemm(dtype, op.m, op.n, op.k);
+        if (op.fp8) {
+            t = profile_.gemm(core::Dtype::fp8, op.m, op.n, op.k);
+            t.seconds /= fp8_rate_;
+        } else {
+            t = profile_.gemm(dtype, op.m, op.n, op.k);
+        }
         break;
     case OpKind::attention: {
         const bool backward = op.phase != Phase::forward && !op.recompute;
@@ -97,6 +103,9 @@ std::array<PassCost, 3> CostModel::by_phase(const std::vector<Op>& ops,
         else
             c.compute_s += s;
         c.flops += op.flops * double(op.count);
+        if (op.kind == OpKind::gemm) c.gemm_s += s;
+        if (op.fp8) c.fp8_gemm_s += s;
+        if (op.name == std::string_view("fp8 cast")) c.fp8_cast_s += s;
     }
     return passes;
 }
@@ -110,14 +119,17 @@ void accumulate(ChunkCost& chunk, const std::array<PassCost, 3>& add) {
         passes[phase]->recompute_s += add[phase].recompute_s;
         passes[phase]->collective_s += add[phase].collective_s;
         passes[phase]->flops += add[phase].flops;
+        passes[phase]->gemm_s += add[phase].gemm_s;
+        passes[phase]->fp8_gemm_s += add[phase].fp8_gemm_s;
+        passes[phase]->fp8_cast_s += add[phase].fp8_cast_s;
     }
 }
 
 } // namespace
 
 CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
-                     const std::vector<StageParameters>* parameters)
-    : job_(job), profile_(profile), grid_(job.plan) {
+                     const std::vector<StageParameters>* parameters, LayerCostCache* layer_costs)
+    : job_(job), profile_(profile), grid_(job.plan), fp8_rate_(fp8_rate(job, profile)) {
     if (parameters) parameters_ = *parameters;
     const core::ParallelPlan& p = job.plan;
     const LayerView base = LayerView::of(p, job.training.seq_length);
@@ -130,10 +142,22 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
     p2p_bytes_ = double(base.tokens()) * double(job.model.hidden_size) *
                  double(core::dtype_bytes(job.model.precision.params)) / double(p.tp);
 
-    // Identical layers cost the same: time each (kind of layer, recomputation, which of its
-    // collective groups cross nodes) once.
+    // Identical layers cost the same: time each (kind of layer, recomputation, FP8 recipe,
+    // which of its collective groups cross nodes) once — per job when the caller shares a
+    // cache across layouts.
     chunks_.resize(std::size_t(p.pp * p.vpp));
-    std::map<std::tuple<bool, int, int>, std::array<PassCost, 3>> cache;
+    LayerCostCache own;
+    LayerCostCache& cache = layer_costs ? *layer_costs : own;
+    const auto key_of = [&](std::int64_t kind, int recompute, int fp8, int placement) {
+        return LayerCostCache::Key{
+            p.tp, p.cp,      p.ep, p.micro_batch_size, p.sequence_parallel,    p.flash_attention,
+            kind, recompute, fp8,  placement,          job.training.seq_length};
+    };
+    const auto cached = [&](const LayerCostCache::Key& key, auto&& ops, std::int32_t r) {
+        auto it = cache.entries.find(key);
+        if (it == cache.entries.end()) it = cache.entries.emplace(key, by_phase(ops(), r)).first;
+        return it->second;
+    };
     for (std::int32_t r = 0; r < p.pp; ++r) {
         int placement = 0;
         for (auto kind :
@@ -146,21 +170,43 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
             for (std::int64_t layer = first; layer < first + split.layers_of(vs); ++layer) {
                 LayerView v = base;
                 v.recompute = job.recompute_at(layer - first);
-                const auto key =
-                    std::make_tuple(job.model.is_moe_layer(layer), int(v.recompute), placement);
-                auto it = cache.find(key);
-                if (it == cache.end())
-                    it = cache.emplace(key, by_phase(layer_ops(job.model, v, layer), r)).first;
-                accumulate(cost, it->second);
+                v.fp8 = job.layer_fp8(layer);
+                accumulate(cost, cached(
+                                     key_of(job.model.is_moe_layer(layer), int(v.recompute),
+                                            int(v.fp8), placement),
+                                     [&] { return layer_ops(job.model, v, layer); }, r));
             }
-            if (vs == 0) accumulate(cost, by_phase(embedding_ops(job.model, base, vocab), r));
-            if (vs == last) accumulate(cost, by_phase(head_ops(job.model, base, vocab), r));
+            if (vs == 0)
+                accumulate(cost, cached(
+                                     key_of(2, 0, 0, placement),
+                                     [&] { return embedding_ops(job.model, base, vocab); }, r));
+            if (vs == last)
+                accumulate(cost, cached(
+                                     key_of(3, 0, 0, placement),
+                                     [&] { return head_ops(job.model, base, vocab); }, r));
         }
     }
 }
 
 CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile, NoChunks)
-    : job_(job), profile_(profile), grid_(job.plan) {}
+    : job_(job), profile_(profile), grid_(job.plan), fp8_rate_(fp8_rate(job, profile)) {}
+
+double fp8_rate(const core::JobSpec& job, const core::Profile& profile) {
+    const core::Fp8Recipe recipe = job.plan.fp8.recipe;
+    if (recipe == core::Fp8Recipe::none) return 1.0;
+    const std::string name(core::kFp8RecipeNames[int(recipe)]);
+    const double rate = profile.fp8_gemm_rate(name);
+    if (rate > 0) return rate;
+    std::string runs;
+    for (const auto& [known, value] : profile.fp8_recipes())
+        runs += (runs.empty() ? "" : ", ") + known;
+    throw core::SpecError("parallel.fp8.recipe",
+                          "profile " + profile.name() + " does not run FP8 recipe '" + name +
+                              "' (" +
+                              (runs.empty() ? "it has no FP8 GEMM table: FP8 needs Hopper or later"
+                                            : "it runs " + runs) +
+                              ")");
+}
 
 PipelineLoads pipeline_loads(const core::JobSpec& job, const core::Profile& profile) {
     const CostModel cost(job, profile, CostModel::NoChunks{});
@@ -176,11 +222,15 @@ PipelineLoads pipeline_loads(const core::JobSpec& job, const core::Profile& prof
     loads.head_s = seconds(head_ops(job.model, base, vocab));
     LayerView v = base;
     v.recompute = job.recompute_at(0);
-    double dense_s = -1.0, moe_s = -1.0; // layers differ only by being MoE or dense
+    // Layers differ only by being MoE or dense and by running in FP8 or not.
+    std::map<std::pair<bool, int>, double> kinds;
     for (std::int64_t layer = 0; layer < job.model.num_layers; ++layer) {
-        double& known = job.model.is_moe_layer(layer) ? moe_s : dense_s;
-        if (known < 0) known = seconds(layer_ops(job.model, v, layer));
-        loads.layer_s.push_back(known);
+        v.fp8 = job.layer_fp8(layer);
+        const auto key = std::make_pair(job.model.is_moe_layer(layer), int(v.fp8));
+        auto it = kinds.find(key);
+        if (it == kinds.end())
+            it = kinds.emplace(key, seconds(layer_ops(job.model, v, layer))).first;
+        loads.layer_s.push_back(it->second);
     }
     return loads;
 }

@@ -36,6 +36,24 @@ LayerView LayerView::global(std::int64_t sequences, std::int64_t seq_length) {
     return v;
 }
 
+double fp8_cast_bytes(core::Fp8Recipe recipe, double elements) {
+    double bytes = elements * (2.0 + 1.0 + 1.0);
+    switch (recipe) {
+    case core::Fp8Recipe::tensorwise:
+        bytes += 2.0 * elements; // the amax pass before the cast
+        break;
+    case core::Fp8Recipe::blockwise:
+        bytes += 2.0 * 4.0 * elements / 128.0; // fp32 scale per 128 (both directions)
+        break;
+    case core::Fp8Recipe::mxfp8:
+        bytes += 2.0 * elements / 32.0; // E8M0 scale per 32 (both directions)
+        break;
+    default:
+        break;
+    }
+    return bytes;
+}
+
 namespace {
 
 // Bytes of one activation element: the parameters' dtype (bf16 on GPUs, fp32 on the CPU backend).
@@ -58,13 +76,22 @@ struct Builder {
         }
     }
 
-    // A linear layer: forward, input gradient (dgrad) and weight gradient (wgrad).
-    void linear(std::string_view name, std::int64_t m, std::int64_t n, std::int64_t k) {
+    // A linear layer: forward, input gradient (dgrad) and weight gradient (wgrad). Under an
+    // FP8 recipe (and unless `bf16`: the router) its three GEMMs run in FP8 after casting the
+    // input (forward) and the output gradient (backward), each with its transpose for wgrad.
+    void linear(std::string_view name, std::int64_t m, std::int64_t n, std::int64_t k,
+                bool bf16 = false) {
         if (m <= 0 || n <= 0 || k <= 0) return;
         const double flops = 2.0 * double(m) * double(n) * double(k);
+        const bool fp8 = v.fp8 != core::Fp8Recipe::none && !bf16;
+        if (fp8)
+            memory("fp8 cast", MemoryKernel::elementwise,
+                   fp8_cast_bytes(v.fp8, double(m) * double(k)),
+                   fp8_cast_bytes(v.fp8, double(m) * double(n)));
         Op f{.name = name,
              .kind = OpKind::gemm,
              .phase = Phase::forward,
+             .fp8 = fp8,
              .m = m,
              .n = n,
              .k = k,
@@ -73,6 +100,7 @@ struct Builder {
         ops.push_back({.name = name,
                        .kind = OpKind::gemm,
                        .phase = Phase::backward_input,
+                       .fp8 = fp8,
                        .m = m,
                        .n = k,
                        .k = n,
@@ -80,6 +108,7 @@ struct Builder {
         ops.push_back({.name = name,
                        .kind = OpKind::gemm,
                        .phase = Phase::backward_weight,
+                       .fp8 = fp8,
                        .m = k,
                        .n = n,
                        .k = m,
@@ -360,7 +389,7 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
          std::int64_t norm_tokens) {
     const core::MoeSpec& e = *m.moe;
     const std::int64_t h = m.hidden_size;
-    b.linear("router", norm_tokens, e.num_experts, h);
+    b.linear("router", norm_tokens, e.num_experts, h, /*bf16=*/true);
     b.memory("router softmax", MemoryKernel::elementwise,
              double(norm_tokens) * double(e.num_experts) * 8.0,
              double(norm_tokens) * double(e.num_experts) * 8.0);
@@ -458,8 +487,11 @@ std::vector<Op> embedding_ops(const core::ModelSpec& m, const LayerView& v,
     return ops;
 }
 
-std::vector<Op> head_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t padded_vocab) {
+std::vector<Op> head_ops(const core::ModelSpec& m, const LayerView& layer_view,
+                         std::int64_t padded_vocab) {
     std::vector<Op> ops;
+    LayerView v = layer_view;
+    v.fp8 = core::Fp8Recipe::none; // the LM head stays BF16 under every FP8 recipe
     Builder b{ops, v};
     const std::int64_t tokens = v.tokens();
     const std::int64_t norm_tokens = v.sequence_parallel ? tokens / v.tp : tokens;

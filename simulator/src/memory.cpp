@@ -22,6 +22,9 @@ double mask_bytes(const core::ModelSpec& m, double elements) {
 double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer) {
     const bool flash_attention = v.flash_attention;
     const double eb = double(core::dtype_bytes(m.precision.params)); // bytes per activation
+    // The inputs of FP8 linear layers are saved as FP8 for the weight gradient (Transformer
+    // Engine keeps the cast, transposed copy): one byte each.
+    const double lb = v.fp8 != core::Fp8Recipe::none ? 1.0 : eb;
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
     const double T = double(v.tokens());
     const double h = double(m.hidden_size), s = double(v.seq);
@@ -37,17 +40,17 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
         const core::MlaSpec& a = *m.mla;
         q_width = k_width = heads * double(a.qk_head_dim + a.qk_pos_emb_head_dim);
         v_width = context_width = heads * double(a.v_head_dim);
-        latents = eb * T * double(a.q_lora_rank + a.kv_lora_rank + a.qk_pos_emb_head_dim);
+        latents = lb * T * double(a.q_lora_rank + a.kv_lora_rank + a.qk_pos_emb_head_dim);
     } else {
         q_width = context_width = heads * double(m.head_dim);
         k_width = v_width = double(m.num_query_groups) * double(m.head_dim);
     }
     double attention = eb * T * h / sd                    // norm input
-                       + eb * T * h / sd                  // QKV input
+                       + lb * T * h / sd                  // QKV input
                        + latents                          // MLA latents (replicated)
                        + eb * T * (q_width + k_width) / t // Q, K
                        + eb * T * v_width / t             // V
-                       + eb * T * context_width / t       // projection input (context)
+                       + lb * T * context_width / t       // projection input (context)
                        + mask_bytes(m, T * h / sd);       // attention-output dropout
     const bool keep_scores =
         !flash_attention && v.recompute != core::RecomputeGranularity::selective;
@@ -68,16 +71,16 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
         const double fe = double(e.expert_ffn_hidden_size);
         mlp += eb * T * h / sd                        // router input
                + 4.0 * T * double(e.num_experts) / sd // fp32 router probabilities
-               + eb * routed * h                      // permuted tokens (expert fc1 input)
-               + eb * routed * fe * gate / t + eb * routed * fe / t // expert fc1 out, act out
+               + lb * routed * h                      // permuted tokens (expert fc1 input)
+               + eb * routed * fe * gate / t + lb * routed * fe / t // expert fc1 out, act out
                + eb * routed * h; // expert outputs before unpermute
         if (e.shared_expert_ffn_hidden_size > 0) {
             const double fs = double(e.shared_expert_ffn_hidden_size);
-            mlp += eb * T * fs * gate / t + eb * T * fs / t;
+            mlp += eb * T * fs * gate / t + lb * T * fs / t;
         }
     } else {
         const double f = double(m.ffn_hidden_size);
-        mlp += eb * T * h / sd + eb * T * f * gate / t + eb * T * f / t;
+        mlp += lb * T * h / sd + eb * T * f * gate / t + lb * T * f / t;
     }
     return attention + mlp;
 }
@@ -85,6 +88,7 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
 double weight_gradient_state_bytes(const core::ModelSpec& m, const LayerView& v,
                                    std::int64_t layer) {
     const double eb = double(core::dtype_bytes(m.precision.params));
+    const double lb = v.fp8 != core::Fp8Recipe::none ? 1.0 : eb; // FP8 linear inputs
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
     const double T = double(v.tokens());
     const double h = double(m.hidden_size);
@@ -95,16 +99,16 @@ double weight_gradient_state_bytes(const core::ModelSpec& m, const LayerView& v,
     // of the column-parallel GEMMs (QKV, fc1: sharded under sequence parallelism) and of the
     // row-parallel ones (output projection, fc2), and the output gradients — the column-
     // parallel ones split over tp, the row-parallel ones over every row.
-    const double attention = eb * T * (h / sd + q / t) + eb * T * ((q + 2 * kv) / t + h);
+    const double attention = lb * T * (h / sd + q / t) + eb * T * ((q + 2 * kv) / t + h);
     if (m.is_moe_layer(layer)) {
         const core::MoeSpec& e = *m.moe;
         const double routed = T * double(e.top_k) * e.capacity_factor.value_or(1.0);
         const double fe = double(e.expert_ffn_hidden_size);
         return attention + eb * T * h / sd + 4.0 * T * double(e.num_experts) / sd // router
-               + eb * routed * (h + fe / t) + eb * routed * (gate * fe / t + h);  // experts
+               + lb * routed * (h + fe / t) + eb * routed * (gate * fe / t + h);  // experts
     }
     const double f = double(m.ffn_hidden_size);
-    return attention + eb * T * (h / sd + f / t) + eb * T * (gate * f / t + h);
+    return attention + lb * T * (h / sd + f / t) + eb * T * (gate * f / t + h);
 }
 
 double backward_working_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer,
@@ -178,11 +182,14 @@ public:
     // Layer `layer`, at `position` inside its chunk (what block recomputation goes by).
     const LayerBytes& of(std::int64_t layer, std::int64_t position) {
         const core::RecomputeGranularity rc = job_.recompute_at(position);
-        const int key = int(rc) * 2 + (job_.model.is_moe_layer(layer) ? 1 : 0);
+        const core::Fp8Recipe fp8 = job_.layer_fp8(layer);
+        const int key = (int(rc) * 2 + (job_.model.is_moe_layer(layer) ? 1 : 0)) * 2 +
+                        (fp8 != core::Fp8Recipe::none ? 1 : 0);
         LayerBytes& b = kinds_[std::size_t(key)];
         if (!known_[std::size_t(key)]) {
             LayerView v = LayerView::of(job_.plan, job_.training.seq_length);
             v.recompute = rc;
+            v.fp8 = fp8;
             b = {activation_bytes(job_.model, v, layer),
                  backward_working_bytes(job_.model, v, layer, fused_),
                  weight_gradient_state_bytes(job_.model, v, layer)};
@@ -194,8 +201,8 @@ public:
 private:
     const core::JobSpec& job_;
     bool fused_;
-    std::array<LayerBytes, 6> kinds_{};
-    std::array<bool, 6> known_{};
+    std::array<LayerBytes, 12> kinds_{};
+    std::array<bool, 12> known_{};
 };
 
 ChunkActivations chunk_activations(const core::JobSpec& job, const core::PipelineSplit& split,
@@ -242,6 +249,7 @@ StageParameters stage_parameters(const core::JobSpec& job, std::int32_t r) {
         const core::ChunkLayout layout(job, r, c, 0, 0, 1, core::LayoutDetail::counts);
         out.expert += double(layout.expert_parameters());
         out.dense += double(layout.parameters() - layout.expert_parameters());
+        out.fp8 += double(layout.fp8_parameters());
     }
     return out;
 }
@@ -261,6 +269,11 @@ std::vector<core::InFlight> in_flight_per_rank(const core::Schedule& schedule) {
 std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
                                           const core::Schedule& schedule) {
     return memory_per_stage(job, in_flight_per_rank(schedule));
+}
+
+double fp8_weight_copy_bytes(const StageParameters& params, const core::Fp8& fp8) {
+    if (!fp8.enabled()) return 0.0;
+    return params.fp8 * (fp8.param_gather ? 0.0 : 2.0);
 }
 
 std::vector<StageParameters> parameters_per_stage(const core::JobSpec& job) {
@@ -290,7 +303,9 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
         StageMemory& s = stages[std::size_t(r)];
         const StageParameters params =
             parameters ? parameters->at(std::size_t(r)) : stage_parameters(job, r);
-        s.weights_bytes = params.total() * weight_b;
+        // FP8 linears keep an FP8 copy of their weights and its transpose (what the forward and
+        // the two backward GEMMs read); with the FP8 parameter gather it replaces the 16-bit one.
+        s.weights_bytes = params.total() * weight_b + fp8_weight_copy_bytes(params, p.fp8);
         s.gradients_bytes = params.total() * grad_b;
         s.optimizer_bytes = optimizer_b * optimizer_parameters(params, p);
 

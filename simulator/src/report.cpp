@@ -43,7 +43,12 @@ void print_report(const Report& r, std::ostream& out) {
         << fmt("%.0f", r.tokens_per_s) << "   per device "
         << core::flop_rate_text(r.tflops_per_device * 1e12) << "   MFU "
         << fmt("%.1f %%", 100 * r.mfu) << "   HFU " << fmt("%.1f %%", 100 * r.hfu) << "   (peak "
-        << core::flop_rate_text(r.peak_flops_per_s) << ")\n\n";
+        << core::flop_rate_text(r.peak_flops_per_s) << ")\n";
+    if (p.fp8.enabled())
+        out << "precision " << core::precision_name(p.fp8.recipe) << ": MFU "
+            << fmt("%.1f %%", 100 * r.mfu_fp8_peak)
+            << " of the FP8 peak (the MFU above is of the BF16 peak, as NeMo reports it)\n";
+    out << "\n";
     // One memory unit for the whole table, the one that fits its largest stage.
     double largest = 0.0;
     for (const StageReport& s : r.stages) largest = std::max(largest, s.memory.total_bytes());
@@ -67,6 +72,13 @@ void print_report(const Report& r, std::ostream& out) {
     }
     out << "(seconds per step on one rank of each stage; bubble = idle waiting for the pipeline "
            "and point-to-point data)\n";
+    if (p.fp8.enabled()) {
+        out << "stage  GEMM s  of which FP8  other GEMMs  FP8 casts (within compute + recompute)\n";
+        for (const StageReport& s : r.stages)
+            out << fmt("%5.0f", double(s.stage)) << fmt("%8.3f", s.gemm_s)
+                << fmt("%13.3f", s.fp8_gemm_s) << fmt("%13.3f", s.gemm_s - s.fp8_gemm_s)
+                << fmt("%11.3f", s.fp8_cast_s) << "\n";
+    }
     out << "profile " << r.profile_name << " (" << r.profile_kind << ")";
     if (r.fallbacks.empty()) {
         out << "; every lookup inside the tables\n";
@@ -88,6 +100,7 @@ core::Json report_json(const Report& r) {
     j["hardware_flops"] = r.hardware_flops;
     j["tflops_per_device"] = r.tflops_per_device;
     j["mfu"] = r.mfu;
+    if (r.job.plan.fp8.enabled()) j["mfu_fp8_peak"] = r.mfu_fp8_peak;
     j["hfu"] = r.hfu;
     j["microbatches"] = r.microbatches;
     j["memory_capacity_bytes"] = r.memory_capacity_bytes;
@@ -104,6 +117,9 @@ core::Json report_json(const Report& r) {
                           {"optimizer_s", s.optimizer_s},
                           {"bubble_s", s.bubble_s},
                           {"bubble_fraction", s.bubble_fraction(r.step_time_s)},
+                          {"gemm_s", s.gemm_s},
+                          {"fp8_gemm_s", s.fp8_gemm_s},
+                          {"fp8_cast_s", s.fp8_cast_s},
                           {"memory",
                            {{"weights_bytes", m.weights_bytes},
                             {"gradients_bytes", m.gradients_bytes},

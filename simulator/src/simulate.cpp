@@ -68,11 +68,22 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
         cost.memory_bound_s(core::MemoryKernel::adamw, local * (grad_b + 2.0 * state_b + param_b));
     // Global gradient-norm: one scalar all-reduce across the model.
     t.optimizer_s += cost.collective_s(GroupKind::model, r, Collective::all_reduce, 4.0);
+    // FP8 weights are cast once a step, after the update (Transformer Engine caches them over
+    // the micro-batches): cast and transpose from the 16-bit weight, or — with the FP8
+    // parameter gather, where the optimizer writes the FP8 weight itself — the transpose alone.
+    if (p.fp8.enabled() && params.fp8 > 0)
+        t.optimizer_s += cost.memory_bound_s(
+            core::MemoryKernel::elementwise,
+            p.fp8.param_gather ? 2.0 * params.fp8 : fp8_cast_bytes(p.fp8.recipe, params.fp8));
     if (p.distributed_optimizer) {
+        // With the FP8 parameter gather the FP8 weights travel at one byte.
+        const double gathered_b = p.fp8.param_gather && params.total() > 0
+                                      ? param_b - (param_b - 1.0) * params.fp8 / params.total()
+                                      : param_b;
         t.parameter_gather_s = bucketed(cost, GroupKind::data_context, r, Collective::all_gather,
-                                        params.dense * param_b, bucket_bytes) +
+                                        params.dense * gathered_b, bucket_bytes) +
                                bucketed(cost, GroupKind::expert_data, r, Collective::all_gather,
-                                        params.expert * param_b, bucket_bytes);
+                                        params.expert * gathered_b, bucket_bytes);
         // Overlapped with the next step's forward: exposed only beyond the first forward.
         if (p.overlap_param_gather)
             t.parameter_gather_s =
@@ -121,6 +132,9 @@ StageReport stage_report(const core::JobSpec& job, const CostModel& cost,
             s.compute_s += pc->compute_s * report.microbatches;
             s.recompute_s += pc->recompute_s * report.microbatches;
             s.collective_s += pc->collective_s * report.microbatches;
+            s.gemm_s += pc->gemm_s * report.microbatches;
+            s.fp8_gemm_s += pc->fp8_gemm_s * report.microbatches;
+            s.fp8_cast_s += pc->fp8_cast_s * report.microbatches;
         }
     }
     s.pipeline_end_s = timeline.end_s[std::size_t(r)];
@@ -195,7 +209,7 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
 
     const core::Schedule schedule = core::make_schedule(p.schedule, std::int32_t(p.pp),
                                                         std::int32_t(p.vpp), report.microbatches);
-    const CostModel cost(job, profile, options.parameters);
+    const CostModel cost(job, profile, options.parameters, options.layer_costs);
     PipelineTimeline timeline = time_pipeline(p, cost, schedule, options.trace);
     std::vector<core::InFlight> flights;
     if (!options.in_flight) flights = in_flight_per_rank(schedule);
@@ -226,6 +240,9 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
         core::flops_utilization(flops.model, report.step_time_s, devices, report.peak_flops_per_s);
     report.hfu = core::flops_utilization(flops.hardware, report.step_time_s, devices,
                                          report.peak_flops_per_s);
+    if (p.fp8.enabled())
+        report.mfu_fp8_peak = core::flops_utilization(flops.model, report.step_time_s, devices,
+                                                      profile.peak_flops_per_s(core::Dtype::fp8));
     if (options.trace) build_trace(job, cost, timeline, report);
     report.fallbacks = cost.fallbacks();
     return report;

@@ -35,6 +35,8 @@ struct JobSpec {
     RecomputeGranularity layer_recompute(std::int64_t layer) const;
     // The same for a layer at `position` (0-based) inside its chunk.
     RecomputeGranularity recompute_at(std::int64_t position) const;
+    // The FP8 recipe layer `layer`'s linear layers run (none for the BF16 first/last layers).
+    Fp8Recipe layer_fp8(std::int64_t layer) const;
 };
 
 // Full recomputation without a layer count (`--recompute full` alone) recomputes every layer:

@@ -40,6 +40,10 @@ struct JobInputs {
     std::optional<std::string> pipeline_layout;
     std::optional<std::int64_t> first_stage_layers, last_stage_layers;
     std::optional<bool> account_for_embedding, account_for_loss;
+    // FP8: Trident's --precision (bf16, fp8-delayed, …) or Megatron's flags
+    std::optional<std::string> precision, fp8_format, fp8_recipe;
+    std::optional<bool> fp8_param_gather, first_last_layers_bf16;
+    std::optional<std::int64_t> bf16_layers_at_start, bf16_layers_at_end, fp8_amax_history;
     std::optional<std::string> recompute; // granularity
     std::optional<std::string> recompute_method;
     std::optional<std::int64_t> recompute_num_layers;
@@ -50,6 +54,9 @@ struct JobInputs {
     std::optional<bool> overlap_param_gather;
     std::optional<bool> flash_attention;
 };
+
+// The FP8 settings the FP8 flags of `inputs` ask for (nullopt: none given); what `plan` pins.
+std::optional<Fp8> fp8_override(const JobInputs& inputs);
 
 // Loads, applies overrides, resolves dp "auto", and validates. Throws SpecError.
 JobSpec load_job(const JobInputs& inputs);

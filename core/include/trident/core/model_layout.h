@@ -134,6 +134,10 @@ public:
     // Parameters stored: all, and those of routed experts.
     std::int64_t parameters() const { return parameters_; }
     std::int64_t expert_parameters() const { return expert_parameters_; }
+    // Weights of the linear layers that run in FP8 under the plan's recipe (QKV/MLA
+    // projections, output projection, MLP and experts; not the router, embedding or head;
+    // none in the BF16 first/last layers): what holds FP8 copies.
+    std::int64_t fp8_parameters() const { return fp8_parameters_; }
 
 private:
     void add(TensorLayout t);
@@ -150,7 +154,8 @@ private:
     const JobSpec* job_;
     LayoutDetail detail_;
     ChunkShape shape_;
-    std::int64_t parameters_ = 0, expert_parameters_ = 0;
+    std::int64_t parameters_ = 0, expert_parameters_ = 0, linear_parameters_ = 0;
+    std::int64_t fp8_parameters_ = 0;
     std::int64_t repeat_ = 1; // counts only: identical experts added once, counted this often
     std::vector<TensorLayout> tensors_;
     std::map<std::tuple<TensorRole, std::int64_t, std::int64_t>, std::int64_t> index_;

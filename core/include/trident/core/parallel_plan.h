@@ -29,6 +29,30 @@ inline constexpr std::array<std::string_view, 3> kRecomputeGranularityNames = {"
 enum class RecomputeMethod { block, uniform };
 inline constexpr std::array<std::string_view, 2> kRecomputeMethodNames = {"block", "uniform"};
 
+// FP8 training (Micikevicius et al. 2022; NVIDIA Transformer Engine): the scaling recipe of the
+// linear layers' GEMMs (Megatron --fp8-recipe). `none` trains in the parameters' dtype (BF16).
+// delayed: per-tensor scales from an amax history; tensorwise: per-tensor scales from the
+// current amax (an extra pass); blockwise: 1×128 activation and 128×128 weight scales
+// (DeepSeek-V3); mxfp8: 1×32 E8M0 block scales (Blackwell tensor cores).
+enum class Fp8Recipe { none, delayed, tensorwise, blockwise, mxfp8 };
+inline constexpr std::array<std::string_view, 5> kFp8RecipeNames = {"none", "delayed", "tensorwise",
+                                                                    "blockwise", "mxfp8"};
+// The precision names the planner and the report use: "bf16", "fp8-delayed", …, "mxfp8".
+std::string precision_name(Fp8Recipe r);
+// Megatron --fp8-format: E4M3 everywhere, or hybrid (E4M3 forward, E5M2 gradients).
+enum class Fp8Format { e4m3, hybrid };
+inline constexpr std::array<std::string_view, 2> kFp8FormatNames = {"e4m3", "hybrid"};
+
+struct Fp8 {
+    Fp8Recipe recipe = Fp8Recipe::none;
+    Fp8Format format = Fp8Format::hybrid;
+    bool param_gather = false; // --fp8-param-gather: weights kept and all-gathered in FP8
+    // --first-last-layers-bf16 with --num-layers-at-start/end-in-bf16: layers left in BF16.
+    std::int64_t bf16_layers_at_start = 0, bf16_layers_at_end = 0;
+    std::int64_t amax_history = 1024; // --fp8-amax-history-len (delayed)
+    bool enabled() const { return recipe != Fp8Recipe::none; }
+};
+
 // Megatron's default order: tp varies fastest, then cp, ep, dp, and pp slowest, so tensor
 // groups stay inside a node. Expert parallelism is carved out of the cp·dp ranks.
 inline constexpr std::string_view kDefaultRankOrder = "tp-cp-ep-dp-pp";
@@ -58,6 +82,7 @@ struct ParallelPlan {
     std::int64_t micro_batch_size = 1;
     ScheduleKind schedule = ScheduleKind::one_f_one_b;
     Recompute recompute;
+    Fp8 fp8;
     bool distributed_optimizer = false; // ZeRO-1: optimizer state sharded over dp (·cp)
     bool overlap_grad_reduce = false;   // reduce gradient buckets during the last backward
     bool overlap_param_gather = false;  // gather updated parameters during the next forward
@@ -83,6 +108,10 @@ std::string describe(const Recompute& r, std::int64_t layers_per_chunk);
 // full (block: 4 of 4 layers per chunk) · sequence parallel off · distributed optimizer on ·
 // flash attention on · overlap grad-reduce on, param-gather off".
 std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chunk);
+
+// `parallel.fp8`: a recipe name ("tensorwise") or {recipe, format, param_gather,
+// num_layers_at_start_in_bf16, num_layers_at_end_in_bf16, amax_history_len}.
+Fp8 fp8_from_json(const Json& j, const std::string& path = "parallel.fp8");
 
 // `dp` may be the word "auto" in JSON: it is then left 0 here and resolved from the cluster's
 // device count by resolve_job (devices / (tp·cp·pp)).

@@ -59,6 +59,10 @@ public:
     double memory_bytes() const { return memory_bytes_; }
     double memory_bandwidth_bytes_per_s() const { return memory_bandwidth_; }
     bool has_fabric(const std::string& fabric) const { return fabrics_.contains(fabric); }
+    // FP8 recipes the device runs ("delayed", "tensorwise", "blockwise", "mxfp8") and each
+    // one's GEMM rate relative to the fp8 GEMM table (device.fp8_recipes); 0: not supported.
+    double fp8_gemm_rate(const std::string& recipe) const;
+    const std::map<std::string, double>& fp8_recipes() const { return fp8_recipes_; }
 
     // C[m×n] = A[m×k]·B[k×n].
     Timing gemm(Dtype d, std::int64_t m, std::int64_t n, std::int64_t k) const;
@@ -101,6 +105,7 @@ private:
     std::map<Dtype, double> peak_;
     double memory_bytes_ = 0.0;
     double memory_bandwidth_ = 0.0;
+    std::map<std::string, double> fp8_recipes_;
     std::map<Dtype, GemmGrid> gemm_;
     std::map<Dtype, std::map<std::pair<std::int64_t, bool>, AttentionGrid>> attention_;
     std::map<MemoryKernel, Curve> memory_bound_;

@@ -36,6 +36,9 @@ struct SearchSpace {
     std::vector<std::int64_t> pipeline_layout;
     std::optional<std::int64_t> first_stage_layers, last_stage_layers;
     bool account_for_embedding = false, account_for_loss = false;
+    // Precisions (FP8 recipes with their settings) to try; empty: BF16 and every FP8 recipe the
+    // device profile runs (device.fp8_recipes), format hybrid.
+    std::vector<core::Fp8> precisions;
     bool split_pinned() const {
         return !pipeline_layout.empty() || first_stage_layers || last_stage_layers ||
                account_for_embedding || account_for_loss;

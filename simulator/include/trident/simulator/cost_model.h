@@ -22,6 +22,8 @@ struct PassCost {
     double recompute_s = 0.0;  // forward work repeated inside B
     double collective_s = 0.0; // tp / cp / ep collectives inside the pass
     double flops = 0.0;        // executed FLOPs (recomputation included)
+    // Parts of compute_s + recompute_s: all GEMMs, the FP8 ones, and the FP8 casts.
+    double gemm_s = 0.0, fp8_gemm_s = 0.0, fp8_cast_s = 0.0;
     double total_s() const { return compute_s + recompute_s + collective_s; }
 };
 
@@ -32,6 +34,16 @@ struct ChunkCost {
 
 // Counts each distinct fallback the profile reported.
 using Fallbacks = std::map<std::string, std::int64_t>;
+
+// Per-layer F/B/W costs shared by the cost models of many layouts of one job (the planner's):
+// a layer's operations depend on tp, cp, ep, the micro-batch, sequence parallelism, flash
+// attention, the layer's kind, recomputation and FP8 recipe and which of its groups cross
+// nodes — not on pp, dp, the split or the schedule. Not thread-safe.
+class LayerCostCache {
+public:
+    using Key = std::array<std::int64_t, 11>;
+    std::map<Key, std::array<PassCost, 3>> entries;
+};
 
 // One micro-batch's F + B + W seconds through the embedding, each layer (the plan's
 // recomputation applied to every layer alike) and the loss head, on pipeline rank 0's
@@ -44,12 +56,16 @@ struct PipelineLoads {
     double heaviest_stage_s(const core::PipelineSplit& split) const;
 };
 PipelineLoads pipeline_loads(const core::JobSpec& job, const core::Profile& profile);
+// The plan's FP8 recipe's GEMM rate on this device relative to its fp8 table (1 without FP8);
+// SpecError("parallel.fp8.recipe") naming what the device runs when it does not run it.
+double fp8_rate(const core::JobSpec& job, const core::Profile& profile);
 
 class CostModel {
 public:
     // `parameters`: each stage's (parameters_per_stage), when the caller has them.
     CostModel(const core::JobSpec& job, const core::Profile& profile,
-              const std::vector<StageParameters>* parameters = nullptr);
+              const std::vector<StageParameters>* parameters = nullptr,
+              LayerCostCache* layer_costs = nullptr);
 
     const ChunkCost& chunk(std::int32_t pipeline_rank, std::int32_t chunk) const;
     // One activation or gradient message between adjacent pipeline ranks.
@@ -84,6 +100,7 @@ private:
     const core::JobSpec& job_;
     const core::Profile& profile_;
     core::RankGrid grid_;
+    double fp8_rate_ = 1.0;
     mutable std::vector<GroupShape> group_shapes_; // [kind * pp + pipeline rank]
     mutable std::vector<StageParameters> parameters_;
     std::vector<ChunkCost> chunks_; // [rank * vpp + chunk]

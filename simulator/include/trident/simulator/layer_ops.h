@@ -24,6 +24,7 @@ struct Op {
     OpKind kind = OpKind::gemm;
     Phase phase = Phase::forward;
     bool recompute = false; // repeated forward work inside the backward (not model FLOPs)
+    bool fp8 = false;       // a GEMM of an FP8 linear layer (timed on the fp8 table)
     std::int64_t count = 1; // identical repetitions (a batched GEMM's matrices)
     // gemm: C[m×n] = A[m×k]·B[k×n]
     std::int64_t m = 0, n = 0, k = 0;
@@ -50,6 +51,9 @@ struct LayerView {
     std::int64_t seq = 1;         // full sequence length (before cp)
     core::RecomputeGranularity recompute = core::RecomputeGranularity::none;
     bool flash_attention = true;
+    // The FP8 recipe of this layer's linear layers (none: the parameters' dtype). Set per
+    // layer by the callers (JobSpec::layer_fp8), not by of().
+    core::Fp8Recipe fp8 = core::Fp8Recipe::none;
 
     // Tokens of one micro-batch on this rank (context parallelism splits the sequence).
     std::int64_t tokens() const { return micro_batch * seq / cp; }
@@ -58,6 +62,11 @@ struct LayerView {
     // The whole model on one device: what model FLOPs count.
     static LayerView global(std::int64_t sequences, std::int64_t seq_length);
 };
+
+// Bytes one FP8 cast of `elements` moves: read 16-bit, write the FP8 copy and its transpose
+// (Transformer Engine's cast_transpose); the current-scaling recipe reads once more for its
+// amax, the block recipes write their scales.
+double fp8_cast_bytes(core::Fp8Recipe recipe, double elements);
 
 std::vector<Op> layer_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t layer);
 // Word (and learned position) embedding: first virtual stage.

@@ -32,8 +32,14 @@ double backward_working_bytes(const core::ModelSpec& m, const LayerView& v, std:
 struct StageParameters {
     double dense = 0.0;  // parameters on one rank of this stage, replicated over dp·cp
     double expert = 0.0; // routed-expert parameters, replicated over expert-dp
+    double fp8 = 0.0;    // of those, the weights of linear layers that run in FP8
     double total() const { return dense + expert; }
 };
+// What the FP8 copies of a stage's weights add on one rank: the FP8 weight and its transpose
+// (2 bytes per FP8 parameter) beside the 16-bit weight, or — with the FP8 parameter gather,
+// where the FP8 weight is the parameter — nothing beyond the 16-bit bytes already counted
+// (1-byte weight + 1-byte transpose in place of 2 bytes).
+double fp8_weight_copy_bytes(const StageParameters& params, const core::Fp8& fp8);
 StageParameters stage_parameters(const core::JobSpec& job, std::int32_t pipeline_rank);
 std::vector<StageParameters> parameters_per_stage(const core::JobSpec& job);
 // Parameters whose optimizer state one rank keeps and updates: all of them, or with the

@@ -24,6 +24,8 @@ struct StageReport {
     double data_parallel_s = 0.0; // exposed gradient reduction, embedding sync, param gather
     double optimizer_s = 0.0;
     double bubble_s = 0.0; // idle: pipeline fill/drain and waits for point-to-point data
+    // Within compute + recompute: every GEMM, the FP8 ones, and the FP8 casts.
+    double gemm_s = 0.0, fp8_gemm_s = 0.0, fp8_cast_s = 0.0;
     double pipeline_end_s = 0.0;
     StageMemory memory;
     double bubble_fraction(double step_s) const { return core::bubble_fraction(bubble_s, step_s); }
@@ -38,7 +40,8 @@ struct Report {
     double model_flops = 0.0;       // per step, all devices
     double hardware_flops = 0.0;    // recomputation included
     double tflops_per_device = 0.0; // model FLOPs
-    double mfu = 0.0;
+    double mfu = 0.0;               // against the parameters' dtype peak (BF16), as NeMo prints it
+    double mfu_fp8_peak = 0.0;      // against the FP8 peak (FP8 plans only)
     double hfu = 0.0;
     double peak_flops_per_s = 0.0;
     double memory_capacity_bytes = 0.0;
@@ -58,6 +61,8 @@ struct SimulateOptions {
     const std::vector<core::InFlight>* in_flight = nullptr;
     // Each stage's parameters (parameters_per_stage), likewise.
     const std::vector<StageParameters>* parameters = nullptr;
+    // Layer costs shared across the layouts of one job (LayerCostCache), likewise.
+    LayerCostCache* layer_costs = nullptr;
 };
 
 Report simulate(const core::JobSpec& job, const core::Profile& profile,

@@ -1,0 +1,233 @@
+#include "layout_checks.h"
+
+#include "trident/core/spec_error.h"
+#include "trident/core/units.h"
+#include "trident/simulator/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+namespace trident::planner {
+
+using core::JobSpec;
+using core::ParallelPlan;
+using core::Recompute;
+using core::RecomputeGranularity;
+
+std::string describe(const ParallelPlan& p) {
+    return "tp " + std::to_string(p.tp) + " cp " + std::to_string(p.cp) + " pp " +
+           std::to_string(p.pp) + " dp " + std::to_string(p.dp) + " ep " + std::to_string(p.ep) +
+           " vpp " + std::to_string(p.vpp) + " " + core::to_string(p.schedule) + " mbs " +
+           std::to_string(p.micro_batch_size) + (p.sequence_parallel ? " sp" : "") +
+           (p.distributed_optimizer ? " zero1" : "");
+}
+
+namespace {
+
+const auto bytes_text = [](double bytes) { return core::bytes_text(bytes); };
+
+std::string recompute_phrase(const Recompute& r, std::int64_t layers_per_chunk) {
+    return "recompute " + core::describe(r, layers_per_chunk);
+}
+
+// Chooses the recomputation for a valid layout (the pinned one, or the cheapest that fits:
+// none, selective, then full for the fewest layers per chunk). Returns false, recording the
+// rejection, when nothing fits.
+bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
+                      const std::vector<core::InFlight>& flights,
+                      const std::vector<simulator::StageParameters>& parameters, Feasible& out,
+                      PlanResult& result, std::size_t keep_closest) {
+    ParallelPlan& p = job.plan;
+    const std::int64_t per_chunk = job.max_layers_per_chunk();
+    const auto peak_with = [&](const Recompute& r) {
+        p.recompute = r;
+        return peak_of(simulator::memory_per_stage(job, flights, &parameters));
+    };
+    // `rule` names the kind ("over budget even with full recomputation"); the details after
+    // the semicolon carry this layout's numbers.
+    const auto over_budget = [&](const Recompute& r, const Peak& pk, const std::string& rule) {
+        if (pk.bytes < result.smallest_peak_bytes) {
+            result.smallest_peak_bytes = pk.bytes;
+            result.smallest_layout = describe(p) + ", " + recompute_phrase(r, per_chunk);
+        }
+        // The kind is the rule alone: the details are written for its first example only.
+        RejectionGroup& group = result.rejections[rejection_kind("memory", rule)];
+        if (group.count++ == 0) {
+            group.field = "memory";
+            group.example = rule + "; stage " + std::to_string(pk.stage) + " needs " +
+                            bytes_text(pk.bytes) + ", " + bytes_text(pk.bytes - budget) +
+                            " over the budget of " + bytes_text(budget) + " (" + describe(p) +
+                            ", " + recompute_phrase(r, per_chunk) + ")";
+        }
+        // The closest misses, kept sorted and few: only one that is among them is written.
+        auto& closest = result.closest_rejected;
+        const std::size_t keep = std::max<std::size_t>(8, 2 * keep_closest);
+        const double overrun = pk.bytes - budget;
+        if (closest.size() >= keep && overrun >= closest.back().overrun_bytes) return false;
+        closest.push_back({p,
+                           "stage " + std::to_string(pk.stage) + " needs " + bytes_text(pk.bytes) +
+                               " with " + recompute_phrase(r, per_chunk) + ", over the budget by " +
+                               bytes_text(overrun),
+                           overrun});
+        std::stable_sort(closest.begin(), closest.end(),
+                         [](const Rejection& a, const Rejection& b) {
+                             return a.overrun_bytes < b.overrun_bytes;
+                         });
+        if (closest.size() > keep) closest.pop_back();
+        return false;
+    };
+    const auto accept = [&](const Recompute& r, const Peak& pk, std::string why) {
+        p.recompute = r;
+        out.peak = pk;
+        out.recompute_reason = why + " (budget " + bytes_text(budget) + ")";
+        return true;
+    };
+    if (space.recompute) {
+        const Recompute pinned = p.recompute; // resolved by plan() before validation
+        const Peak pk = peak_with(pinned);
+        if (pk.bytes > budget)
+            return over_budget(pinned, pk, "over budget with the pinned recomputation");
+        return accept(pinned, pk,
+                      "pinned: " + recompute_phrase(pinned, per_chunk) + " needs " +
+                          bytes_text(pk.bytes));
+    }
+    const Peak none = peak_with({});
+    if (none.bytes <= budget)
+        return accept({}, none,
+                      "no recomputation needed: " + bytes_text(none.bytes) + " on stage " +
+                          std::to_string(none.stage));
+    std::string why =
+        "none needs " + bytes_text(none.bytes) + " on stage " + std::to_string(none.stage);
+    const Recompute selective{RecomputeGranularity::selective, core::RecomputeMethod::block, 0};
+    const Peak sel = peak_with(selective);
+    if (sel.bytes <= budget)
+        return accept(selective, sel, why + "; selective fits at " + bytes_text(sel.bytes));
+    why += ", selective " + bytes_text(sel.bytes);
+    // Memory falls as more layers are recomputed: the fewest that fit, by bisection.
+    const auto full = [](std::int64_t k) {
+        return Recompute{RecomputeGranularity::full, core::RecomputeMethod::block, k};
+    };
+    const Peak all = peak_with(full(per_chunk));
+    if (all.bytes > budget)
+        return over_budget(full(per_chunk), all, "over budget even with full recomputation");
+    std::int64_t lo = 1, hi = per_chunk;
+    while (lo < hi) {
+        const std::int64_t mid = (lo + hi) / 2;
+        if (peak_with(full(mid)).bytes <= budget)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    const Peak fit = peak_with(full(lo));
+    return accept(full(lo), fit,
+                  why + "; " + recompute_phrase(full(lo), per_chunk) + " fits at " +
+                      bytes_text(fit.bytes));
+}
+
+// A lower bound on the simulated step time. Pipeline rank r cannot start before the first
+// micro-batch's forward has passed the ranks below it (chunk 0), must then do all its own
+// work and its step tail; and after its last input-gradient pass (chunk 0's, of the last
+// micro-batch) the ranks below must still run theirs. Point-to-point time is left out, so the
+// bound stays below what the discrete-event run finds.
+double lower_bound_s(const JobSpec& job, const core::Profile& profile,
+                     const std::vector<simulator::StageParameters>& parameters,
+                     simulator::LayerCostCache& layer_costs) {
+    const simulator::CostModel cost(job, profile, &parameters, &layer_costs);
+    const double m = double(job.micro_batches_per_step());
+    double bound = 0.0, forward_below = 0.0, backward_below = 0.0;
+    for (std::int32_t r = 0; r < job.plan.pp; ++r) {
+        double busy = 0.0, without_weight = 0.0;
+        for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
+            const simulator::ChunkCost& cc = cost.chunk(r, c);
+            without_weight += cc.forward.total_s() + cc.backward_input.total_s();
+            busy +=
+                cc.forward.total_s() + cc.backward_input.total_s() + cc.backward_weight.total_s();
+        }
+        const double tail = simulator::step_tail(job, cost, r).total_s();
+        bound = std::max({bound, forward_below + m * busy + tail,
+                          forward_below + m * without_weight + backward_below});
+        forward_below += cost.chunk(r, 0).forward.total_s();
+        backward_below += cost.chunk(r, 0).backward_input.total_s();
+    }
+    return bound;
+}
+
+} // namespace
+
+LayoutChecker::LayoutChecker(const JobSpec& specs, const core::Profile& profile,
+                             const SearchSpace& space, const PlanOptions& options)
+    : specs_(specs), profile_(profile), space_(space), options_(options), splits_(space, profile),
+      precisions_(precisions_to_try(space, profile)) {}
+
+void LayoutChecker::check(const std::vector<ParallelPlan>& layouts, std::size_t begin,
+                          std::size_t end, CheckedLayouts& out,
+                          const std::function<void(const Progress&)>& progress) {
+    const std::atomic<bool>* cancel = options_.cancel;
+    for (std::size_t i = begin; i < end && !(cancel && cancel->load()); ++i) {
+        if (progress && i % 64 == 0)
+            progress({"memory", std::int64_t(i), std::int64_t(layouts.size())});
+        JobSpec job = specs_;
+        job.plan = layouts[i];
+        std::vector<SplitChoice> choices;
+        try {
+            choices = splits_.choices(job);
+        } catch (const core::SpecError& e) {
+            record_rejection(out.result, e.field(), e.reason());
+            continue;
+        }
+        if (choices.empty()) // no split fits: validation says why
+            choices.push_back({});
+        out.result.layouts += std::int64_t(choices.size() * precisions_.size()) - 1;
+        for (const SplitChoice& choice : choices) {
+            // The FP8 recipes hold the same bytes: one memory verdict serves them all.
+            std::optional<Feasible> fp8_fit;
+            bool fp8_known = false;
+            // The job's rules are checked once per split (the precisions only add their own).
+            JobSpec split_job = job;
+            apply(choice, split_job.plan);
+            split_job.plan.fp8 = precisions_.front();
+            try {
+                if (space_.recompute)
+                    split_job.plan.recompute = core::with_recompute_defaults(
+                        *space_.recompute, split_job.max_layers_per_chunk());
+                core::validate(split_job);
+            } catch (const core::SpecError& e) {
+                record_rejection(out.result, e.field(), e.reason());
+                continue;
+            }
+            for (const core::Fp8& precision : precisions_) {
+                Feasible f{split_job, "", choice.reason, {}, 0.0};
+                f.job.plan.fp8 = precision;
+                try {
+                    core::validate(f.job.plan);
+                } catch (const core::SpecError& e) {
+                    record_rejection(out.result, e.field(), e.reason());
+                    continue;
+                }
+                const auto& parameters = parameters_.get(f.job);
+                if (precision.enabled() && fp8_known) {
+                    if (!fp8_fit) continue;
+                    f.job.plan.recompute = fp8_fit->job.plan.recompute;
+                    f.recompute_reason = fp8_fit->recompute_reason;
+                    f.peak = fp8_fit->peak;
+                } else {
+                    const auto& flights =
+                        in_flight_.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
+                    const bool fits =
+                        choose_recompute(f.job, space_, options_.memory_budget_bytes, flights,
+                                         parameters, f, out.result, options_.rejected_examples);
+                    if (precision.enabled()) {
+                        fp8_known = true;
+                        if (fits) fp8_fit = f;
+                    }
+                    if (!fits) continue;
+                }
+                f.lower_bound_s = lower_bound_s(f.job, profile_, parameters, layer_costs_);
+                out.feasible.push_back(std::move(f));
+            }
+        }
+    }
+}
+
+} // namespace trident::planner

@@ -1,0 +1,129 @@
+#pragma once
+// The planner's first phase: for a range of enumerated layouts, each pipeline split and
+// precision, the validity check, the cheapest recomputation that fits the memory budget and a
+// lower bound on the step time. One checker per thread, each with its own caches (layer
+// costs, stage parameters, in-flight counts, splits), so two checkers can split the layouts.
+#include "split_choices.h"
+#include "trident/core/job.h"
+#include "trident/core/profile.h"
+#include "trident/planner/planner.h"
+#include "trident/simulator/cost_model.h"
+#include "trident/simulator/memory.h"
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace trident::planner {
+
+std::string describe(const core::ParallelPlan& p);
+
+struct Peak {
+    double bytes = 0.0;
+    std::int32_t stage = 0;
+};
+
+inline Peak peak_of(const std::vector<simulator::StageMemory>& stages) {
+    Peak p;
+    for (std::size_t s = 0; s < stages.size(); ++s)
+        if (stages[s].total_bytes() > p.bytes) p = {stages[s].total_bytes(), std::int32_t(s)};
+    return p;
+}
+
+// Schedules' in-flight counts depend only on (kind, p, v, m): computed once each.
+class InFlightCache {
+public:
+    const std::vector<core::InFlight>& get(const core::ParallelPlan& p, std::int32_t m) {
+        const auto key = std::make_tuple(int(p.schedule), p.pp, p.vpp, m);
+        auto it = cache_.find(key);
+        if (it == cache_.end())
+            it = cache_
+                     .emplace(key, simulator::in_flight_per_rank(core::make_schedule(
+                                       p.schedule, std::int32_t(p.pp), std::int32_t(p.vpp), m)))
+                     .first;
+        return it->second;
+    }
+
+private:
+    std::map<std::tuple<int, std::int64_t, std::int64_t, std::int32_t>, std::vector<core::InFlight>>
+        cache_;
+};
+
+// A stage's parameters depend on tp, ep and which layers it holds, not on the batch, the
+// schedule or the optimizer: computed once per split.
+class ParameterCache {
+public:
+    const std::vector<simulator::StageParameters>& get(const core::JobSpec& job) {
+        const core::ParallelPlan& p = job.plan;
+        auto key =
+            std::make_tuple(p.tp, p.ep, p.pp, p.vpp, job.pipeline_split().layers, p.fp8.enabled(),
+                            p.fp8.bf16_layers_at_start, p.fp8.bf16_layers_at_end);
+        auto it = cache_.find(key);
+        if (it == cache_.end())
+            it = cache_.emplace(std::move(key), simulator::parameters_per_stage(job)).first;
+        return it->second;
+    }
+
+private:
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                        std::vector<std::int64_t>, bool, std::int64_t, std::int64_t>,
+             std::vector<simulator::StageParameters>>
+        cache_;
+};
+
+// BF16 and each FP8 recipe the device runs, unless the user pinned the precision.
+inline std::vector<core::Fp8> precisions_to_try(const SearchSpace& space,
+                                                const core::Profile& profile) {
+    if (!space.precisions.empty()) return space.precisions;
+    std::vector<core::Fp8> out(1); // BF16 (the parameters' dtype)
+    for (std::size_t r = 1; r < core::kFp8RecipeNames.size(); ++r)
+        if (profile.fp8_gemm_rate(std::string(core::kFp8RecipeNames[r])) > 0) {
+            core::Fp8 f;
+            f.recipe = static_cast<core::Fp8Recipe>(r);
+            out.push_back(f);
+        }
+    return out;
+}
+
+struct Feasible {
+    core::JobSpec job;
+    std::string recompute_reason;
+    std::string split_reason;
+    Peak peak;
+    double lower_bound_s = 0.0;
+};
+
+// What one checker found over its range: the feasible layouts in enumeration order, and the
+// rejections, closest misses and counts (in a PlanResult, merged by plan()).
+struct CheckedLayouts {
+    std::vector<Feasible> feasible;
+    PlanResult result;
+};
+
+class LayoutChecker {
+public:
+    LayoutChecker(const core::JobSpec& specs, const core::Profile& profile,
+                  const SearchSpace& space, const PlanOptions& options);
+    // Checks layouts[begin, end) into `out`; `progress` (may be empty) is called now and then.
+    void check(const std::vector<core::ParallelPlan>& layouts, std::size_t begin, std::size_t end,
+               CheckedLayouts& out, const std::function<void(const Progress&)>& progress);
+
+    InFlightCache& in_flight() { return in_flight_; }
+    ParameterCache& parameters() { return parameters_; }
+    simulator::LayerCostCache& layer_costs() { return layer_costs_; }
+
+private:
+    const core::JobSpec& specs_;
+    const core::Profile& profile_;
+    const SearchSpace& space_;
+    const PlanOptions& options_;
+    InFlightCache in_flight_;
+    ParameterCache parameters_;
+    simulator::LayerCostCache layer_costs_;
+    SplitChooser splits_;
+    std::vector<core::Fp8> precisions_;
+};
+
+} // namespace trident::planner
