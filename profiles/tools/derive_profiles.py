@@ -105,6 +105,12 @@ SRC_DEEPGEMM = ("DeepSeek-AI, DeepGEMM (github.com/deepseek-ai/DeepGEMM, Feb 202
                 "fine-grained (1x128 activation, 128x128 weight) scaling and CUDA-core promotion, "
                 "'1350+ FP8 TFLOPS' on Hopper (H800: H100 compute) for dense shapes; the "
                 "blockwise recipe is priced at 1350 / 1608.6 = 0.84 of the tensor-scaled table")
+SRC_H800_SPEC = ("NVIDIA H800 SXM5 (the export part of GH100): the H100 SXM5's compute and HBM3 "
+                 "(132 SMs, 989 TFLOP/s dense BF16, 1,979 dense FP8, 3.35 TB/s) with NVLink cut to "
+                 "400 GB/s (H100: 900 GB/s)")
+SRC_DEEPSEEK_V3_NET = ("DeepSeek-AI, 'DeepSeek-V3 Technical Report', arXiv:2412.19437, sec. 3.2.2: on "
+                       "their H800 cluster 'NVLink offers a bandwidth of 160 GB/s, roughly 3.2 times "
+                       "that of IB (50 GB/s)'; nodes of 8 H800 with 8 IB NICs (sec. 3.1)")
 SRC_NVSMI = ("nvidia-smi 'FB Memory Usage Total': A100-SXM4-80GB 81920 MiB, H100 80GB HBM3 81559 MiB, "
              "H200 143771 MiB")
 
@@ -180,6 +186,19 @@ DEVICES = {
                     SRC_FP8_GEMM, SRC_DEEPGEMM],
     },
 }
+
+# H800: the H100's compute, NVLink at the effective 160 GB/s DeepSeek report for it.
+DEVICES["h800-sxm5-80gb"] = dict(
+    DEVICES["h100-sxm5-80gb"],
+    nvlink={"busbw": 160e9, "alpha": 1.0e-6, "launch": 5.0e-6,
+            "half_bytes": 1 * MIB, "a2a_factor": 0.9, "p2p_factor": 1.0},
+    ib={"busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
+        "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
+        "what": "InfiniBand NDR 400 Gb/s, one ConnectX-7 NIC per GPU (HGX H800), rail-optimised"},
+    sources=[SRC_H800_SPEC, SRC_H100_SPEC, SRC_DEEPSEEK_V3_NET, SRC_NVSMI, SRC_MAMF, SRC_FA2,
+             SRC_FA3, SRC_NCCL_A2A, SRC_NCCL_NDR, SRC_NCCL_TREE, SRC_FP8_SPEC, SRC_FP8_GEMM,
+             SRC_DEEPGEMM],
+)
 
 # --------------------------------------------------------------------------
 # GEMM model

@@ -14,7 +14,10 @@ TEST(Presets, TheShippedSetIsComplete) {
                              "megatron-gpt-1.7b", "megatron-gpt-1t", "llama3-8b", "llama3-70b",
                              "llama3-405b", "mixtral-8x7b", "deepseek-v3"})
         EXPECT_NE(std::find(models.begin(), models.end(), name), models.end()) << name;
-    EXPECT_EQ(preset_names(PresetKind::cluster).size(), 4u);
+    const auto clusters = preset_names(PresetKind::cluster);
+    for (const char* name : {"dgx-a100-80gb", "dgx-h100", "hgx-h200", "hgx-h800", "localhost"})
+        EXPECT_NE(std::find(clusters.begin(), clusters.end(), name), clusters.end()) << name;
+    EXPECT_EQ(clusters.size(), 5u);
 }
 
 TEST(Presets, EveryModelAndClusterParsesAndCitesASource) {

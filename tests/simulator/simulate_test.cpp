@@ -153,3 +153,29 @@ TEST(Simulate, Narayanan2021Table1WithinBand) {
             EXPECT_LT(s.memory.total_bytes(), r.memory_capacity_bytes) << size;
     }
 }
+
+TEST(Simulate, H800IsAnH100WithSlowerNvlink) {
+    // The export part DeepSeek-V3 was trained on: the same kernels, NVLink at 160 GB/s.
+    const auto job_on = [](const std::string& cluster) {
+        core::JobInputs in;
+        in.model = "llama3-70b";
+        in.cluster = cluster;
+        in.nodes = 2;
+        in.tp = 8;
+        in.pp = 2;
+        in.dp = "auto";
+        in.micro_batch_size = 1;
+        in.global_batch_size = 16;
+        in.seq_length = 4096;
+        in.sequence_parallel = true;
+        return core::load_job(in);
+    };
+    const auto h100 = run(job_on("dgx-h100"));
+    const auto h800 = run(job_on("hgx-h800"));
+    ASSERT_EQ(h800.profile_name, "h800-sxm5-80gb");
+    for (std::size_t s = 0; s < h100.stages.size(); ++s) {
+        EXPECT_NEAR(h800.stages[s].compute_s, h100.stages[s].compute_s, 1e-12);
+        EXPECT_GT(h800.stages[s].collective_s, 2.0 * h100.stages[s].collective_s); // 370 → 160
+    }
+    EXPECT_GT(h800.step_time_s, h100.step_time_s);
+}
