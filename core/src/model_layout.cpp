@@ -252,7 +252,8 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
 
 namespace {
 
-// The weights of the layers Transformer Engine runs as FP8 linears.
+// The weights of the layers Transformer Engine runs as FP8 linears: the same set the cost model
+// times in FP8 (simulator/layer_ops: every linear of a transformer layer but the router).
 bool fp8_linear_weight(TensorRole role) {
     switch (role) {
     case TensorRole::qkv_weight:

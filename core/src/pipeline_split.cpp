@@ -89,6 +89,12 @@ PipelineSplit first_last_split(const ModelSpec& m, const ParallelPlan& p) {
 PipelineSplit counted_split(const ModelSpec& m, const ParallelPlan& p) {
     const std::int64_t extra = std::int64_t(p.account_for_embedding) + p.account_for_loss;
     const std::int64_t total = m.num_layers + extra, stages = p.pp * p.vpp;
+    if (counted_split_fits(m, p)) {
+        std::vector<std::int64_t> layers(std::size_t(stages), total / stages);
+        if (p.account_for_embedding) --layers.front();
+        if (p.account_for_loss) --layers.back();
+        return split_of(layers);
+    }
     if (total % stages != 0) {
         if (extra == 0)
             throw SpecError(p.vpp > 1 ? "parallel.vpp" : "parallel.pp",
@@ -99,17 +105,21 @@ PipelineSplit counted_split(const ModelSpec& m, const ParallelPlan& p) {
                         s(m.num_layers) + " layers + " + s(extra) + " = " + s(total) +
                             " cannot fill pp " + s(p.pp) + " · vpp " + s(p.vpp) + " evenly");
     }
-    std::vector<std::int64_t> layers(std::size_t(stages), total / stages);
-    if (p.account_for_embedding) --layers.front();
-    if (p.account_for_loss) --layers.back();
-    if (layers.front() < 0 || layers.back() < 0 || (stages > 2 && total / stages < 1))
-        throw SpecError("parallel.account_for_embedding_in_pipeline_split",
-                        s(m.num_layers) + " layers are too few for pp " + s(p.pp) + " · vpp " +
-                            s(p.vpp) + " with the embedding and loss counted as layers");
-    return split_of(layers);
+    throw SpecError("parallel.account_for_embedding_in_pipeline_split",
+                    s(m.num_layers) + " layers are too few for pp " + s(p.pp) + " · vpp " +
+                        s(p.vpp) + " with the embedding and loss counted as layers");
 }
 
 } // namespace
+
+bool counted_split_fits(const ModelSpec& m, const ParallelPlan& p) {
+    const std::int64_t extra = std::int64_t(p.account_for_embedding) + p.account_for_loss;
+    const std::int64_t total = m.num_layers + extra, stages = p.pp * p.vpp;
+    if (stages < 1 || stages > m.num_layers || total % stages != 0) return false;
+    const std::int64_t per_stage = total / stages;
+    return per_stage - std::int64_t(p.account_for_embedding) >= 0 &&
+           per_stage - std::int64_t(p.account_for_loss) >= 0 && !(stages > 2 && per_stage < 1);
+}
 
 std::int64_t PipelineSplit::layers_of(std::int64_t vs) const {
     return layers.at(std::size_t(vs));

@@ -28,8 +28,6 @@ using core::ScheduleKind;
 
 namespace {
 
-const auto bytes_text = [](double bytes) { return core::bytes_text(bytes); };
-
 std::vector<std::int64_t> divisors_up_to(std::int64_t n, std::int64_t limit) {
     std::vector<std::int64_t> out;
     for (std::int64_t d = 1; d <= std::min(n, limit); ++d)

@@ -67,11 +67,14 @@ std::vector<SplitChoice> SplitChooser::choices(const core::JobSpec& job) {
                    ms(loads.heaviest_stage_s(split)) + " per micro-batch";
         out.push_back(std::move(c));
     };
-    // Only the splits the layers allow (core::pipeline_split's rules, checked here first).
-    if (layers % stages == 0) add({}, "even");
-    if (p.pp > 1 && (layers + 2) % p.pp == 0 && ((layers + 2) / p.pp) % p.vpp == 0)
-        add({{}, true, true, {}, {}, ""},
-            "Megatron's --account-for-embedding/loss-in-pipeline-split");
+    // Only the splits the layers allow (core's rule, asked without an exception).
+    SplitChoice even{}, counted{{}, true, true, {}, {}, ""};
+    core::ParallelPlan trial = p;
+    apply(even, trial);
+    if (core::counted_split_fits(job.model, trial)) add(even, "even");
+    apply(counted, trial);
+    if (p.pp > 1 && core::counted_split_fits(job.model, trial))
+        add(counted, "Megatron's --account-for-embedding/loss-in-pipeline-split");
     const std::vector<std::int64_t> balanced =
         core::balanced_layout(loads.embedding_s, loads.layer_s, loads.head_s, stages);
     if (!balanced.empty()) add({balanced, false, false, {}, {}, ""}, "balanced by cost");

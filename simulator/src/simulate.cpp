@@ -116,14 +116,13 @@ PipelineTimeline time_pipeline(const core::ParallelPlan& p, const CostModel& cos
 
 // Stage r's times over the step: its passes' compute, recomputation and collectives, the end
 // of its pipeline work, and the step's tail (data-parallel sync, optimizer), traced after it.
-StageReport stage_report(const core::JobSpec& job, const CostModel& cost,
-                         const PipelineTimeline& timeline, const SimulateOptions& options,
-                         std::int32_t r, Report& report) {
+StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& split,
+                         const CostModel& cost, const PipelineTimeline& timeline,
+                         const SimulateOptions& options, std::int32_t r, Report& report) {
     const core::Precision& prec = job.model.precision;
     StageReport s;
     s.stage = r;
     s.representative_rank = cost.representative(r);
-    const core::PipelineSplit split = job.pipeline_split();
     for (std::int32_t c = 0; c < job.plan.vpp; ++c)
         s.layers += split.layers_of(core::virtual_stage(c, std::int32_t(job.plan.pp), r));
     for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
@@ -217,8 +216,9 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
     for (std::int32_t r = 0; r < p.pp; ++r) parameters.push_back(cost.parameters(r));
     const auto memory =
         memory_per_stage(job, options.in_flight ? *options.in_flight : flights, &parameters);
+    const core::PipelineSplit split = job.pipeline_split();
     for (std::int32_t r = 0; r < p.pp; ++r) {
-        report.stages.push_back(stage_report(job, cost, timeline, options, r, report));
+        report.stages.push_back(stage_report(job, split, cost, timeline, options, r, report));
         report.stages.back().memory = memory[std::size_t(r)];
     }
     for (const StageReport& s : report.stages)

@@ -33,6 +33,9 @@ struct PipelineSplit {
 PipelineSplit pipeline_split(const ModelSpec& model, const ParallelPlan& plan);
 // The split from layers per virtual stage (no checks beyond non-negative counts).
 PipelineSplit split_of(std::vector<std::int64_t> layers);
+// Whether the even split — with the embedding and/or loss counted as layers when the plan says
+// so — fits the layers (what pipeline_split checks; the planner asks without an exception).
+bool counted_split_fits(const ModelSpec& model, const ParallelPlan& plan);
 // Does the plan ask for anything but the even split?
 bool uneven_split_requested(const ParallelPlan& plan);
 
