@@ -79,6 +79,37 @@ void add_fp8_options(CLI::App& app, core::JobInputs& in) {
         ->group(group);
 }
 
+void add_sharding_options(CLI::App& app, core::JobInputs& in) {
+    const std::string group = "Data-parallel sharding";
+    text(app, "--data-parallel-sharding-strategy", in.data_parallel_sharding_strategy,
+         "no_shard | optim (ZeRO-1) | optim_grads (ZeRO-2) | optim_grads_params (ZeRO-3, FSDP)",
+         group);
+    app.add_option_function<std::int64_t>(
+           "--zero-stage",
+           [&in](const std::int64_t& v) {
+               in.data_parallel_sharding_strategy = "zero-" + std::to_string(v);
+           },
+           "DeepSpeed's spelling: 0-3")
+        ->group(group);
+    app.add_flag_function(
+           "--use-megatron-fsdp", [&in](std::int64_t n) { in.use_megatron_fsdp = n > 0; },
+           "Shard through Megatron-FSDP (with --data-parallel-sharding-strategy)")
+        ->group(group);
+    app.add_flag_function(
+           "--use-torch-fsdp2", [&in](std::int64_t n) { in.use_torch_fsdp2 = n > 0; },
+           "Shard the parameters through PyTorch FSDP2")
+        ->group(group);
+    app.add_option_function<std::int64_t>(
+           "--num-distributed-optimizer-instances",
+           [&in](const std::int64_t& v) { in.optimizer_instances = v; },
+           "Replicas of the sharded state (hybrid sharding: shard inside, replicate across)")
+        ->group(group);
+    app.add_option_function<std::int64_t>(
+           "--fsdp-prefetch-units", [&in](const std::int64_t& v) { in.fsdp_prefetch_units = v; },
+           "Layers gathered ahead of the one computing (default 1; 0: no overlap)")
+        ->group(group);
+}
+
 void add_optimizer_options(CLI::App& app, core::JobInputs& in) {
     const std::string group = "Optimizer (overrides the training spec)";
     number(app, "--lr", in.lr, "Peak learning rate");
@@ -143,6 +174,7 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
             "Megatron's spelling of --vpp: layers per model chunk");
     add_split_options(app, in);
     add_fp8_options(app, in);
+    add_sharding_options(app, in);
     integer(app, "--mbs,--micro-batch-size", in.micro_batch_size, "Micro-batch size");
     text(app, "--schedule", in.schedule, "gpipe | 1f1b | interleaved-1f1b | zero-bubble-h1",
          "Plan overrides");
@@ -166,6 +198,8 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
          "Reduce gradient buckets while the last backward runs");
     flag(app, "--overlap-param-gather,!--no-overlap-param-gather", in.overlap_param_gather,
          "Gather updated parameters during the next forward (distributed optimizer)");
+    flag(app, "--tp-comm-overlap,!--no-tp-comm-overlap", in.tp_comm_overlap,
+         "Overlap the sequence-parallel collectives with the GEMMs (needs sequence parallelism)");
     flag(app, "--flash-attention,--use-flash-attn,!--no-flash-attention", in.flash_attention,
          "Fused attention without stored scores (default on)");
 }

@@ -20,6 +20,9 @@ void add_split_options(CLI::App& app, core::JobInputs& inputs);
 // FP8 (--precision, Megatron's --fp8-format, --fp8-recipe, --fp8-param-gather,
 // --first-last-layers-bf16, …): part of the job options, and pins of `plan`.
 void add_fp8_options(CLI::App& app, core::JobInputs& inputs);
+// --data-parallel-sharding-strategy, --zero-stage, --use-megatron-fsdp, --use-torch-fsdp2,
+// --num-distributed-optimizer-instances, --fsdp-prefetch-units.
+void add_sharding_options(CLI::App& app, core::JobInputs& inputs);
 
 // Megatron's optimizer and learning-rate flags (--lr, --min-lr, --lr-warmup-iters, …) and
 // --seed: what `run` takes on top of the job options.

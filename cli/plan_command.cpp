@@ -63,6 +63,26 @@ std::vector<std::int64_t> parse_list(const std::string& text, const std::string&
     return values;
 }
 
+// The sharding flags pin the strategy (and its replicas, implementation and prefetch depth),
+// read through the plan parser so a bad value reads as it would in a plan file.
+void pin_sharding(const core::JobInputs& in, planner::SearchSpace& s) {
+    core::Json parallel = core::Json::object();
+    core::apply_sharding_overrides(in, parallel);
+    if (parallel.empty()) return;
+    core::ParallelPlan p;
+    core::ObjectReader reader(parallel, "parallel");
+    core::read_sharding(reader, p);
+    reader.finish();
+    if (in.data_parallel_sharding_strategy || in.use_torch_fsdp2 || in.use_megatron_fsdp)
+        s.sharding = {p.sharding.strategy >= core::DataSharding::optim
+                          ? p.sharding.strategy
+                          : (p.distributed_optimizer ? core::DataSharding::optim
+                                                     : core::DataSharding::no_shard)};
+    if (in.optimizer_instances) s.optimizer_instances = p.sharding.instances;
+    s.fsdp = p.sharding.implementation;
+    s.fsdp_prefetch_units = p.sharding.prefetch_units;
+}
+
 planner::SearchSpace search_space(const PlanCommandOptions& o) {
     planner::SearchSpace s;
     s.tp = parse_list(o.tp, "--tp");
@@ -103,6 +123,7 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     s.account_for_embedding = in.account_for_embedding.value_or(false);
     s.account_for_loss = in.account_for_loss.value_or(false);
     if (const auto fp8 = core::fp8_override(in)) s.precisions = {*fp8};
+    pin_sharding(in, s);
     s.allow_cross_node_tp = o.allow_cross_node_tp;
     s.overlap = !o.no_overlap;
     s.flash_attention = !o.no_flash_attention;
@@ -119,7 +140,7 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
     std::snprintf(
         line, sizeof line,
         "%3s %3s %3s %4s %5s %3s %4s %-17s %4s %3s %5s %-14s %-12s %9s %10s %8s %6s %7s  %s\n", "#",
-        "tp", "cp", "pp", "dp", "ep", "vpp", "schedule", "mbs", "sp", "zero1", "precision",
+        "tp", "cp", "pp", "dp", "ep", "vpp", "schedule", "mbs", "sp", "zero", "precision",
         "recompute", "step s", "tokens/s", rate.name, "MFU %", "bubble%", "peak / budget");
     out << line;
     for (std::size_t i = 0; i < r.best.size(); ++i) {
@@ -132,7 +153,7 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
             i + 1, (long long)p.tp, (long long)p.cp, (long long)p.pp, (long long)p.dp,
             (long long)p.ep, (long long)p.vpp, core::to_string(p.schedule).c_str(),
             (long long)p.micro_batch_size, p.sequence_parallel ? "on" : "off",
-            p.distributed_optimizer ? "on" : "off", core::precision_name(p.fp8.recipe).c_str(),
+            core::sharding_cell(p).c_str(), core::precision_name(p.fp8.recipe).c_str(),
             core::short_text(p.recompute).c_str(), c.step_time_s, c.tokens_per_s,
             c.tflops_per_device * 1e12 / rate.scale, 100 * c.mfu, 100 * c.bubble_fraction,
             core::bytes_text(c.peak_memory_bytes).c_str(), core::bytes_text(budget).c_str());
@@ -142,7 +163,7 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
 
 void print_csv(const planner::PlanResult& r, std::ostream& out) {
     out << "rank,tp,cp,pp,dp,ep,vpp,schedule,micro_batch_size,sequence_parallel,distributed_"
-           "optimizer,precision,"
+           "optimizer,zero_stage,sharding_replicas,precision,"
            "recompute,recompute_num_layers,step_time_s,tokens_per_s,tflops_per_device,mfu,bubble_"
            "fraction,peak_memory_bytes\n";
     for (std::size_t i = 0; i < r.best.size(); ++i) {
@@ -150,11 +171,11 @@ void print_csv(const planner::PlanResult& r, std::ostream& out) {
         const core::ParallelPlan& p = c.job.plan;
         out << i + 1 << ',' << p.tp << ',' << p.cp << ',' << p.pp << ',' << p.dp << ',' << p.ep
             << ',' << p.vpp << ',' << core::to_string(p.schedule) << ',' << p.micro_batch_size
-            << ',' << p.sequence_parallel << ',' << p.distributed_optimizer << ','
-            << core::precision_name(p.fp8.recipe) << ',' << core::to_string(p.recompute.granularity)
-            << ',' << p.recompute.num_layers << ',' << c.step_time_s << ',' << c.tokens_per_s << ','
-            << c.tflops_per_device << ',' << c.mfu << ',' << c.bubble_fraction << ','
-            << c.peak_memory_bytes << '\n';
+            << ',' << p.sequence_parallel << ',' << p.distributed_optimizer << ',' << p.zero_stage()
+            << ',' << p.sharding.instances << ',' << core::precision_name(p.fp8.recipe) << ','
+            << core::to_string(p.recompute.granularity) << ',' << p.recompute.num_layers << ','
+            << c.step_time_s << ',' << c.tokens_per_s << ',' << c.tflops_per_device << ',' << c.mfu
+            << ',' << c.bubble_fraction << ',' << c.peak_memory_bytes << '\n';
     }
 }
 
@@ -190,7 +211,8 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
             out << "  tp " << p.tp << " cp " << p.cp << " pp " << p.pp << " dp " << p.dp << " ep "
                 << p.ep << " vpp " << p.vpp << " " << core::to_string(p.schedule) << " mbs "
                 << p.micro_batch_size << (p.sequence_parallel ? " sp" : "")
-                << (p.distributed_optimizer ? " zero1" : "") << ": " << rej.reason << "\n";
+                << (p.zero_stage() > 0 ? " zero" + core::sharding_cell(p) : "") << ": "
+                << rej.reason << "\n";
         }
     }
     if (!r.best.empty()) {
@@ -324,6 +346,7 @@ Command add_plan_command(CLI::App& app) {
     add_search_options(c.app, o);
     add_split_options(*c.app, o->inputs);
     add_fp8_options(*c.app, o->inputs);
+    add_sharding_options(*c.app, o->inputs);
     add_output_options(c.app, o);
     c.run = [o] {
         core::JobSpec specs = core::load_specs(o->inputs);

@@ -29,6 +29,8 @@ ClusterSpec cluster_from_json(const Json& j, const std::string& path) {
     c.device = r.string("device");
     c.intra_node_fabric = r.string("intra_node_fabric");
     c.inter_node_fabric = r.string("inter_node_fabric");
+    if (r.has("nvlink_domain_size"))
+        c.nvlink_domain = r.integer("nvlink_domain_size", 1, limits::kMaxDevicesPerNode * 1024);
     r.finish();
     validate(c, path);
     return c;
@@ -39,6 +41,11 @@ void validate(const ClusterSpec& c, const std::string& path) {
                               {"intra_node_fabric", &c.intra_node_fabric},
                               {"inter_node_fabric", &c.inter_node_fabric}})
         if (value->empty()) throw SpecError(path + "." + key, "must not be empty");
+    if (c.nvlink_domain > 0 && c.nvlink_domain % c.devices_per_node != 0)
+        throw SpecError(path + ".nvlink_domain_size",
+                        std::to_string(c.nvlink_domain) +
+                            " must be a multiple of devices_per_node " +
+                            std::to_string(c.devices_per_node) + " (whole nodes share a domain)");
 }
 
 Json to_json(const ClusterSpec& c) {
@@ -51,6 +58,7 @@ Json to_json(const ClusterSpec& c) {
     j["device"] = c.device;
     j["intra_node_fabric"] = c.intra_node_fabric;
     j["inter_node_fabric"] = c.inter_node_fabric;
+    if (c.nvlink_domain > 0) j["nvlink_domain_size"] = c.nvlink_domain;
     return j;
 }
 

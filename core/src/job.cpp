@@ -83,14 +83,15 @@ void validate(const JobSpec& job) {
             reason += " (dp " + s(c.devices() / model_parallel) + " would fit)";
         throw SpecError("parallel.dp", reason);
     }
-    if (p.tp > c.devices_per_node && !p.allow_cross_node_tp)
-        throw SpecError("parallel.tp", s(p.tp) + " exceeds devices_per_node " +
-                                           s(c.devices_per_node) +
+    // Tensor groups stay on one NVLink fabric: a node, or an NVL72 rack's domain.
+    const std::int64_t domain = c.fabric_domain();
+    const std::string what = c.nvlink_domain > 0 ? "nvlink_domain_size " : "devices_per_node ";
+    if (p.tp > domain && !p.allow_cross_node_tp)
+        throw SpecError("parallel.tp", s(p.tp) + " exceeds " + what + s(domain) +
                                            "; tensor parallelism across nodes needs "
                                            "allow_cross_node_tp");
-    if (p.tp <= c.devices_per_node && c.devices_per_node % p.tp != 0 && !p.allow_cross_node_tp)
-        throw SpecError("parallel.tp", s(p.tp) + " must divide devices_per_node " +
-                                           s(c.devices_per_node) +
+    if (p.tp <= domain && domain % p.tp != 0 && !p.allow_cross_node_tp)
+        throw SpecError("parallel.tp", s(p.tp) + " must divide " + what + s(domain) +
                                            " or tensor groups straddle nodes (allow with "
                                            "allow_cross_node_tp)");
     if (t.global_batch_size % (p.micro_batch_size * p.dp) != 0)

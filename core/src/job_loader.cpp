@@ -227,6 +227,21 @@ void apply_split_overrides(const JobInputs& in, Json& parallel) {
 
 } // namespace
 
+void apply_sharding_overrides(const JobInputs& in, Json& parallel) {
+    if (in.data_parallel_sharding_strategy) {
+        parallel["data_parallel_sharding_strategy"] = *in.data_parallel_sharding_strategy;
+        if (!in.distributed_optimizer) parallel.erase("distributed_optimizer");
+    }
+    if (in.use_megatron_fsdp) parallel["use_megatron_fsdp"] = *in.use_megatron_fsdp;
+    if (in.use_torch_fsdp2) {
+        parallel["use_torch_fsdp2"] = *in.use_torch_fsdp2;
+        if (!in.distributed_optimizer) parallel.erase("distributed_optimizer");
+    }
+    if (in.optimizer_instances)
+        parallel["num_distributed_optimizer_instances"] = *in.optimizer_instances;
+    if (in.fsdp_prefetch_units) parallel["fsdp_prefetch_units"] = *in.fsdp_prefetch_units;
+}
+
 std::optional<Fp8> fp8_override(const JobInputs& in) {
     Json parallel = Json::object();
     apply_fp8_overrides(in, parallel);
@@ -279,9 +294,11 @@ JobSpec load_job(const JobInputs& in) {
     }
     if (in.sequence_parallel) parallel["sequence_parallel"] = *in.sequence_parallel;
     if (in.distributed_optimizer) parallel["distributed_optimizer"] = *in.distributed_optimizer;
+    apply_sharding_overrides(in, parallel);
     if (in.allow_cross_node_tp) parallel["allow_cross_node_tp"] = *in.allow_cross_node_tp;
     if (in.overlap_grad_reduce) parallel["overlap_grad_reduce"] = *in.overlap_grad_reduce;
     if (in.overlap_param_gather) parallel["overlap_param_gather"] = *in.overlap_param_gather;
+    if (in.tp_comm_overlap) parallel["tp_comm_overlap"] = *in.tp_comm_overlap;
     if (in.flash_attention) parallel["flash_attention"] = *in.flash_attention;
     if (in.num_layers_per_virtual_stage) {
         // Megatron spells virtual stages as layers per chunk: vpp = (L / pp) / n.

@@ -231,15 +231,18 @@ void ObjectReader::finish() const {
 
 std::string closest_word(std::string_view word, std::span<const std::string_view> choices) {
     std::string best;
-    std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+    std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1, best_edit = 0;
     for (auto choice : choices) {
-        // A key given without its prefix or suffix ("experts" for "num_experts") is a typo too.
+        // A key given without its prefix or suffix ("experts" for "num_experts") is a typo too;
+        // between two equally near, the fewer edits wins ("optim_gradz": optim_grads, not optim).
         const bool part = word.size() >= 4 && choice.size() >= 4 &&
                           (choice.ends_with(word) || choice.starts_with(word) ||
                            word.ends_with(choice) || word.starts_with(choice));
-        const std::size_t d = part ? 1 : edit_distance(word, choice);
-        if (d < best_distance) {
+        const std::size_t edit = edit_distance(word, choice);
+        const std::size_t d = part ? std::min<std::size_t>(1, edit) : edit;
+        if (d < best_distance || (d == best_distance && !best.empty() && edit < best_edit)) {
             best_distance = d;
+            best_edit = edit;
             best = std::string(choice);
         }
     }

@@ -217,6 +217,7 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
             add(replicated(TensorRole::position_embedding, -1, m.max_position_embeddings,
                            m.hidden_size));
         }
+        units_.push_back({parameters_, 0, 0});
     }
     // Counting, every dense layer holds as much as every other, and so does every MoE layer:
     // each kind is laid out once (the planner counts a layout per candidate and stage).
@@ -231,6 +232,7 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
             expert_parameters_ += kind[1];
             linear_parameters_ += kind[2];
             if (fp8) fp8_parameters_ += kind[2];
+            units_.push_back({kind[0] - kind[1], kind[1], fp8 ? kind[2] : 0});
             continue;
         }
         const std::int64_t before = parameters_, experts_before = expert_parameters_,
@@ -240,13 +242,16 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
         kind[1] = expert_parameters_ - experts_before;
         kind[2] = linear_parameters_ - linear_before;
         if (fp8) fp8_parameters_ += kind[2];
+        units_.push_back({kind[0] - kind[1], kind[1], fp8 ? kind[2] : 0});
     }
     if (shape_.last) {
+        const std::int64_t before = parameters_;
         add_norm(TensorRole::final_norm_weight, TensorRole::final_norm_bias, -1, m.hidden_size,
                  true);
         // Tied on one chunk holding both ends: the head is the embedding itself.
         if (!m.tied_embeddings || !shape_.first)
             add_vocab_table(TensorRole::output_weight, m.tied_embeddings);
+        units_.push_back({parameters_ - before, 0, 0});
     }
 }
 

@@ -34,9 +34,13 @@ std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chu
     return "precision " + precision_name(p.fp8.recipe) +
            (p.fp8.param_gather ? " (FP8 parameter gather)" : "") + " · recompute " +
            describe(p.recompute, layers_per_chunk) + " · sequence parallel " +
-           on(p.sequence_parallel) + " · distributed optimizer " + on(p.distributed_optimizer) +
+           on(p.sequence_parallel) + " · " +
+           (p.zero_stage() >= 2 || p.sharding.instances > 1
+                ? describe_sharding(p)
+                : std::string("distributed optimizer ") + on(p.distributed_optimizer)) +
            " · flash attention " + on(p.flash_attention) + " · overlap grad-reduce " +
-           on(p.overlap_grad_reduce) + ", param-gather " + on(p.overlap_param_gather);
+           on(p.overlap_grad_reduce) + ", param-gather " + on(p.overlap_param_gather) +
+           (p.tp_comm_overlap ? ", tp-comm on" : "");
 }
 
 std::string precision_name(Fp8Recipe r) {
@@ -144,8 +148,10 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
         p.recompute = recompute_from_json(*rc, r.field("recompute"));
     if (const Json* fp8 = r.get("fp8")) p.fp8 = fp8_from_json(*fp8, r.field("fp8"));
     p.distributed_optimizer = r.boolean_or("distributed_optimizer", false);
+    read_sharding(r, p);
     p.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", false);
     p.overlap_param_gather = r.boolean_or("overlap_param_gather", false);
+    p.tp_comm_overlap = r.boolean_or("tp_comm_overlap", false);
     p.flash_attention = r.boolean_or("flash_attention", true);
     p.allow_cross_node_tp = r.boolean_or("allow_cross_node_tp", false);
     p.rank_order = r.string_or("rank_order", std::string(kDefaultRankOrder));
@@ -179,6 +185,11 @@ void validate(const ParallelPlan& p, const std::string& path) {
         (p.fp8.param_gather || p.fp8.bf16_layers_at_start > 0 || p.fp8.bf16_layers_at_end > 0))
         throw SpecError(f("fp8"), "param_gather and the BF16 first/last layers need an FP8 "
                                   "recipe (delayed, tensorwise, blockwise or mxfp8)");
+    validate_sharding(p, path);
+    if (p.tp_comm_overlap && !p.sequence_parallel)
+        throw SpecError(f("tp_comm_overlap"), "needs sequence_parallel (and tp > 1): it overlaps "
+                                              "the sequence-parallel all-gathers and "
+                                              "reduce-scatters, as in Megatron");
     if (p.overlap_param_gather && !p.distributed_optimizer)
         throw SpecError(f("overlap_param_gather"), "needs distributed_optimizer (only it gathers "
                                                    "parameters after the step)");
@@ -213,8 +224,10 @@ Json to_json(const ParallelPlan& p) {
                       {"num_layers", p.recompute.num_layers}};
     if (p.fp8.enabled()) j["fp8"] = to_json(p.fp8);
     j["distributed_optimizer"] = p.distributed_optimizer;
+    write_sharding(p, j);
     j["overlap_grad_reduce"] = p.overlap_grad_reduce;
     j["overlap_param_gather"] = p.overlap_param_gather;
+    if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
     j["flash_attention"] = p.flash_attention;
     j["allow_cross_node_tp"] = p.allow_cross_node_tp;
     j["rank_order"] = p.rank_order;

@@ -155,6 +155,13 @@ void Profile::read_device(ObjectReader& top) {
     peaks.finish();
     memory_bytes_ = r.number("memory_bytes", 1.0, 1.0e15);
     memory_bandwidth_ = r.number("memory_bandwidth_bytes_per_s", 1.0, 1.0e15);
+    // The SMs a bandwidth-bound communication kernel occupies, of the device's: what compute
+    // loses while a collective overlaps it. Both or neither.
+    if (r.has("sms") || r.has("communication_sms")) {
+        const double sms = r.number("sms", 1.0, 1.0e6);
+        const double communication = r.number("communication_sms", 0.0, sms);
+        overlap_slowdown_ = communication / sms;
+    }
     if (const Json* recipes = r.get("fp8_recipes")) {
         ObjectReader fr(*recipes, r.field("fp8_recipes"));
         for (const char* name : {"delayed", "tensorwise", "blockwise", "mxfp8"})

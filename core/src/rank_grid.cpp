@@ -7,9 +7,13 @@
 namespace trident::core {
 
 RankGrid::RankGrid(const ParallelPlan& plan)
-    : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp), ep_(plan.ep) {
+    : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp), ep_(plan.ep),
+      instances_(plan.sharding.instances) {
     if (tp_ < 1 || cp_ < 1 || dp_ < 1 || pp_ < 1 || ep_ < 1 || (dp_ * cp_) % ep_ != 0)
         throw SpecError("parallel", "rank grid needs positive degrees with ep dividing dp·cp");
+    if (instances_ < 1 || (dp_ * cp_ / ep_) % instances_ != 0)
+        throw SpecError("parallel.num_distributed_optimizer_instances",
+                        "must divide expert-dp = " + std::to_string(dp_ * cp_ / ep_));
 }
 
 RankCoord RankGrid::coord(std::int64_t rank) const {
@@ -67,6 +71,28 @@ std::vector<std::int64_t> RankGrid::group_of(GroupKind kind, std::int64_t r) con
         for (std::int64_t s = 0; s < pp_; ++s)
             for (std::int64_t t = 0; t < tp_; ++t) members.push_back(rank(t, c.cp, c.dp, s));
         break;
+    case GroupKind::data_shard: {
+        const std::int64_t size = cp_ * dp_ / instances_, j = c.cp + cp_ * c.dp;
+        for (std::int64_t k = 0; k < size; ++k) members.push_back(at_j(j / size * size + k));
+        break;
+    }
+    case GroupKind::data_replica: {
+        const std::int64_t size = cp_ * dp_ / instances_, j = c.cp + cp_ * c.dp;
+        for (std::int64_t i = 0; i < instances_; ++i) members.push_back(at_j(j % size + size * i));
+        break;
+    }
+    case GroupKind::expert_data_shard: {
+        const std::int64_t size = cp_ * dp_ / ep_ / instances_;
+        for (std::int64_t k = 0; k < size; ++k)
+            members.push_back(at_j(c.ep + ep_ * (c.edp / size * size + k)));
+        break;
+    }
+    case GroupKind::expert_data_replica: {
+        const std::int64_t size = cp_ * dp_ / ep_ / instances_;
+        for (std::int64_t i = 0; i < instances_; ++i)
+            members.push_back(at_j(c.ep + ep_ * (c.edp % size + size * i)));
+        break;
+    }
     case GroupKind::embedding:
         if (c.pp != 0 && c.pp != pp_ - 1) break; // middle stages hold no embedding
         members.push_back(rank(c.tp, c.cp, c.dp, 0));

@@ -37,6 +37,14 @@ void require_supported(const core::JobSpec& job) {
             no("model.moe.shared_expert_ffn_hidden_size", "shared experts");
     }
     if (job.model.mla) no("model.mla", "multi-head latent attention");
+    if (p.zero_stage() >= 2)
+        no("parallel.data_parallel_sharding_strategy",
+           std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +
+               std::to_string(p.zero_stage()) +
+               "; simulate and plan model it, the executor shards the optimizer state only)");
+    if (p.sharding.instances > 1)
+        no("parallel.num_distributed_optimizer_instances",
+           "hybrid sharding over " + std::to_string(p.sharding.instances) + " replicas");
     if (p.fp8.enabled())
         no("parallel.fp8",
            "FP8 training (" + core::precision_name(p.fp8.recipe) + "; simulate and plan model it)");
@@ -44,6 +52,10 @@ void require_supported(const core::JobSpec& job) {
 
 std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda_backend) {
     std::vector<std::string> ignored;
+    if (job.plan.tp_comm_overlap)
+        ignored.push_back("parallel.tp_comm_overlap: the executors run the tensor-parallel "
+                          "collectives after and before their GEMMs (the same numbers, not "
+                          "overlapped)");
     if (job.model.dropout && cuda_backend)
         ignored.push_back("model.dropout: dropout is not applied by the CUDA backend yet (the CPU "
                           "backend applies it); this run trains without it");

@@ -59,6 +59,23 @@ void split_arguments(const core::JobSpec& job, const Arg& arg) {
     arg("--pipeline-model-parallel-layout", "\"" + core::megatron_layout_string(split) + "\"");
 }
 
+// ZeRO-2/3 through Megatron-FSDP (its guide adds --no-gradient-accumulation-fusion) or
+// PyTorch FSDP2, and hybrid sharding's replicas.
+void sharding_arguments(const core::ParallelPlan& p, const Arg& arg) {
+    if (p.zero_stage() >= 2) {
+        if (p.sharding.implementation == core::FsdpImplementation::torch) {
+            arg("--use-torch-fsdp2", "");
+        } else {
+            arg("--use-megatron-fsdp", "");
+            arg("--data-parallel-sharding-strategy",
+                std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]));
+            arg("--no-gradient-accumulation-fusion", "");
+        }
+    }
+    if (p.sharding.instances > 1)
+        arg("--num-distributed-optimizer-instances", std::to_string(p.sharding.instances));
+}
+
 } // namespace
 
 std::string megatron_arguments(const core::JobSpec& job) {
@@ -147,8 +164,10 @@ std::string megatron_arguments(const core::JobSpec& job) {
     if (p.ep > 1) arg("--expert-model-parallel-size", n(p.ep));
     if (p.sequence_parallel) arg("--sequence-parallel");
     if (p.distributed_optimizer) arg("--use-distributed-optimizer");
+    sharding_arguments(p, arg);
     if (p.overlap_grad_reduce) arg("--overlap-grad-reduce");
     if (p.overlap_param_gather) arg("--overlap-param-gather");
+    if (p.tp_comm_overlap) arg("--tp-comm-overlap");
     if (p.flash_attention) arg("--use-flash-attn");
     switch (p.recompute.granularity) {
     case core::RecomputeGranularity::none:

@@ -20,7 +20,7 @@ std::string describe(const ParallelPlan& p) {
            std::to_string(p.pp) + " dp " + std::to_string(p.dp) + " ep " + std::to_string(p.ep) +
            " vpp " + std::to_string(p.vpp) + " " + core::to_string(p.schedule) + " mbs " +
            std::to_string(p.micro_batch_size) + (p.sequence_parallel ? " sp" : "") +
-           (p.distributed_optimizer ? " zero1" : "");
+           (p.zero_stage() > 0 ? " zero" + core::sharding_cell(p) : "");
 }
 
 namespace {
@@ -36,13 +36,14 @@ std::string recompute_phrase(const Recompute& r, std::int64_t layers_per_chunk) 
 // rejection, when nothing fits.
 bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
                       const std::vector<core::InFlight>& flights,
-                      const std::vector<simulator::StageParameters>& parameters, Feasible& out,
-                      PlanResult& result, std::size_t keep_closest) {
+                      const std::vector<simulator::StageParameters>& parameters,
+                      StageMemoryCache& memory, Feasible& out, PlanResult& result,
+                      std::size_t keep_closest) {
     ParallelPlan& p = job.plan;
     const std::int64_t per_chunk = job.max_layers_per_chunk();
     const auto peak_with = [&](const Recompute& r) {
         p.recompute = r;
-        return peak_of(simulator::memory_per_stage(job, flights, &parameters));
+        return memory.peak(job, flights, parameters);
     };
     // `rule` names the kind ("over budget even with full recomputation"); the details after
     // the semicolon carry this layout's numbers.
@@ -77,10 +78,15 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
         if (closest.size() > keep) closest.pop_back();
         return false;
     };
-    const auto accept = [&](const Recompute& r, const Peak& pk, std::string why) {
+    // The reason is written only for the candidates shown (RecomputeWhy::text).
+    RecomputeWhy& why = out.recompute_why;
+    why = {};
+    why.budget = budget;
+    why.per_chunk = per_chunk;
+    const auto accept = [&](const Recompute& r, const Peak& pk) {
         p.recompute = r;
         out.peak = pk;
-        out.recompute_reason = why + " (budget " + bytes_text(budget) + ")";
+        why.fit = pk;
         return true;
     };
     if (space.recompute) {
@@ -88,22 +94,14 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
         const Peak pk = peak_with(pinned);
         if (pk.bytes > budget)
             return over_budget(pinned, pk, "over budget with the pinned recomputation");
-        return accept(pinned, pk,
-                      "pinned: " + recompute_phrase(pinned, per_chunk) + " needs " +
-                          bytes_text(pk.bytes));
+        why.pinned = true;
+        return accept(pinned, pk);
     }
-    const Peak none = peak_with({});
-    if (none.bytes <= budget)
-        return accept({}, none,
-                      "no recomputation needed: " + bytes_text(none.bytes) + " on stage " +
-                          std::to_string(none.stage));
-    std::string why =
-        "none needs " + bytes_text(none.bytes) + " on stage " + std::to_string(none.stage);
+    why.none = peak_with({});
+    if (why.none.bytes <= budget) return accept({}, why.none);
     const Recompute selective{RecomputeGranularity::selective, core::RecomputeMethod::block, 0};
-    const Peak sel = peak_with(selective);
-    if (sel.bytes <= budget)
-        return accept(selective, sel, why + "; selective fits at " + bytes_text(sel.bytes));
-    why += ", selective " + bytes_text(sel.bytes);
+    why.selective = peak_with(selective);
+    if (why.selective.bytes <= budget) return accept(selective, why.selective);
     // Memory falls as more layers are recomputed: the fewest that fit, by bisection.
     const auto full = [](std::int64_t k) {
         return Recompute{RecomputeGranularity::full, core::RecomputeMethod::block, k};
@@ -119,10 +117,7 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
         else
             lo = mid + 1;
     }
-    const Peak fit = peak_with(full(lo));
-    return accept(full(lo), fit,
-                  why + "; " + recompute_phrase(full(lo), per_chunk) + " fits at " +
-                      bytes_text(fit.bytes));
+    return accept(full(lo), peak_with(full(lo)));
 }
 
 // A lower bound on the simulated step time. Pipeline rank r cannot start before the first
@@ -155,6 +150,45 @@ double lower_bound_s(const JobSpec& job, const core::Profile& profile,
 
 } // namespace
 
+std::string RecomputeWhy::text(const Recompute& chosen) const {
+    const std::string tail = " (budget " + bytes_text(budget) + ")";
+    if (pinned)
+        return "pinned: " + recompute_phrase(chosen, per_chunk) + " needs " +
+               bytes_text(fit.bytes) + tail;
+    if (chosen.granularity == RecomputeGranularity::none)
+        return "no recomputation needed: " + bytes_text(none.bytes) + " on stage " +
+               std::to_string(none.stage) + tail;
+    std::string why =
+        "none needs " + bytes_text(none.bytes) + " on stage " + std::to_string(none.stage);
+    if (chosen.granularity == RecomputeGranularity::selective)
+        return why + "; selective fits at " + bytes_text(fit.bytes) + tail;
+    return why + ", selective " + bytes_text(selective.bytes) + "; " +
+           recompute_phrase(chosen, per_chunk) + " fits at " + bytes_text(fit.bytes) + tail;
+}
+
+Peak StageMemoryCache::peak(const JobSpec& job, const std::vector<core::InFlight>& flights,
+                            const std::vector<simulator::StageParameters>& parameters) {
+    const ParallelPlan& p = job.plan;
+    const auto key = std::make_tuple(int(p.recompute.granularity), int(p.recompute.method),
+                                     p.recompute.num_layers);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+        it = entries_
+                 .emplace(key, Entry{p.distributed_optimizer, p.sharding,
+                                     simulator::memory_per_stage(job, flights, &parameters)})
+                 .first;
+    } else if (const core::Sharding& s = it->second.sharding;
+               it->second.distributed_optimizer != p.distributed_optimizer ||
+               s.strategy != p.sharding.strategy || s.instances != p.sharding.instances ||
+               s.prefetch_units != p.sharding.prefetch_units) {
+        for (std::size_t r = 0; r < it->second.stages.size(); ++r)
+            simulator::sharded_state(parameters[r], p, job.model.precision, it->second.stages[r]);
+        it->second.distributed_optimizer = p.distributed_optimizer;
+        it->second.sharding = p.sharding;
+    }
+    return peak_of(it->second.stages);
+}
+
 LayoutChecker::LayoutChecker(const JobSpec& specs, const core::Profile& profile,
                              const SearchSpace& space, const PlanOptions& options)
     : specs_(specs), profile_(profile), space_(space), options_(options), splits_(space, profile),
@@ -180,9 +214,6 @@ void LayoutChecker::check(const std::vector<ParallelPlan>& layouts, std::size_t 
             choices.push_back({});
         out.result.layouts += std::int64_t(choices.size() * precisions_.size()) - 1;
         for (const SplitChoice& choice : choices) {
-            // The FP8 recipes hold the same bytes: one memory verdict serves them all.
-            std::optional<Feasible> fp8_fit;
-            bool fp8_known = false;
             // The job's rules are checked once per split (the precisions only add their own).
             JobSpec split_job = job;
             apply(choice, split_job.plan);
@@ -196,36 +227,76 @@ void LayoutChecker::check(const std::vector<ParallelPlan>& layouts, std::size_t 
                 record_rejection(out.result, e.field(), e.reason());
                 continue;
             }
-            for (const core::Fp8& precision : precisions_) {
-                Feasible f{split_job, "", choice.reason, {}, 0.0};
-                f.job.plan.fp8 = precision;
-                try {
-                    core::validate(f.job.plan);
-                } catch (const core::SpecError& e) {
-                    record_rejection(out.result, e.field(), e.reason());
-                    continue;
-                }
-                const auto& parameters = parameters_.get(f.job);
-                if (precision.enabled() && fp8_known) {
-                    if (!fp8_fit) continue;
-                    f.job.plan.recompute = fp8_fit->job.plan.recompute;
-                    f.recompute_reason = fp8_fit->recompute_reason;
-                    f.peak = fp8_fit->peak;
-                } else {
-                    const auto& flights =
-                        in_flight_.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
-                    const bool fits =
-                        choose_recompute(f.job, space_, options_.memory_budget_bytes, flights,
-                                         parameters, f, out.result, options_.rejected_examples);
-                    if (precision.enabled()) {
-                        fp8_known = true;
-                        if (fits) fp8_fit = f;
-                    }
-                    if (!fits) continue;
-                }
-                f.lower_bound_s = lower_bound_s(f.job, profile_, parameters, layer_costs_);
-                out.feasible.push_back(std::move(f));
+            check_split(split_job, choice.reason, out);
+        }
+    }
+}
+
+std::vector<ParallelPlan> LayoutChecker::sharding_variants(const ParallelPlan& p) const {
+    std::vector<ParallelPlan> out = {p};
+    if (!space_.sharding.empty() || !space_.distributed_optimizer.empty() || p.zero_stage() != 1 ||
+        p.sharding.instances != 1)
+        return out;
+    ParallelPlan zero2 = p;
+    zero2.sharding.strategy = core::DataSharding::optim_grads;
+    out.push_back(zero2);
+    // ZeRO-3 sharded over the data-parallel ranks inside the NVLink domain (a node, or an NVL72
+    // rack), replicated across domains.
+    const std::int64_t ranks = p.dp * p.cp, inside = specs_.cluster.fabric_domain() / p.tp;
+    ParallelPlan zero3 = p;
+    zero3.sharding.strategy = core::DataSharding::optim_grads_params;
+    if (inside >= 2 && ranks > inside && ranks % inside == 0 &&
+        p.expert_dp() % (ranks / inside) == 0) {
+        ParallelPlan hybrid = zero3;
+        hybrid.sharding.instances = ranks / inside;
+        out.push_back(hybrid);
+    }
+    out.push_back(zero3);
+    return out;
+}
+
+void LayoutChecker::check_split(const JobSpec& split_job, const std::string& split_reason,
+                                CheckedLayouts& out) {
+    const std::vector<ParallelPlan> variants = sharding_variants(split_job.plan);
+    // The FP8 recipes hold the same bytes: one memory verdict per sharding serves them all.
+    std::vector<std::optional<Feasible>> fp8_fit(variants.size());
+    std::vector<bool> fp8_known(variants.size(), false);
+    StageMemoryCache memory[2]; // BF16, FP8 (whose recipes hold the same bytes)
+    for (const core::Fp8& precision : precisions_) {
+        for (std::size_t v = 0; v < variants.size(); ++v) {
+            if (v > 0) ++out.result.layouts; // a sharding tried beyond the enumerated one
+            Feasible f{split_job, {}, split_reason, {}, 0.0};
+            f.job.plan = variants[v];
+            f.job.plan.fp8 = precision;
+            try {
+                core::validate(f.job.plan);
+            } catch (const core::SpecError& e) {
+                record_rejection(out.result, e.field(), e.reason());
+                continue;
             }
+            const auto& parameters = parameters_.get(f.job);
+            if (precision.enabled() && fp8_known[v]) {
+                if (!fp8_fit[v]) continue;
+                f.job.plan.recompute = fp8_fit[v]->job.plan.recompute;
+                f.recompute_why = fp8_fit[v]->recompute_why;
+                f.peak = fp8_fit[v]->peak;
+            } else {
+                const auto& flights =
+                    in_flight_.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
+                const bool fits = choose_recompute(
+                    f.job, space_, options_.memory_budget_bytes, flights, parameters,
+                    memory[precision.enabled() ? 1 : 0], f, out.result, options_.rejected_examples);
+                if (precision.enabled()) {
+                    fp8_known[v] = true;
+                    if (fits) fp8_fit[v] = f;
+                }
+                if (!fits) continue;
+            }
+            const bool no_recompute =
+                f.job.plan.recompute.granularity == RecomputeGranularity::none;
+            f.lower_bound_s = lower_bound_s(f.job, profile_, parameters, layer_costs_);
+            out.feasible.push_back(std::move(f));
+            if (no_recompute) break; // more sharding would only add communication
         }
     }
 }

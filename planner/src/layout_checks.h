@@ -73,6 +73,23 @@ private:
         cache_;
 };
 
+// One split and precision class's stage memory by recomputation. The activations do not
+// depend on the data-parallel sharding: a sharding variant of a layout already seen re-derives
+// only its weights, gradients and optimizer state (simulator::sharded_state).
+class StageMemoryCache {
+public:
+    Peak peak(const core::JobSpec& job, const std::vector<core::InFlight>& flights,
+              const std::vector<simulator::StageParameters>& parameters);
+
+private:
+    struct Entry {
+        bool distributed_optimizer = false;
+        core::Sharding sharding;
+        std::vector<simulator::StageMemory> stages;
+    };
+    std::map<std::tuple<int, int, std::int64_t>, Entry> entries_;
+};
+
 // BF16 and each FP8 recipe the device runs, unless the user pinned the precision.
 inline std::vector<core::Fp8> precisions_to_try(const SearchSpace& space,
                                                 const core::Profile& profile) {
@@ -87,9 +104,19 @@ inline std::vector<core::Fp8> precisions_to_try(const SearchSpace& space,
     return out;
 }
 
+// Why a layout got its recomputation: the peaks the choice was made from, written out only
+// for the candidates shown.
+struct RecomputeWhy {
+    bool pinned = false;
+    Peak none, selective, fit; // without, selective, and the chosen one
+    double budget = 0.0;
+    std::int64_t per_chunk = 0;
+    std::string text(const core::Recompute& chosen) const;
+};
+
 struct Feasible {
     core::JobSpec job;
-    std::string recompute_reason;
+    RecomputeWhy recompute_why;
     std::string split_reason;
     Peak peak;
     double lower_bound_s = 0.0;
@@ -115,6 +142,13 @@ public:
     simulator::LayerCostCache& layer_costs() { return layer_costs_; }
 
 private:
+    // One split of a layout, validated: each precision, each sharding variant.
+    void check_split(const core::JobSpec& split_job, const std::string& split_reason,
+                     CheckedLayouts& out);
+    // The layout, then — for an unpinned ZeRO-1 layout — the more sharded forms the planner
+    // escalates to while memory stays tight (SearchSpace::sharding).
+    std::vector<core::ParallelPlan> sharding_variants(const core::ParallelPlan& p) const;
+
     const core::JobSpec& specs_;
     const core::Profile& profile_;
     const SearchSpace& space_;

@@ -10,6 +10,7 @@
 #include "trident/simulator/simulate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -40,7 +41,7 @@ std::int32_t cross_node_groups(const JobSpec& job) {
     std::int32_t n = 0;
     for (auto kind : {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert,
                       core::GroupKind::data_context, core::GroupKind::pipeline}) {
-        n += grid.nodes_spanned(kind, 0, job.cluster.devices_per_node) > 1;
+        n += grid.nodes_spanned(kind, 0, job.cluster.fabric_domain()) > 1;
     }
     return n;
 }
@@ -67,8 +68,8 @@ Dimensions dimensions(const JobSpec& specs, const SearchSpace& space) {
     Dimensions d;
     d.tp = !space.tp.empty()
                ? space.tp
-               : divisors_up_to(
-                     devices, space.allow_cross_node_tp ? devices : specs.cluster.devices_per_node);
+               : divisors_up_to(devices, space.allow_cross_node_tp ? devices
+                                                                   : specs.cluster.fabric_domain());
     // Stages need not hold equal layer counts (core/pipeline_split.h): any degree that divides
     // the devices, up to one layer per stage.
     d.pp = !space.pp.empty() ? space.pp : divisors_up_to(devices, specs.model.num_layers);
@@ -116,6 +117,12 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                                   zero1s = space.distributed_optimizer;
                 if (sps.empty()) sps = tp > 1 ? both : std::vector<bool>{false};
                 if (zero1s.empty()) zero1s = dp * cp > 1 ? both : std::vector<bool>{false};
+                // Pinned strategies replace the distributed optimizer's on and off.
+                std::vector<core::DataSharding> shardings = space.sharding;
+                if (shardings.empty())
+                    for (bool zero1 : zero1s)
+                        shardings.push_back(zero1 ? core::DataSharding::optim
+                                                  : core::DataSharding::no_shard);
                 for (std::int64_t ep : dim.ep)
                     for (std::int64_t vpp : dim.vpp)
                         for (ScheduleKind schedule : dim.schedules) {
@@ -128,7 +135,8 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                                 continue;
                             for (std::int64_t mbs : dim.mbs)
                                 for (bool sp : sps)
-                                    for (bool zero1 : zero1s) {
+                                    for (core::DataSharding sharding : shardings) {
+                                        const bool zero1 = sharding >= core::DataSharding::optim;
                                         ParallelPlan p;
                                         p.tp = tp;
                                         p.cp = cp;
@@ -140,10 +148,16 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                                         p.micro_batch_size = mbs;
                                         p.sequence_parallel = sp;
                                         p.distributed_optimizer = zero1;
+                                        p.sharding.strategy = sharding;
+                                        p.sharding.implementation = space.fsdp;
+                                        p.sharding.instances =
+                                            zero1 ? space.optimizer_instances.value_or(1) : 1;
+                                        p.sharding.prefetch_units = space.fsdp_prefetch_units;
                                         p.allow_cross_node_tp = space.allow_cross_node_tp;
                                         p.flash_attention = space.flash_attention;
                                         p.overlap_grad_reduce = space.overlap;
                                         p.overlap_param_gather = space.overlap && zero1;
+                                        p.tp_comm_overlap = space.overlap && sp;
                                         layouts.push_back(p);
                                     }
                         }
@@ -155,7 +169,7 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
 Candidate candidate(const Feasible& f, const simulator::Report& r) {
     Candidate c;
     c.job = f.job;
-    c.recompute_reason = f.recompute_reason;
+    c.recompute_reason = f.recompute_why.text(f.job.plan.recompute);
     c.split_reason = f.split_reason;
     c.step_time_s = r.step_time_s;
     c.tokens_per_s = r.tokens_per_s;
@@ -198,36 +212,46 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
     const auto cancelled = [&] { return options.cancel && options.cancel->load(); };
 
     const std::vector<ParallelPlan> layouts = enumerate(specs, space, result);
-    // The checks, split between two threads (this machine's cores) in two contiguous halves,
-    // merged in enumeration order: the result is the same as one thread's.
+    // The checks, on two threads (this machine's cores) taking contiguous blocks of layouts in
+    // turn (the memory-tight ones, which try more shardings, cluster), merged in enumeration
+    // order: the result is the same as one thread's.
     LayoutChecker first(specs, profile, space, options), second(specs, profile, space, options);
-    CheckedLayouts part[2];
+    constexpr std::size_t kBlock = 512;
+    std::vector<CheckedLayouts> part((layouts.size() + kBlock - 1) / kBlock);
     for (CheckedLayouts& p : part) p.result.smallest_peak_bytes = INFINITY;
-    const std::size_t half = layouts.size() / 2;
     // A pinned precision the device does not run is refused before any layout is checked.
     for (const core::Fp8& precision : space.precisions) {
         JobSpec probe = specs;
         probe.plan.fp8 = precision;
         simulator::fp8_rate(probe, profile);
     }
+    std::atomic<std::size_t> next_block{0};
+    const auto work = [&](LayoutChecker& checker, const std::function<void(const Progress&)>& on) {
+        for (std::size_t b = next_block++; b < part.size(); b = next_block++)
+            checker.check(layouts, b * kBlock, std::min(layouts.size(), (b + 1) * kBlock), part[b],
+                          on);
+    };
     std::exception_ptr helper_error;
     std::thread helper([&] {
         try {
-            second.check(layouts, half, layouts.size(), part[1], {});
+            work(second, {});
         } catch (...) {
+            next_block = part.size(); // the other thread stops too
             helper_error = std::current_exception();
         }
     });
     try {
-        first.check(layouts, 0, half, part[0], options.on_progress);
+        work(first, options.on_progress);
     } catch (...) {
+        next_block = part.size();
         helper.join();
         throw;
     }
     helper.join();
     if (helper_error) std::rethrow_exception(helper_error);
-    std::vector<Feasible> feasible = std::move(part[0].feasible);
-    for (Feasible& f : part[1].feasible) feasible.push_back(std::move(f));
+    std::vector<Feasible> feasible;
+    for (CheckedLayouts& p : part)
+        for (Feasible& f : p.feasible) feasible.push_back(std::move(f));
     for (const CheckedLayouts& p : part) merge_checks(p.result, result);
     result.feasible = std::int64_t(feasible.size());
     std::stable_sort(
@@ -236,12 +260,15 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
     if (result.closest_rejected.size() > options.rejected_examples)
         result.closest_rejected.resize(options.rejected_examples);
 
-    // Full simulations in order of the bound, until the bound passes the k-th best.
-    std::stable_sort(feasible.begin(), feasible.end(), [](const Feasible& a, const Feasible& b) {
-        return a.lower_bound_s < b.lower_bound_s;
+    // Full simulations in order of the bound, until the bound passes the k-th best (sorting
+    // indices: a Feasible holds a whole job).
+    std::vector<std::size_t> order(feasible.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return feasible[a].lower_bound_s < feasible[b].lower_bound_s;
     });
     for (std::size_t i = 0; i < feasible.size() && !cancelled(); ++i) {
-        const Feasible& f = feasible[i];
+        const Feasible& f = feasible[order[i]];
         if (!options.exhaustive && result.best.size() >= options.top_k &&
             f.lower_bound_s > result.best.back().step_time_s * (1 + 1e-9))
             break;

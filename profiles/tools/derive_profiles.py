@@ -114,6 +114,13 @@ SRC_DEEPSEEK_V3_NET = ("DeepSeek-AI, 'DeepSeek-V3 Technical Report', arXiv:2412.
 SRC_NVSMI = ("nvidia-smi 'FB Memory Usage Total': A100-SXM4-80GB 81920 MiB, H100 80GB HBM3 81559 MiB, "
              "H200 143771 MiB")
 
+SRC_COMM_SMS = ("DeepSeek-AI, 'DeepSeek-V3 Technical Report', arXiv:2412.19437, sec. 3.2.2: 'only "
+                "20 SMs' (of the H800's 132) run their all-to-all kernels at full IB and NVLink "
+                "bandwidth. device.communication_sms = 20 on every profile: the SMs a bandwidth-"
+                "bound collective kernel occupies, i.e. the compute an overlapped collective takes")
+# What an overlapped collective takes from the compute it shares the GPU with (SRC_COMM_SMS).
+COMMUNICATION_SMS = 20
+
 # Hopper FP8 (E4M3/E5M2 tensor cores): the tensor-scaled GEMM table is anchored on the cuBLASLt
 # measurement like the BF16 one on MAMF; the recipes' GEMM rates relative to it (delayed and
 # current per-tensor scaling run the same cuBLASLt kernels; blockwise scaling the DeepGEMM
@@ -198,6 +205,103 @@ DEVICES["h800-sxm5-80gb"] = dict(
     sources=[SRC_H800_SPEC, SRC_H100_SPEC, SRC_DEEPSEEK_V3_NET, SRC_NVSMI, SRC_MAMF, SRC_FA2,
              SRC_FA3, SRC_NCCL_A2A, SRC_NCCL_NDR, SRC_NCCL_TREE, SRC_FP8_SPEC, SRC_FP8_GEMM,
              SRC_DEEPGEMM],
+)
+
+# --------------------------------------------------------------------------
+# Blackwell: B200 (HGX/DGX B200, 8 GPUs per node over NVLink 5), GB200 and GB300 NVL72 (4 GPUs
+# per compute tray, 18 trays in one 72-GPU NVLink domain: the cluster's nvlink_domain_size).
+# --------------------------------------------------------------------------
+SRC_B200_SPEC = ("NVIDIA DGX B200 datasheet and user guide (docs.nvidia.com/dgx/dgxb200-user-guide): "
+                 "8x B200, 1,440 GB total HBM3e (180 GB per GPU), 64 TB/s (8 TB/s per GPU), "
+                 "72 PFLOPS FP8 training per system (4.5 PFLOP/s dense FP8, 2.25 dense BF16 per "
+                 "GPU), 80 TFLOP/s FP32, 5th-gen NVLink 1.8 TB/s per GPU, 8x ConnectX-7 400 Gb/s; "
+                 "148 SMs (Chips and Cheese, 'Nvidia's B200: Keeping the CUDA Juggernaut Rolling'); "
+                 "nvidia-smi 183359 MiB (AWS p6-b200)")
+SRC_GB200_SPEC = ("NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink domain (18 compute trays of 4 "
+                  "GPUs, 9 NVSwitch trays, 130 TB/s, 1.8 TB/s per GPU), 720 PFLOPS FP8 sparse per "
+                  "rack = 5 PFLOP/s dense FP8 and 2.5 dense BF16 per GPU, 13.4 TB HBM3e (186 GB per "
+                  "GPU), 576 TB/s (8 TB/s per GPU); ConnectX-7 400 Gb/s per GPU (DGX SuperPOD GB200 "
+                  "reference architecture); 152 SMs; FP32 90 TFLOP/s (G. Klockwood, glennklockwood.com "
+                  "'B200'); nvidia-smi 189471 MiB")
+SRC_GB300_SPEC = ("NVIDIA GB300 NVL72 (Blackwell Ultra): 72 GPUs in one NVLink domain, 1.8 TB/s per "
+                  "GPU (docs.nvidia.com enterprise reference architecture 'NVL72 AI factory'), 5 "
+                  "PFLOP/s dense FP8 and 2.5 dense BF16 per GPU (verda.com 'GB300 NVL72 architecture', "
+                  "numbers without sparsity), 288 GB HBM3e (nvidia-smi 284208 MiB), 8 TB/s, 160 SMs "
+                  "(NVIDIA at Hot Chips 2025, via TweakTown), 4 ConnectX-8 800 Gb/s per 4-GPU tray; "
+                  "FP32 taken as GB200's")
+SRC_MAMF_BLACKWELL = ("S. Bekman, Machine Learning Engineering Open Book, 'Maximum Achievable Matmul "
+                      "FLOPS comparison table': B200 SXM BF16 1,745.0 TFLOP/s (77.6% of 2,250) and "
+                      "FP8 E4M3 3,432.5 (76.3% of 4,500); GB200 BF16 1,822.0 (72.9% of 2,500) and FP8 "
+                      "3,615.6 (72.3% of 5,000); B300 BF16 1,769.0, FP8 3,353.3")
+SRC_FA4 = ("T. Dao et al., FlashAttention-4 (arXiv:2603.05451; Dao-AILab/flash-attention PR #2280, "
+           "SM100): B200 BF16 head dim 128, seq 8192, non-causal forward 1,534.8 TFLOP/s, backward "
+           "1,359.8. Blackwell profiles model FA4-class kernels (FlashAttention-2 reaches only "
+           "~374 TFLOP/s on GB200: Azure AI-benchmarking-guide); head dim 64 is scaled by the "
+           "Hopper profiles' 64/128 ratios (no Blackwell measurement found)")
+SRC_NCCL_B200 = ("S. Bekman, ML Engineering Open Book, network/README.md: 8x B200 (p6-b200, NCCL "
+                 "2.27.7, 8 GiB) all_reduce busbw 682.2 GB/s as a ring with NVLS off (838.0 with "
+                 "NVLS, not modelled); NVIDIA GTC25 S72583: GB200 NVL72 all_reduce 680 GB/s without "
+                 "NVLS (850 with); coreweave/nccl-tests PR #43: 72-GPU rack all_reduce ~835-847 GB/s "
+                 "(NVLS)")
+SRC_CX8 = ("NVIDIA ConnectX-8 SuperNIC: 800 Gb/s, twice ConnectX-7's 400 Gb/s; no nccl-tests busbw "
+           "published: the NDR per-NIC 47 GB/s scaled by line rate (94 GB/s), an estimate")
+
+# Blackwell FP8: the tensor-scaled table anchored on MAMF's FP8 figure; delayed and current
+# per-tensor scaling run the same kernels, and MXFP8 (1x32 E8M0 block scales) is the tensor
+# cores' native block-scaled FP8, at the FP8 rate (the datasheets list one FP8 rate). DeepSeek-
+# style 128x128 blockwise scaling is Hopper's recipe (Transformer Engine runs MXFP8 on
+# Blackwell instead): not listed, so refused.
+def blackwell_fp8(anchor_eff):
+    return {"fp8_gemm_anchor_eff": anchor_eff,
+            "fp8_recipes": {"delayed": 1.0, "tensorwise": 1.0, "mxfp8": 1.0}}
+
+# FA4 on B200; head dim 64 at the Hopper profiles' 300/350 (forward) and 270/320 (backward).
+BLACKWELL_ATTN = {("fwd", 128): 1534.8, ("fwd", 64): 1534.8 * 300.0 / 350.0,
+                  ("bwd", 128): 1359.8, ("bwd", 64): 1359.8 * 270.0 / 320.0}
+NVLINK5 = {"busbw": 682e9, "alpha": 1.0e-6, "launch": 5.0e-6,
+           "half_bytes": 2 * MIB, "a2a_factor": 0.9, "p2p_factor": 1.0}
+
+DEVICES["b200-sxm-180gb"] = {
+    "peak": {"bf16": 2250e12, "fp16": 2250e12, "fp32": 80e12, "fp8": 4500e12},
+    "memory_mib": 183359,
+    "hbm_bw": 8.0e12,
+    "sms": 148,
+    "gemm_anchor_eff": 1745.0 / 2250.0,
+    "gemm_k0": 192,
+    **blackwell_fp8(3432.5 / 4500.0),
+    "attn_anchor_tflops": BLACKWELL_ATTN,
+    "nvlink": NVLINK5,
+    "ib": {"busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
+           "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
+           "what": "InfiniBand NDR 400 Gb/s, one ConnectX-7 NIC per GPU (DGX B200), rail-optimised"},
+    "sources": [SRC_B200_SPEC, SRC_MAMF_BLACKWELL, SRC_FA4, SRC_NCCL_B200, SRC_NCCL_A2A,
+                SRC_NCCL_NDR, SRC_NCCL_TREE],
+}
+DEVICES["gb200-186gb"] = dict(
+    DEVICES["b200-sxm-180gb"],
+    peak={"bf16": 2500e12, "fp16": 2500e12, "fp32": 90e12, "fp8": 5000e12},
+    memory_mib=189471,
+    sms=152,
+    gemm_anchor_eff=1822.0 / 2500.0,
+    **blackwell_fp8(3615.6 / 5000.0),
+    nvlink=dict(NVLINK5, busbw=680e9),
+    ib={"busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
+        "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
+        "what": "InfiniBand NDR 400 Gb/s, one ConnectX-7 NIC per GPU (GB200 NVL72), across racks"},
+    sources=[SRC_GB200_SPEC, SRC_MAMF_BLACKWELL, SRC_FA4, SRC_NCCL_B200, SRC_NCCL_A2A,
+             SRC_NCCL_NDR, SRC_NCCL_TREE],
+)
+# GB300: GB200's GEMM and attention efficiencies (MAMF's B300 figures sit within 2% of B200's
+# BF16 and FP8), Blackwell Ultra's peaks, SMs and memory, ConnectX-8 across racks.
+DEVICES["gb300-288gb"] = dict(
+    DEVICES["gb200-186gb"],
+    memory_mib=284208,
+    sms=160,
+    ib={"busbw": 94e9, "alpha": 5.0e-6, "launch": 5.0e-6,
+        "half_bytes": MIB, "a2a_factor": 0.7, "p2p_factor": 1.0,
+        "what": "800 Gb/s, one ConnectX-8 SuperNIC per GPU (GB300 NVL72), across racks"},
+    sources=[SRC_GB300_SPEC, SRC_GB200_SPEC, SRC_MAMF_BLACKWELL, SRC_FA4, SRC_NCCL_B200, SRC_CX8,
+             SRC_NCCL_A2A, SRC_NCCL_NDR, SRC_NCCL_TREE],
 )
 
 # --------------------------------------------------------------------------
@@ -433,13 +537,20 @@ def method_text(name, dev, gemm_core, attn_cores):
 def fp8_method_text(dev):
     if "fp8_gemm_anchor_eff" not in dev:
         return ""
-    return (" gemm fp8 (E4M3/E5M2 in, BF16 out, FP32 accumulate; per-tensor scaled cuBLASLt "
-            "kernels): the same tile model at the FP8 dense peak with 1-byte inputs, its core "
-            "efficiency anchored so the best shape reaches %.1f%% of peak (published cuBLASLt "
-            "8192^3 measurement). device.fp8_recipes: each recipe's GEMM rate relative to that "
-            "table (delayed and tensorwise 1.0: the same kernels; blockwise %.2f: DeepGEMM's "
-            "published rate over the cuBLASLt one)."
-            % (100 * dev["fp8_gemm_anchor_eff"], dev["fp8_recipes"]["blockwise"]))
+    recipes = dev["fp8_recipes"]
+    if "blockwise" in recipes:
+        rates = ("delayed and tensorwise 1.0: the same kernels; blockwise %.2f: DeepGEMM's "
+                 "published rate over the cuBLASLt one" % recipes["blockwise"])
+    else:
+        rates = ("delayed, tensorwise and mxfp8 1.0: per-tensor scaling runs the same kernels "
+                 "and MXFP8 is the tensor cores' native block-scaled FP8, at the one FP8 rate "
+                 "the datasheets give; 128x128 blockwise scaling is not listed (Hopper's "
+                 "recipe), so refused")
+    return (" gemm fp8 (E4M3/E5M2 in, BF16 out, FP32 accumulate): the same tile model at the "
+            "FP8 dense peak with 1-byte inputs, its core efficiency anchored so the best shape "
+            "reaches %.1f%% of peak (the published measurement in the sources). "
+            "device.fp8_recipes: each recipe's GEMM rate relative to that table (%s)."
+            % (100 * dev["fp8_gemm_anchor_eff"], rates))
 
 
 def build_profile(name, dev):
@@ -466,7 +577,7 @@ def build_profile(name, dev):
         "provenance": {
             "kind": "derived",
             "method": method_text(name, dev, gcore, cores) + fp8_method_text(dev),
-            "sources": dev["sources"],
+            "sources": dev["sources"] + [SRC_COMM_SMS],
             "generated_by": GENERATED_BY,
             "date": DATE,
         },
@@ -474,6 +585,8 @@ def build_profile(name, dev):
             "peak_flops_per_s": dict(dev["peak"]),
             "memory_bytes": dev["memory_mib"] * MIB,
             "memory_bandwidth_bytes_per_s": dev["hbm_bw"],
+            "sms": dev["sms"],
+            "communication_sms": COMMUNICATION_SMS,
             **device_extra,
         },
         "kernels": {

@@ -1,8 +1,10 @@
 #include "trident/simulator/cost_model.h"
 
+#include "trident/core/internal_error.h"
 #include "trident/core/schedule.h"
 #include "trident/core/spec_error.h"
 #include "trident/simulator/flops.h"
+#include "trident/simulator/sharding_overlap.h"
 
 #include <algorithm>
 #include <tuple>
@@ -23,6 +25,15 @@ std::int64_t CostModel::representative(std::int32_t pipeline_rank) const {
 
 const CostModel::GroupShape& CostModel::group_shape(core::GroupKind kind,
                                                     std::int32_t pipeline_rank) const {
+    // Without hybrid-sharding replicas the shard groups are the data groups, and the replica
+    // groups single ranks.
+    if (job_.plan.sharding.instances == 1) {
+        if (kind == core::GroupKind::data_shard) kind = core::GroupKind::data_context;
+        if (kind == core::GroupKind::expert_data_shard) kind = core::GroupKind::expert_data;
+        static const GroupShape single{1, false};
+        if (kind == core::GroupKind::data_replica || kind == core::GroupKind::expert_data_replica)
+            return single;
+    }
     const std::size_t kinds = core::kGroupKindNames.size();
     if (group_shapes_.empty()) group_shapes_.resize(kinds * std::size_t(job_.plan.pp));
     // Groups inside a stage are the same on every stage when a stage fills whole nodes (the
@@ -33,14 +44,15 @@ const CostModel::GroupShape& CostModel::group_shape(core::GroupKind kind,
     const bool within_stage = !across_stages && kind != core::GroupKind::embedding;
     if (pipeline_rank != 0 &&
         (across_stages ||
-         (within_stage && (p.tp * p.cp * p.dp) % job_.cluster.devices_per_node == 0)))
+         (within_stage && (p.tp * p.cp * p.dp) % job_.cluster.fabric_domain() == 0)))
         return group_shape(kind, 0);
     GroupShape& g = group_shapes_.at(std::size_t(kind) * std::size_t(job_.plan.pp) +
                                      std::size_t(pipeline_rank));
     if (g.size < 0) {
         const std::int64_t rank = representative(pipeline_rank);
         g.size = std::int64_t(grid_.group_of(kind, rank).size());
-        g.inter_node = grid_.nodes_spanned(kind, rank, job_.cluster.devices_per_node) > 1;
+        // Across the NVLink domain (a node, or an NVL72 rack): the inter-node fabric.
+        g.inter_node = grid_.nodes_spanned(kind, rank, job_.cluster.fabric_domain()) > 1;
     }
     return g;
 }
@@ -96,9 +108,10 @@ std::array<PassCost, 3> CostModel::by_phase(const std::vector<Op>& ops,
     for (const Op& op : ops) {
         PassCost& c = passes[std::size_t(op.phase)];
         const double s = op_s(op, pipeline_rank);
-        if (op.kind == OpKind::collective)
+        if (op.kind == OpKind::collective) {
             c.collective_s += s;
-        else if (op.recompute)
+            if (op.group == core::GroupKind::tensor) c.tp_collective_s += s;
+        } else if (op.recompute)
             c.recompute_s += s;
         else
             c.compute_s += s;
@@ -122,6 +135,27 @@ void accumulate(ChunkCost& chunk, const std::array<PassCost, 3>& add) {
         passes[phase]->gemm_s += add[phase].gemm_s;
         passes[phase]->fp8_gemm_s += add[phase].fp8_gemm_s;
         passes[phase]->fp8_cast_s += add[phase].fp8_cast_s;
+        passes[phase]->tp_collective_s += add[phase].tp_collective_s;
+        passes[phase]->tp_hidden_s += add[phase].tp_hidden_s;
+        passes[phase]->contention_s += add[phase].contention_s;
+    }
+}
+
+// --tp-comm-overlap on one layer's passes: each pass's tensor-parallel collectives run beside
+// its GEMMs (the backward's beside B's and W's GEMMs, which run back to back), each split into
+// tp pieces so that one piece of the shorter side stays exposed (Wang et al. 2023, "Overlap
+// Communication with Dependent Computation via Decomposition", ASPLOS; Transformer Engine's
+// ring exchange). What is hidden slows the GEMMs by the SMs the communication takes.
+void overlap_tensor_parallel(std::array<PassCost, 3>& unit, double tp, double slowdown) {
+    const double partners[2] = {unit[0].gemm_s, unit[1].gemm_s + unit[2].gemm_s};
+    for (int phase = 0; phase < 2; ++phase) {
+        PassCost& pass = unit[std::size_t(phase)];
+        const double comm = pass.tp_collective_s, gemm = partners[phase];
+        const double exposed = std::max(0.0, comm - gemm) + std::min(comm, gemm) / tp;
+        const double hidden = std::max(0.0, comm - exposed);
+        pass.collective_s -= hidden;
+        pass.tp_hidden_s += hidden;
+        pass.contention_s += hidden * slowdown;
     }
 }
 
@@ -130,7 +164,7 @@ void accumulate(ChunkCost& chunk, const std::array<PassCost, 3>& add) {
 CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
                      const std::vector<StageParameters>* parameters, LayerCostCache* layer_costs)
     : job_(job), profile_(profile), grid_(job.plan), fp8_rate_(fp8_rate(job, profile)) {
-    if (parameters) parameters_ = *parameters;
+    given_parameters_ = parameters;
     const core::ParallelPlan& p = job.plan;
     const LayerView base = LayerView::of(p, job.training.seq_length);
     const core::PipelineSplit split = job.pipeline_split();
@@ -153,9 +187,16 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
             p.tp, p.cp,      p.ep, p.micro_batch_size, p.sequence_parallel,    p.flash_attention,
             kind, recompute, fp8,  placement,          job.training.seq_length};
     };
-    const auto cached = [&](const LayerCostCache::Key& key, auto&& ops, std::int32_t r) {
+    // Consecutive layers mostly share a key: the last one found is kept at hand.
+    const LayerCostCache::Key* last_key = nullptr;
+    const std::array<PassCost, 3>* last_costs = nullptr;
+    const auto cached = [&](const LayerCostCache::Key& key, auto&& ops,
+                            std::int32_t r) -> const std::array<PassCost, 3>& {
+        if (last_key && *last_key == key) return *last_costs;
         auto it = cache.entries.find(key);
         if (it == cache.entries.end()) it = cache.entries.emplace(key, by_phase(ops(), r)).first;
+        last_key = &it->first;
+        last_costs = &it->second;
         return it->second;
     };
     for (std::int32_t r = 0; r < p.pp; ++r) {
@@ -166,26 +207,109 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
         for (std::int32_t c = 0; c < p.vpp; ++c) {
             const std::int32_t vs = core::virtual_stage(c, std::int32_t(p.pp), r);
             ChunkCost& cost = chunks_[std::size_t(r * p.vpp + c)];
+            std::vector<std::array<PassCost, 3>> units; // the chunk's FSDP units, in order
+            if (vs == 0)
+                units.push_back(cached(
+                    key_of(2, 0, 0, placement),
+                    [&] { return embedding_ops(job.model, base, vocab); }, r));
             const std::int64_t first = split.first_layer(vs);
             for (std::int64_t layer = first; layer < first + split.layers_of(vs); ++layer) {
                 LayerView v = base;
                 v.recompute = job.recompute_at(layer - first);
                 v.fp8 = job.layer_fp8(layer);
-                accumulate(cost, cached(
-                                     key_of(job.model.is_moe_layer(layer), int(v.recompute),
-                                            int(v.fp8), placement),
-                                     [&] { return layer_ops(job.model, v, layer); }, r));
+                units.push_back(cached(
+                    key_of(job.model.is_moe_layer(layer), int(v.recompute), int(v.fp8), placement),
+                    [&] { return layer_ops(job.model, v, layer); }, r));
             }
-            if (vs == 0)
-                accumulate(cost, cached(
-                                     key_of(2, 0, 0, placement),
-                                     [&] { return embedding_ops(job.model, base, vocab); }, r));
             if (vs == last)
-                accumulate(cost, cached(
-                                     key_of(3, 0, 0, placement),
-                                     [&] { return head_ops(job.model, base, vocab); }, r));
+                units.push_back(cached(
+                    key_of(3, 0, 0, placement), [&] { return head_ops(job.model, base, vocab); },
+                    r));
+            if (p.tp_comm_overlap && p.tp > 1)
+                for (auto& unit : units)
+                    overlap_tensor_parallel(unit, double(p.tp), profile.overlap_slowdown());
+            for (const auto& unit : units) accumulate(cost, unit);
+            if (p.zero_stage() >= 2) add_sharding(cost, units, r, c);
         }
     }
+}
+
+void CostModel::add_sharding(ChunkCost& cost, const std::vector<std::array<PassCost, 3>>& units,
+                             std::int32_t r, std::int32_t c) const {
+    const core::ParallelPlan& p = job_.plan;
+    const std::vector<core::ShardUnit>& params = parameters(r).units.at(std::size_t(c));
+    if (params.size() != units.size())
+        throw core::InternalError("FSDP units of stage " + std::to_string(r) + " chunk " +
+                                  std::to_string(c) + ": " + std::to_string(params.size()) +
+                                  " parameter units, " + std::to_string(units.size()) + " timed");
+    const core::Precision& prec = job_.model.precision;
+    const double param_b = double(core::dtype_bytes(prec.params));
+    const double grad_b = double(core::dtype_bytes(prec.grads));
+    const bool fp8_gather = p.fp8.enabled() && p.fp8.param_gather;
+    // A unit's collectives: dense parameters over the shard group, experts over the expert
+    // shard group; FP8 weights travel at one byte under the FP8 parameter gather.
+    const auto over_groups = [&](core::Collective op, const core::ShardUnit& u, double bytes) {
+        const double dense_b =
+            fp8_gather && op == core::Collective::all_gather
+                ? bytes * double(u.dense) - (bytes - 1.0) * double(std::min(u.fp8, u.dense))
+                : bytes * double(u.dense);
+        return collective_s(core::GroupKind::data_shard, r, op, dense_b) +
+               collective_s(core::GroupKind::expert_data_shard, r, op, bytes * double(u.expert));
+    };
+    // Most units are alike (every dense layer, every MoE layer): each kind timed once.
+    struct Timed {
+        core::ShardUnit unit;
+        double gather_s, scatter_s;
+    };
+    std::vector<Timed> kinds;
+    const auto timed = [&](const core::ShardUnit& u) -> const Timed& {
+        for (const Timed& t : kinds)
+            if (t.unit.dense == u.dense && t.unit.expert == u.expert && t.unit.fp8 == u.fp8)
+                return t;
+        kinds.push_back(
+            {u, p.zero_stage() >= 3 ? over_groups(core::Collective::all_gather, u, param_b) : 0.0,
+             over_groups(core::Collective::reduce_scatter, u, grad_b)});
+        return kinds.back();
+    };
+    const std::size_t n = units.size();
+    std::vector<double> gather(n, 0.0), scatter(n, 0.0), none(n, 0.0), forward(n), backward(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        // The backward walks the units from the last: index it in that order.
+        const std::size_t b = n - 1 - i;
+        const Timed& t = timed(params[i]);
+        gather[i] = t.gather_s;
+        scatter[b] = t.scatter_s;
+        forward[i] = units[i][0].total_s();
+        backward[b] = units[i][1].total_s() + units[i][2].total_s();
+        // FP8 weights are cast from each gathered unit, in the forward and again in the
+        // backward (the FP8 copies are freed with the unit); under the FP8 parameter gather
+        // the weight arrives in FP8 and only its transpose is made.
+        if (p.zero_stage() >= 3 && p.fp8.enabled() && params[i].fp8 > 0) {
+            const double fp8 = double(params[i].fp8);
+            const double cast_s =
+                memory_bound_s(core::MemoryKernel::elementwise,
+                               p.fp8.param_gather ? 2.0 * fp8 : fp8_cast_bytes(p.fp8.recipe, fp8));
+            forward[i] += cast_s;
+            backward[b] += cast_s;
+            for (PassCost* pass : {&cost.forward, &cost.backward_input}) {
+                pass->compute_s += cast_s;
+                pass->fp8_cast_s += cast_s;
+            }
+        }
+    }
+    const std::int64_t ahead = p.sharding.prefetch_units;
+    // What the compute hides of the stream still takes its SMs from that compute.
+    const double slowdown = profile_.overlap_slowdown();
+    const auto book = [&](PassCost& pass, const StreamOverlap& o) {
+        pass.sharding_s = o.exposed_s;
+        pass.sharding_stream_s = o.stream_s;
+        pass.contention_s += std::max(0.0, o.stream_s - o.exposed_s) * slowdown;
+    };
+    if (p.zero_stage() >= 3) book(cost.forward, stream_overlap(gather, forward, none, ahead));
+    std::reverse(gather.begin(), gather.end());
+    // B and W of a unit run back to back in a fused backward; with W deferred (zero-bubble) the
+    // gradients exist only after it, so the whole backward's exposure is W's.
+    book(cost.backward_weight, stream_overlap(gather, backward, scatter, ahead));
 }
 
 CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile, NoChunks)
@@ -248,6 +372,7 @@ double PipelineLoads::heaviest_stage_s(const core::PipelineSplit& split) const {
 }
 
 const StageParameters& CostModel::parameters(std::int32_t pipeline_rank) const {
+    if (given_parameters_) return given_parameters_->at(std::size_t(pipeline_rank));
     if (parameters_.empty()) parameters_ = parameters_per_stage(job_);
     return parameters_.at(std::size_t(pipeline_rank));
 }
@@ -258,7 +383,8 @@ const ChunkCost& CostModel::chunk(std::int32_t pipeline_rank, std::int32_t chunk
 
 double CostModel::p2p_s(std::int32_t from_rank, std::int32_t to_rank) const {
     const std::int64_t a = representative(from_rank), b = representative(to_rank);
-    const bool same_node = a / job_.cluster.devices_per_node == b / job_.cluster.devices_per_node;
+    const std::int64_t domain = job_.cluster.fabric_domain();
+    const bool same_node = a / domain == b / domain;
     const std::string& fabric =
         same_node ? job_.cluster.intra_node_fabric : job_.cluster.inter_node_fabric;
     const core::Timing t = profile_.collective(fabric, core::Collective::send_recv, 2, p2p_bytes_);

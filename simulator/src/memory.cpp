@@ -250,13 +250,33 @@ StageParameters stage_parameters(const core::JobSpec& job, std::int32_t r) {
         out.expert += double(layout.expert_parameters());
         out.dense += double(layout.parameters() - layout.expert_parameters());
         out.fp8 += double(layout.fp8_parameters());
+        out.units.push_back(layout.units());
     }
     return out;
 }
 
+core::ShardUnit StageParameters::largest_unit() const {
+    core::ShardUnit largest;
+    for (const auto& chunk : units)
+        for (const core::ShardUnit& u : chunk)
+            if (u.total() > largest.total()) largest = u;
+    return largest;
+}
+
+namespace {
+
+// A rank's shard of `params` at `bytes` per parameter: dense over the shard ranks, experts over
+// the expert shard ranks (Rajbhandari et al. 2020's Ψ/N_d, per component).
+double shard_bytes(const StageParameters& params, const core::ParallelPlan& p, double bytes) {
+    return bytes * (params.dense / double(p.shard_ranks()) +
+                    params.expert / double(p.expert_shard_ranks()));
+}
+
+} // namespace
+
 double optimizer_parameters(const StageParameters& params, const core::ParallelPlan& p) {
-    if (!p.distributed_optimizer) return params.total();
-    return params.dense / double(p.dp * p.cp) + params.expert / double(p.expert_dp());
+    if (p.zero_stage() == 0) return params.total();
+    return shard_bytes(params, p, 1.0);
 }
 
 std::vector<core::InFlight> in_flight_per_rank(const core::Schedule& schedule) {
@@ -282,6 +302,33 @@ std::vector<StageParameters> parameters_per_stage(const core::JobSpec& job) {
     return out;
 }
 
+void sharded_state(const StageParameters& params, const core::ParallelPlan& p,
+                   const core::Precision& prec, StageMemory& s) {
+    const double weight_b = double(core::dtype_bytes(prec.params));
+    const double grad_b = double(core::dtype_bytes(prec.grads));
+    const int zero = p.zero_stage();
+    // ZeRO (Rajbhandari et al. 2020, §5): stage 1 shards the optimizer state, 2 the gradients
+    // too, 3 the parameters too — 2Ψ + 2Ψ + KΨ/N_d, 2Ψ + (2 + K)Ψ/N_d, (2 + 2 + K)Ψ/N_d.
+    s.weights_bytes = zero >= 3 ? shard_bytes(params, p, weight_b)
+                                : params.total() * weight_b + fp8_weight_copy_bytes(params, p.fp8);
+    s.gradients_bytes = zero >= 2 ? shard_bytes(params, p, grad_b) : params.total() * grad_b;
+    s.optimizer_bytes =
+        core::optimizer_state_bytes_per_parameter(prec) * optimizer_parameters(params, p);
+    s.gathered_bytes = 0.0;
+    if (zero < 2) return;
+    // What the sharded state gathers back: under ZeRO-3 the unit computing and the units
+    // prefetched (with the FP8 weight and transpose cast from each, unless they travel in
+    // FP8); under ZeRO-2 and 3 a unit's full gradients while they are made and while the
+    // previous unit's are reduce-scattered (Megatron-FSDP's double buffer).
+    const core::ShardUnit unit = params.largest_unit();
+    const double gathered_units = double(p.sharding.prefetch_units + 1);
+    const double fp8_copy_b = p.fp8.enabled() && !p.fp8.param_gather ? 2.0 : 0.0;
+    if (zero >= 3)
+        s.gathered_bytes =
+            gathered_units * (double(unit.total()) * weight_b + double(unit.fp8) * fp8_copy_b);
+    s.gathered_bytes += std::min(2.0, gathered_units) * double(unit.total()) * grad_b;
+}
+
 std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
                                           const std::vector<core::InFlight>& in_flight,
                                           const std::vector<StageParameters>* parameters) {
@@ -289,8 +336,6 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
     const core::ParallelPlan& p = job.plan;
     const core::Precision& prec = m.precision;
     const double weight_b = double(core::dtype_bytes(prec.params));
-    const double grad_b = double(core::dtype_bytes(prec.grads));
-    const double optimizer_b = core::optimizer_state_bytes_per_parameter(prec);
     const LayerView v = LayerView::of(p, job.training.seq_length);
     const double T = double(v.tokens());
     const double h = double(m.hidden_size);
@@ -305,9 +350,7 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
             parameters ? parameters->at(std::size_t(r)) : stage_parameters(job, r);
         // FP8 linears keep an FP8 copy of their weights and its transpose (what the forward and
         // the two backward GEMMs read); with the FP8 parameter gather it replaces the 16-bit one.
-        s.weights_bytes = params.total() * weight_b + fp8_weight_copy_bytes(params, p.fp8);
-        s.gradients_bytes = params.total() * grad_b;
-        s.optimizer_bytes = optimizer_b * optimizer_parameters(params, p);
+        sharded_state(params, p, prec, s);
 
         // Activations: at each moment that can be this rank's peak, every held (micro-batch,
         // chunk) pair at its chunk's bytes — stored until B, W's state until W — and, while a

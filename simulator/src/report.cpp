@@ -25,6 +25,21 @@ std::string pad(const std::string& text, int width) {
     return width > 0 ? fill + text : text + fill;
 }
 
+// ZeRO-2/3 per stage: what the data-parallel stream carried for the FSDP units, how much of it
+// the passes' compute hid, and the gathered units' memory (within the buffers column).
+void print_sharding(const Report& r, const core::Unit& unit, std::ostream& out) {
+    out << core::describe_sharding(r.job.plan) << ", prefetch "
+        << r.job.plan.sharding.prefetch_units << " unit"
+        << (r.job.plan.sharding.prefetch_units == 1 ? "" : "s") << ":\n"
+        << "stage  gather/scatter s  hidden s  exposed s  gathered " << unit.name
+        << " (in buffers)\n";
+    for (const StageReport& s : r.stages)
+        out << fmt("%5.0f", double(s.stage)) << fmt("%17.3f", s.sharding_stream_s)
+            << fmt("%10.3f", std::max(0.0, s.sharding_stream_s - s.sharding_s))
+            << fmt("%11.3f", s.sharding_s) << fmt("%13.1f", s.memory.gathered_bytes / unit.scale)
+            << "\n";
+}
+
 } // namespace
 
 void print_report(const Report& r, std::ostream& out) {
@@ -66,7 +81,7 @@ void print_report(const Report& r, std::ostream& out) {
             << fmt("%8.1f%%", 100 * s.bubble_fraction(r.step_time_s)) << pad(in(m.total_bytes()), 9)
             << " (" << in(m.weights_bytes) << " " << in(m.gradients_bytes) << " "
             << in(m.optimizer_bytes) << " " << in(m.activations_bytes + m.backward_working_bytes)
-            << " " << in(m.buffers_bytes) << ")"
+            << " " << in(m.buffers_bytes + m.gathered_bytes) << ")"
             << fmt("%17.0f%%", 100 * m.total_bytes() / r.memory_capacity_bytes)
             << (m.total_bytes() > r.memory_capacity_bytes ? "  OUT OF MEMORY" : "") << "\n";
     }
@@ -78,6 +93,15 @@ void print_report(const Report& r, std::ostream& out) {
             out << fmt("%5.0f", double(s.stage)) << fmt("%8.3f", s.gemm_s)
                 << fmt("%13.3f", s.fp8_gemm_s) << fmt("%13.3f", s.gemm_s - s.fp8_gemm_s)
                 << fmt("%11.3f", s.fp8_cast_s) << "\n";
+    }
+    if (p.zero_stage() >= 2) print_sharding(r, unit, out);
+    if (p.tp_comm_overlap) {
+        out << "tensor-parallel communication overlap (--tp-comm-overlap):\n"
+            << "stage  tp comm s  hidden s  exposed s  compute lost to overlapped SMs s\n";
+        for (const StageReport& s : r.stages)
+            out << fmt("%5.0f", double(s.stage)) << fmt("%11.3f", s.tp_collective_s)
+                << fmt("%10.3f", s.tp_hidden_s) << fmt("%11.3f", s.tp_collective_s - s.tp_hidden_s)
+                << fmt("%18.3f", s.contention_s) << "\n";
     }
     out << "profile " << r.profile_name << " (" << r.profile_kind << ")";
     if (r.fallbacks.empty()) {
@@ -120,6 +144,11 @@ core::Json report_json(const Report& r) {
                           {"gemm_s", s.gemm_s},
                           {"fp8_gemm_s", s.fp8_gemm_s},
                           {"fp8_cast_s", s.fp8_cast_s},
+                          {"sharding_s", s.sharding_s},
+                          {"sharding_stream_s", s.sharding_stream_s},
+                          {"tp_collective_s", s.tp_collective_s},
+                          {"tp_hidden_s", s.tp_hidden_s},
+                          {"contention_s", s.contention_s},
                           {"memory",
                            {{"weights_bytes", m.weights_bytes},
                             {"gradients_bytes", m.gradients_bytes},
@@ -127,6 +156,7 @@ core::Json report_json(const Report& r) {
                             {"activations_bytes", m.activations_bytes},
                             {"backward_working_bytes", m.backward_working_bytes},
                             {"buffers_bytes", m.buffers_bytes},
+                            {"gathered_bytes", m.gathered_bytes},
                             {"total_bytes", m.total_bytes()},
                             {"in_flight_microbatches", m.in_flight}}}});
     }

@@ -45,15 +45,52 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
             cost.chunk(r, c).backward_input.total_s() + cost.chunk(r, c).backward_weight.total_s();
     StepTail t;
     // Gradient reduction: dense grads over dp·cp, expert grads over expert-dp; reduce-scatter
-    // with the distributed optimizer, all-reduce without.
+    // into the shards with the distributed optimizer, all-reduce without. ZeRO-2/3 have
+    // reduce-scattered every micro-batch's gradients already (the passes' sharding_s). With
+    // hybrid-sharding replicas, the shards are then all-reduced across the replicas.
     const StageParameters& params = cost.parameters(r);
-    const Collective reduce =
-        p.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
-    t.gradient_reduce_s =
-        bucketed(cost, GroupKind::data_context, r, reduce, params.dense * grad_b, bucket_bytes) +
-        bucketed(cost, GroupKind::expert_data, r, reduce, params.expert * grad_b, bucket_bytes);
-    if (p.overlap_grad_reduce)
-        t.gradient_reduce_s = std::max(0.0, t.gradient_reduce_s - last_backward_s);
+    const int zero = p.zero_stage();
+    if (zero == 0) {
+        t.gradient_reduce_s = bucketed(cost, GroupKind::data_context, r, Collective::all_reduce,
+                                       params.dense * grad_b, bucket_bytes) +
+                              bucketed(cost, GroupKind::expert_data, r, Collective::all_reduce,
+                                       params.expert * grad_b, bucket_bytes);
+    } else {
+        if (zero == 1)
+            t.gradient_reduce_s =
+                bucketed(cost, GroupKind::data_shard, r, Collective::reduce_scatter,
+                         params.dense * grad_b, bucket_bytes) +
+                bucketed(cost, GroupKind::expert_data_shard, r, Collective::reduce_scatter,
+                         params.expert * grad_b, bucket_bytes);
+        t.gradient_reduce_s +=
+            bucketed(cost, GroupKind::data_replica, r, Collective::all_reduce,
+                     params.dense * grad_b / double(p.shard_ranks()), bucket_bytes) +
+            bucketed(cost, GroupKind::expert_data_replica, r, Collective::all_reduce,
+                     params.expert * grad_b / double(p.expert_shard_ranks()), bucket_bytes);
+    }
+    const double slowdown = cost.overlap_slowdown();
+    if (p.overlap_grad_reduce) {
+        // Megatron buckets the parameters in reverse order, so the last bucket to fill holds
+        // the first layers' remainder and, on the first stage, the embedding (a table larger
+        // than a bucket makes its bucket larger): it can start only when the backward is done.
+        double last_bucket_s = 0.0;
+        if (zero <= 1) {
+            const double embedding = r == 0 && !params.units.empty() && !params.units[0].empty()
+                                         ? double(params.units[0][0].dense)
+                                         : 0.0;
+            const double bucket = bucket_bytes / grad_b, rest = params.dense - embedding;
+            const double last = embedding + (rest > bucket ? std::fmod(rest, bucket) : rest);
+            last_bucket_s =
+                cost.collective_s(zero == 0 ? GroupKind::data_context : GroupKind::data_shard, r,
+                                  zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
+                                  std::min(last, params.dense) * grad_b);
+        }
+        const double exposed =
+            std::max(last_bucket_s, std::max(0.0, t.gradient_reduce_s - last_backward_s));
+        // The hidden part takes the SMs of the backward it overlaps.
+        t.contention_s += std::max(0.0, t.gradient_reduce_s - exposed) * slowdown;
+        t.gradient_reduce_s = exposed;
+    }
     // Tied embeddings across stages: first and last stage sum their embedding gradients.
     if (job.model.tied_embeddings && p.pp > 1 && (r == 0 || r == p.pp - 1))
         t.embedding_sync_s =
@@ -71,23 +108,30 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
     // FP8 weights are cast once a step, after the update (Transformer Engine caches them over
     // the micro-batches): cast and transpose from the 16-bit weight, or — with the FP8
     // parameter gather, where the optimizer writes the FP8 weight itself — the transpose alone.
-    if (p.fp8.enabled() && params.fp8 > 0)
+    // (ZeRO-3 casts each gathered unit in its passes instead.)
+    if (p.fp8.enabled() && params.fp8 > 0 && zero < 3)
         t.optimizer_s += cost.memory_bound_s(
             core::MemoryKernel::elementwise,
             p.fp8.param_gather ? 2.0 * params.fp8 : fp8_cast_bytes(p.fp8.recipe, params.fp8));
-    if (p.distributed_optimizer) {
+    // ZeRO-1/2 gather the updated parameters back from the shards; ZeRO-3 keeps them sharded
+    // (each pass gathers its units).
+    if (zero == 1 || zero == 2) {
         // With the FP8 parameter gather the FP8 weights travel at one byte.
         const double gathered_b = p.fp8.param_gather && params.total() > 0
                                       ? param_b - (param_b - 1.0) * params.fp8 / params.total()
                                       : param_b;
-        t.parameter_gather_s = bucketed(cost, GroupKind::data_context, r, Collective::all_gather,
-                                        params.dense * gathered_b, bucket_bytes) +
-                               bucketed(cost, GroupKind::expert_data, r, Collective::all_gather,
-                                        params.expert * gathered_b, bucket_bytes);
+        t.parameter_gather_s =
+            bucketed(cost, GroupKind::data_shard, r, Collective::all_gather,
+                     params.dense * gathered_b, bucket_bytes) +
+            bucketed(cost, GroupKind::expert_data_shard, r, Collective::all_gather,
+                     params.expert * gathered_b, bucket_bytes);
         // Overlapped with the next step's forward: exposed only beyond the first forward.
-        if (p.overlap_param_gather)
-            t.parameter_gather_s =
-                std::max(0.0, t.parameter_gather_s - cost.chunk(r, 0).forward.total_s());
+        if (p.overlap_param_gather) {
+            const double hidden =
+                std::min(t.parameter_gather_s, cost.chunk(r, 0).forward.total_s());
+            t.contention_s += hidden * slowdown;
+            t.parameter_gather_s -= hidden;
+        }
     }
     return t;
 }
@@ -134,12 +178,18 @@ StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& sp
             s.gemm_s += pc->gemm_s * report.microbatches;
             s.fp8_gemm_s += pc->fp8_gemm_s * report.microbatches;
             s.fp8_cast_s += pc->fp8_cast_s * report.microbatches;
+            s.sharding_s += pc->sharding_s * report.microbatches;
+            s.sharding_stream_s += pc->sharding_stream_s * report.microbatches;
+            s.tp_collective_s += pc->tp_collective_s * report.microbatches;
+            s.tp_hidden_s += pc->tp_hidden_s * report.microbatches;
+            s.contention_s += pc->contention_s * report.microbatches;
         }
     }
     s.pipeline_end_s = timeline.end_s[std::size_t(r)];
     const StepTail tail = step_tail(job, cost, r, options.bucket_parameters);
     s.optimizer_s = tail.optimizer_s;
-    s.data_parallel_s = tail.gradient_reduce_s + tail.embedding_sync_s + tail.parameter_gather_s;
+    s.data_parallel_s = tail.gradient_reduce_s + tail.embedding_sync_s + tail.parameter_gather_s +
+                        tail.contention_s;
     if (!options.trace) return s;
     const StageParameters& params = cost.parameters(r);
     double t = s.pipeline_end_s;
@@ -225,9 +275,9 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
         report.step_time_s =
             std::max(report.step_time_s, s.pipeline_end_s + s.data_parallel_s + s.optimizer_s);
     for (StageReport& s : report.stages)
-        s.bubble_s =
-            core::idle_seconds(report.step_time_s, s.compute_s + s.recompute_s + s.collective_s +
-                                                       s.data_parallel_s + s.optimizer_s);
+        s.bubble_s = core::idle_seconds(
+            report.step_time_s, s.compute_s + s.recompute_s + s.collective_s + s.sharding_s +
+                                    s.contention_s + s.data_parallel_s + s.optimizer_s);
 
     const StepFlops flops = step_flops(job);
     const double devices = double(job.cluster.devices());

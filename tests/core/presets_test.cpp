@@ -15,9 +15,15 @@ TEST(Presets, TheShippedSetIsComplete) {
                              "llama3-405b", "mixtral-8x7b", "deepseek-v3"})
         EXPECT_NE(std::find(models.begin(), models.end(), name), models.end()) << name;
     const auto clusters = preset_names(PresetKind::cluster);
-    for (const char* name : {"dgx-a100-80gb", "dgx-h100", "hgx-h200", "hgx-h800", "localhost"})
+    for (const char* name : {"dgx-a100-80gb", "dgx-h100", "hgx-h200", "hgx-h800", "dgx-b200",
+                             "gb200-nvl72", "gb300-nvl72", "localhost"})
         EXPECT_NE(std::find(clusters.begin(), clusters.end(), name), clusters.end()) << name;
-    EXPECT_EQ(clusters.size(), 5u);
+    EXPECT_EQ(clusters.size(), 8u);
+    // The NVL72 racks: 18 trays of 4 GPUs in one 72-GPU NVLink domain.
+    const ClusterSpec nvl72 =
+        cluster_from_json(resolve_reference("gb200-nvl72", PresetKind::cluster, "cluster"));
+    EXPECT_EQ(nvl72.fabric_domain(), 72);
+    EXPECT_EQ(nvl72.devices(), 72);
 }
 
 TEST(Presets, EveryModelAndClusterParsesAndCitesASource) {

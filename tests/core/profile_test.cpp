@@ -108,13 +108,14 @@ TEST(Profile, ShippedProfilesAreDerivedAndSane) {
         const double efficiency = 2.0 * 8192.0 * 8192 * 8192 / t / p.peak_flops_per_s(Dtype::bf16);
         EXPECT_GT(efficiency, 0.6) << name;
         EXPECT_LT(efficiency, 0.95) << name;
-        // nccl-tests busbw of a 1 GiB all-reduce over 8 GPUs on NVLink: 150–500 GB/s.
+        // nccl-tests busbw of a 1 GiB all-reduce over 8 GPUs on NVLink: 150 GB/s to below the
+        // fastest NVLink's 900 GB/s per direction (NVLink 5).
         const double bytes = 1 << 30;
         const double busbw = bytes /
                              p.collective("nvlink", Collective::all_reduce, 8, bytes).seconds *
                              bus_bandwidth_factor(Collective::all_reduce, 8);
         EXPECT_GT(busbw, 150e9) << name;
-        EXPECT_LT(busbw, 500e9) << name;
+        EXPECT_LT(busbw, 900e9) << name;
     }
     // Bigger GEMMs never take less time.
     EXPECT_LE(a100().gemm(Dtype::bf16, 4096, 4096, 4096).seconds,

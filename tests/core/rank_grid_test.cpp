@@ -43,19 +43,34 @@ TEST(RankGrid, CoordinatesRoundTrip) {
 }
 
 TEST(RankGrid, EveryKindPartitionsTheRanks) {
-    const RankGrid g(plan(2, 2, 4, 3, 4));
-    for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {
-        const auto kind = static_cast<GroupKind>(k);
-        if (kind == GroupKind::embedding) continue; // covers first and last stage only
-        std::multiset<std::int64_t> seen;
-        for (const auto& group : g.groups(kind)) {
-            seen.insert(group.begin(), group.end());
-            for (auto r : group) EXPECT_EQ(g.group_of(kind, r), group) << kGroupKindNames[k];
+    // cp·dp = 8 ranks per stage, ep 2 (expert-dp 4), in 2 hybrid-sharding replicas.
+    ParallelPlan hybrid = plan(2, 2, 4, 3, 2);
+    hybrid.sharding.instances = 2;
+    for (const RankGrid& g : {RankGrid(plan(2, 2, 4, 3, 4)), RankGrid(hybrid)})
+        for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {
+            const auto kind = static_cast<GroupKind>(k);
+            if (kind == GroupKind::embedding) continue; // covers first and last stage only
+            std::multiset<std::int64_t> seen;
+            for (const auto& group : g.groups(kind)) {
+                seen.insert(group.begin(), group.end());
+                for (auto r : group) EXPECT_EQ(g.group_of(kind, r), group) << kGroupKindNames[k];
+            }
+            EXPECT_EQ(seen.size(), std::size_t(g.world_size())) << kGroupKindNames[k];
+            for (std::int64_t r = 0; r < g.world_size(); ++r)
+                EXPECT_EQ(seen.count(r), 1u) << kGroupKindNames[k] << " rank " << r;
         }
-        EXPECT_EQ(seen.size(), std::size_t(g.world_size())) << kGroupKindNames[k];
-        for (std::int64_t r = 0; r < g.world_size(); ++r)
-            EXPECT_EQ(seen.count(r), 1u) << kGroupKindNames[k] << " rank " << r;
-    }
+}
+
+TEST(RankGrid, HybridShardingGroups) {
+    ParallelPlan p = plan(2, 1, 8, 1, 2); // 16 ranks: dp 8, ep 2 (expert-dp 4), 2 replicas
+    p.sharding.instances = 2;
+    const RankGrid g(p);
+    // Dense: shards of 4 consecutive data ranks (at tp stride 2), replicas 4 apart.
+    EXPECT_EQ(g.group_of(GroupKind::data_shard, 3), (std::vector<std::int64_t>{1, 3, 5, 7}));
+    EXPECT_EQ(g.group_of(GroupKind::data_replica, 3), (std::vector<std::int64_t>{3, 11}));
+    // Experts: the expert-dp ranks of one expert rank (data ranks 1, 3, 5, 7) in shards of 2.
+    EXPECT_EQ(g.group_of(GroupKind::expert_data_shard, 2), (std::vector<std::int64_t>{2, 6}));
+    EXPECT_EQ(g.group_of(GroupKind::expert_data_replica, 2), (std::vector<std::int64_t>{2, 10}));
 }
 
 TEST(RankGrid, GroupSizes) {

@@ -16,8 +16,16 @@ struct ClusterSpec {
     std::string device;            // device profile name, e.g. "a100-sxm4-80gb"
     std::string intra_node_fabric; // e.g. "nvlink", "shm"
     std::string inter_node_fabric; // e.g. "infiniband"
+    // Devices on one NVLink fabric (`nvlink_domain_size`): a node's (0, the default), or a
+    // rack's — GB200/GB300 NVL72 join 18 trays of 4 GPUs into one 72-GPU NVLink domain, where
+    // groups spanning trays still talk over the intra-node fabric.
+    std::int64_t nvlink_domain = 0;
 
     std::int64_t devices() const { return nodes * devices_per_node; }
+    // The devices that share the intra-node fabric: the NVLink domain, else one node.
+    std::int64_t fabric_domain() const {
+        return nvlink_domain > 0 ? nvlink_domain : devices_per_node;
+    }
 };
 
 // `devices_per_node` may be the word "cores": this machine's online CPU cores (the localhost

@@ -49,14 +49,24 @@ struct JobInputs {
     std::optional<std::int64_t> recompute_num_layers;
     std::optional<bool> sequence_parallel;
     std::optional<bool> distributed_optimizer;
+    // Sharded data parallelism: Megatron's --data-parallel-sharding-strategy (or a ZeRO stage),
+    // --use-megatron-fsdp, --use-torch-fsdp2, --num-distributed-optimizer-instances
+    std::optional<std::string> data_parallel_sharding_strategy;
+    std::optional<bool> use_megatron_fsdp, use_torch_fsdp2;
+    std::optional<std::int64_t> optimizer_instances, fsdp_prefetch_units;
     std::optional<bool> allow_cross_node_tp;
     std::optional<bool> overlap_grad_reduce;
     std::optional<bool> overlap_param_gather;
+    std::optional<bool> tp_comm_overlap;
     std::optional<bool> flash_attention;
 };
 
 // The FP8 settings the FP8 flags of `inputs` ask for (nullopt: none given); what `plan` pins.
 std::optional<Fp8> fp8_override(const JobInputs& inputs);
+
+// The sharding fields the sharding flags of `inputs` ask for, written into `parallel` (its
+// distributed_optimizer key dropped when a strategy is given, so the strategy decides).
+void apply_sharding_overrides(const JobInputs& inputs, Json& parallel);
 
 // Loads, applies overrides, resolves dp "auto", and validates. Throws SpecError.
 JobSpec load_job(const JobInputs& inputs);

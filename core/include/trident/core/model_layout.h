@@ -117,6 +117,13 @@ struct ChunkShape {
                          std::int64_t tp_rank, std::int64_t ep_rank, std::int64_t cp = 1);
 };
 
+// The parameters of one FSDP unit on one rank — what ZeRO-3 gathers at once: the embedding, a
+// transformer layer, or the final norm with the head. `fp8`: of them, FP8 linear weights.
+struct ShardUnit {
+    std::int64_t dense = 0, expert = 0, fp8 = 0;
+    std::int64_t total() const { return dense + expert; }
+};
+
 // What a ChunkLayout keeps: every tensor with its placement, or only the parameter counts (the
 // simulator asks for those for every candidate layout; the same rules, no allocation).
 enum class LayoutDetail { tensors, counts };
@@ -138,6 +145,9 @@ public:
     // projections, output projection, MLP and experts; not the router, embedding or head;
     // none in the BF16 first/last layers): what holds FP8 copies.
     std::int64_t fp8_parameters() const { return fp8_parameters_; }
+    // The chunk's FSDP units in forward order: the embedding (first chunk), each layer, the
+    // final norm and head (last chunk).
+    const std::vector<ShardUnit>& units() const { return units_; }
 
 private:
     void add(TensorLayout t);
@@ -158,6 +168,7 @@ private:
     std::int64_t fp8_parameters_ = 0;
     std::int64_t repeat_ = 1; // counts only: identical experts added once, counted this often
     std::vector<TensorLayout> tensors_;
+    std::vector<ShardUnit> units_;
     std::map<std::tuple<TensorRole, std::int64_t, std::int64_t>, std::int64_t> index_;
 };
 

@@ -53,6 +53,33 @@ struct Fp8 {
     bool enabled() const { return recipe != Fp8Recipe::none; }
 };
 
+// Data-parallel sharding (Rajbhandari et al. 2020, "ZeRO"), by Megatron's
+// --data-parallel-sharding-strategy names: optim shards the optimizer state (ZeRO-1: Megatron's
+// distributed optimizer), optim_grads the gradients too (ZeRO-2), optim_grads_params the
+// parameters too (ZeRO-3 / FSDP: each layer all-gathered before its forward and again before
+// its backward, its gradients reduce-scattered after it).
+enum class DataSharding { no_shard, optim, optim_grads, optim_grads_params };
+inline constexpr std::array<std::string_view, 4> kDataShardingNames = {
+    "no_shard", "optim", "optim_grads", "optim_grads_params"};
+// What runs the gradient and parameter sharding: Megatron-FSDP (--use-megatron-fsdp) or PyTorch
+// FSDP2 (--use-torch-fsdp2, which always shards the parameters). The cost model is the same;
+// the exported arguments differ.
+enum class FsdpImplementation { megatron, torch };
+inline constexpr std::array<std::string_view, 2> kFsdpImplementationNames = {"megatron-fsdp",
+                                                                             "torch-fsdp2"};
+
+struct Sharding {
+    DataSharding strategy = DataSharding::no_shard; // ZeRO-2/3 (ZeRO-1: distributed_optimizer)
+    FsdpImplementation implementation = FsdpImplementation::megatron;
+    // --num-distributed-optimizer-instances: the dp·cp ranks form this many replicas, each
+    // sharding the state over its own dp·cp / instances ranks (hybrid sharding, HSDP: shard
+    // inside a node, replicate across nodes).
+    std::int64_t instances = 1;
+    // FSDP units (layers) gathered ahead of the one computing: 1 is Megatron-FSDP's double
+    // buffer and FSDP2's default prefetch; 0 gathers each unit only when it is needed.
+    std::int64_t prefetch_units = 1;
+};
+
 // Megatron's default order: tp varies fastest, then cp, ep, dp, and pp slowest, so tensor
 // groups stay inside a node. Expert parallelism is carved out of the cp·dp ranks.
 inline constexpr std::string_view kDefaultRankOrder = "tp-cp-ep-dp-pp";
@@ -84,8 +111,12 @@ struct ParallelPlan {
     Recompute recompute;
     Fp8 fp8;
     bool distributed_optimizer = false; // ZeRO-1: optimizer state sharded over dp (·cp)
+    Sharding sharding;                  // ZeRO-2/3, FSDP, hybrid sharding
     bool overlap_grad_reduce = false;   // reduce gradient buckets during the last backward
     bool overlap_param_gather = false;  // gather updated parameters during the next forward
+    // --tp-comm-overlap: the sequence-parallel all-gathers and reduce-scatters run beside the
+    // GEMMs they feed or drain, split into tp pieces (Transformer Engine's userbuffers).
+    bool tp_comm_overlap = false;
     // Fused attention that never stores the s² scores (Dao 2022). Off: Megatron's 2021 path of
     // two batched GEMMs around a fused scale-mask-softmax (and dropout), scores kept.
     bool flash_attention = true;
@@ -94,6 +125,16 @@ struct ParallelPlan {
 
     std::int64_t devices() const { return tp * cp * dp * pp; }
     std::int64_t expert_dp() const { return (dp * cp) / ep; }
+    // ZeRO stage 0–3: distributed_optimizer decides ZeRO-1 (whatever the strategy field says
+    // below optim_grads), the strategy ZeRO-2 and 3.
+    int zero_stage() const {
+        if (sharding.strategy >= DataSharding::optim_grads) return int(sharding.strategy);
+        return distributed_optimizer ? 1 : 0;
+    }
+    // Ranks one shard of the dense / expert state is spread over (dp·cp, expert-dp, divided
+    // into the hybrid-sharding replicas).
+    std::int64_t shard_ranks() const { return (dp * cp) / sharding.instances; }
+    std::int64_t expert_shard_ranks() const { return expert_dp() / sharding.instances; }
 };
 
 std::string to_string(ScheduleKind s);
@@ -112,6 +153,20 @@ std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chu
 // `parallel.fp8`: a recipe name ("tensorwise") or {recipe, format, param_gather,
 // num_layers_at_start_in_bf16, num_layers_at_end_in_bf16, amax_history_len}.
 Fp8 fp8_from_json(const Json& j, const std::string& path = "parallel.fp8");
+
+// The sharding of `parallel` (data_parallel_sharding_strategy, use_megatron_fsdp,
+// use_torch_fsdp2, num_distributed_optimizer_instances, fsdp_prefetch_units), read after
+// distributed_optimizer: a strategy of optim or more turns the distributed optimizer on; an
+// explicit distributed_optimizer false beside one is refused. core/src/data_sharding.cpp.
+void read_sharding(ObjectReader& r, ParallelPlan& p);
+void write_sharding(const ParallelPlan& p, Json& parallel);
+void validate_sharding(const ParallelPlan& p, const std::string& path);
+// "zero-3 (optim_grads_params, Megatron-FSDP, 4 replicas)"; "zero-1 (distributed optimizer)".
+std::string describe_sharding(const ParallelPlan& p);
+// A table cell: "0", "1", "2", "3", with the replicas of hybrid sharding: "3h4".
+std::string sharding_cell(const ParallelPlan& p);
+// A strategy from its Megatron name or ZeRO alias ("zero-2", "zero2", "2").
+DataSharding parse_data_sharding(const std::string& text, const std::string& field);
 
 // `dp` may be the word "auto" in JSON: it is then left 0 here and resolved from the cluster's
 // device count by resolve_job (devices / (tp·cp·pp)).

@@ -63,6 +63,9 @@ public:
     // one's GEMM rate relative to the fp8 GEMM table (device.fp8_recipes); 0: not supported.
     double fp8_gemm_rate(const std::string& recipe) const;
     const std::map<std::string, double>& fp8_recipes() const { return fp8_recipes_; }
+    // The fraction of compute throughput an overlapped collective takes (device.communication_
+    // sms / device.sms); 0 when the profile does not say (contention then goes unmodelled).
+    double overlap_slowdown() const { return overlap_slowdown_; }
 
     // C[m×n] = A[m×k]·B[k×n].
     Timing gemm(Dtype d, std::int64_t m, std::int64_t n, std::int64_t k) const;
@@ -106,6 +109,7 @@ private:
     double memory_bytes_ = 0.0;
     double memory_bandwidth_ = 0.0;
     std::map<std::string, double> fp8_recipes_;
+    double overlap_slowdown_ = 0.0;
     std::map<Dtype, GemmGrid> gemm_;
     std::map<Dtype, std::map<std::pair<std::int64_t, bool>, AttentionGrid>> attention_;
     std::map<MemoryKernel, Curve> memory_bound_;

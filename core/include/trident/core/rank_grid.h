@@ -31,10 +31,28 @@ enum class GroupKind {
     expert_data,  // ranks holding the same experts (expert gradients reduced here)
     model,        // tp·pp ranks holding one full model replica (per cp/dp position)
     embedding,    // first and last pipeline rank (tied-embedding gradient all-reduce)
+    // Sharded state (ZeRO, FSDP) with hybrid-sharding replicas (num_distributed_optimizer_
+    // instances): the dp·cp ranks split into that many consecutive blocks — a shard group each,
+    // inside a node where it fits — and the replica groups across them (one rank of each block,
+    // where the shards' gradients are all-reduced); the same for the expert-dp ranks.
+    data_shard,
+    data_replica,
+    expert_data_shard,
+    expert_data_replica,
 };
-inline constexpr std::array<std::string_view, 9> kGroupKindNames = {
-    "tensor", "context",     "data",  "data_context", "pipeline",
-    "expert", "expert_data", "model", "embedding"};
+inline constexpr std::array<std::string_view, 13> kGroupKindNames = {"tensor",
+                                                                     "context",
+                                                                     "data",
+                                                                     "data_context",
+                                                                     "pipeline",
+                                                                     "expert",
+                                                                     "expert_data",
+                                                                     "model",
+                                                                     "embedding",
+                                                                     "data_shard",
+                                                                     "data_replica",
+                                                                     "expert_data_shard",
+                                                                     "expert_data_replica"};
 
 class RankGrid {
 public:
@@ -58,6 +76,7 @@ public:
 
 private:
     std::int64_t tp_, cp_, dp_, pp_, ep_;
+    std::int64_t instances_; // hybrid-sharding replicas
 };
 
 } // namespace trident::core

@@ -24,11 +24,21 @@ namespace trident::planner {
 struct SearchSpace {
     std::vector<std::int64_t> tp, pp, cp, ep, vpp, micro_batch;
     std::vector<core::ScheduleKind> schedules;
-    std::vector<bool> sequence_parallel;      // empty: both where legal
-    std::vector<bool> distributed_optimizer;  // empty: both where legal
+    std::vector<bool> sequence_parallel;     // empty: both where legal
+    std::vector<bool> distributed_optimizer; // empty: both where legal
+    // Data-parallel sharding strategies, pinned (with the replicas, FSDP implementation and
+    // prefetch depth below). Empty, with distributed_optimizer not pinned either: the
+    // distributed optimizer on and off and, for a layout
+    // whose ZeRO-1 form needs recomputation or does not fit at all, ZeRO-2, ZeRO-3 sharded
+    // inside a node (hybrid, replicated across nodes) and ZeRO-3 over every dp·cp rank — up to
+    // the first that fits without recomputation (more sharding only adds communication).
+    std::vector<core::DataSharding> sharding;
+    std::optional<std::int64_t> optimizer_instances;
+    core::FsdpImplementation fsdp = core::FsdpImplementation::megatron;
+    std::int64_t fsdp_prefetch_units = 1;
     std::optional<core::Recompute> recompute; // pinned; nullopt: cheapest that fits
     bool allow_cross_node_tp = false;
-    bool overlap = true; // overlap_grad_reduce (and param gather with ZeRO-1)
+    bool overlap = true; // overlap_grad_reduce, the param gather (ZeRO-1), tp_comm_overlap (SP)
     bool flash_attention = true;
     // Uneven pipeline stages, pinned (any given: only that split). None given: the planner
     // tries the even split, Megatron-Core's embedding-and-loss-counted split and the split

@@ -24,7 +24,17 @@ struct PassCost {
     double flops = 0.0;        // executed FLOPs (recomputation included)
     // Parts of compute_s + recompute_s: all GEMMs, the FP8 ones, and the FP8 casts.
     double gemm_s = 0.0, fp8_gemm_s = 0.0, fp8_cast_s = 0.0;
-    double total_s() const { return compute_s + recompute_s + collective_s; }
+    // ZeRO-2/3: the pass's per-unit gathers and reduce-scatters on the data-parallel stream,
+    // the part compute does not hide (sharding_overlap.h) and the stream's whole busy time.
+    double sharding_s = 0.0, sharding_stream_s = 0.0;
+    // Of collective_s, the tensor-parallel collectives; with tp_comm_overlap, the part of them
+    // the GEMMs hide (no longer in collective_s).
+    double tp_collective_s = 0.0, tp_hidden_s = 0.0;
+    // Compute lost to collectives overlapping it (their SMs: Profile::overlap_slowdown).
+    double contention_s = 0.0;
+    double total_s() const {
+        return compute_s + recompute_s + collective_s + sharding_s + contention_s;
+    }
 };
 
 struct ChunkCost {
@@ -75,6 +85,8 @@ public:
     double collective_s(core::GroupKind kind, std::int32_t pipeline_rank, core::Collective c,
                         double bytes) const;
     double memory_bound_s(core::MemoryKernel kernel, double bytes) const;
+    // What an overlapped collective takes from the compute beside it (Profile).
+    double overlap_slowdown() const { return profile_.overlap_slowdown(); }
     const Fallbacks& fallbacks() const { return fallbacks_; }
     // The parameters one rank of the stage holds (stage_parameters, computed once).
     const StageParameters& parameters(std::int32_t pipeline_rank) const;
@@ -86,6 +98,10 @@ private:
     struct NoChunks {};
     CostModel(const core::JobSpec& job, const core::Profile& profile, NoChunks);
     double op_s(const Op& op, std::int32_t pipeline_rank) const;
+    // ZeRO-2/3's exposed gathers and reduce-scatters of chunk c on pipeline rank r, from its
+    // units' pass costs (forward order) and parameters.
+    void add_sharding(ChunkCost& cost, const std::vector<std::array<PassCost, 3>>& units,
+                      std::int32_t r, std::int32_t c) const;
     // F, B and W costs of an operation list.
     std::array<PassCost, 3> by_phase(const std::vector<Op>& ops, std::int32_t pipeline_rank) const;
 
@@ -101,9 +117,10 @@ private:
     const core::Profile& profile_;
     core::RankGrid grid_;
     double fp8_rate_ = 1.0;
-    mutable std::vector<GroupShape> group_shapes_; // [kind * pp + pipeline rank]
-    mutable std::vector<StageParameters> parameters_;
-    std::vector<ChunkCost> chunks_; // [rank * vpp + chunk]
+    mutable std::vector<GroupShape> group_shapes_;                   // [kind * pp + pipeline rank]
+    const std::vector<StageParameters>* given_parameters_ = nullptr; // the caller's, or
+    mutable std::vector<StageParameters> parameters_;                // computed on first use
+    std::vector<ChunkCost> chunks_;                                  // [rank * vpp + chunk]
     double p2p_bytes_ = 0.0;
     mutable Fallbacks fallbacks_;
 };

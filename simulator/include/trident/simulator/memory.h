@@ -5,6 +5,7 @@
 // the micro-batches the schedule keeps in flight on that stage, and communication buffers.
 // Reported per stage, never averaged: the first stage usually holds the most.
 #include "trident/core/job.h"
+#include "trident/core/model_layout.h"
 #include "trident/core/schedule.h"
 #include "trident/simulator/layer_ops.h"
 
@@ -33,7 +34,11 @@ struct StageParameters {
     double dense = 0.0;  // parameters on one rank of this stage, replicated over dp·cp
     double expert = 0.0; // routed-expert parameters, replicated over expert-dp
     double fp8 = 0.0;    // of those, the weights of linear layers that run in FP8
+    // Each model chunk's FSDP units in forward order (core::ChunkLayout::units).
+    std::vector<std::vector<core::ShardUnit>> units;
     double total() const { return dense + expert; }
+    // The unit with the most parameters (what ZeRO-3 holds gathered at once).
+    core::ShardUnit largest_unit() const;
 };
 // What the FP8 copies of a stage's weights add on one rank: the FP8 weight and its transpose
 // (2 bytes per FP8 parameter) beside the 16-bit weight, or — with the FP8 parameter gather,
@@ -43,7 +48,8 @@ double fp8_weight_copy_bytes(const StageParameters& params, const core::Fp8& fp8
 StageParameters stage_parameters(const core::JobSpec& job, std::int32_t pipeline_rank);
 std::vector<StageParameters> parameters_per_stage(const core::JobSpec& job);
 // Parameters whose optimizer state one rank keeps and updates: all of them, or with the
-// distributed optimizer (ZeRO-1) its shard — dense over dp·cp, experts over expert-dp.
+// distributed optimizer (ZeRO-1 and up) its shard — dense over dp·cp, experts over expert-dp,
+// each divided into the hybrid-sharding replicas (ParallelPlan::shard_ranks).
 double optimizer_parameters(const StageParameters& params, const core::ParallelPlan& plan);
 
 struct StageMemory {
@@ -55,12 +61,20 @@ struct StageMemory {
     // less the loss's buffers where a fused backward has freed them by then.
     double backward_working_bytes = 0.0;
     double buffers_bytes = 0.0;
+    // ZeRO-2/3: the FSDP units gathered at once (the one computing and those prefetched) and
+    // the unsharded gradients of the units being reduce-scattered.
+    double gathered_bytes = 0.0;
     std::int32_t in_flight = 0; // (micro-batch, chunk) pairs held until their backward
     double total_bytes() const {
         return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes +
-               backward_working_bytes + buffers_bytes;
+               backward_working_bytes + buffers_bytes + gathered_bytes;
     }
 };
+
+// The weights, gradients and optimizer state of a stage's rank under the plan's sharding, and
+// what ZeRO-2/3 hold gathered (StageMemory's first three fields and gathered_bytes).
+void sharded_state(const StageParameters& params, const core::ParallelPlan& plan,
+                   const core::Precision& precision, StageMemory& into);
 
 std::vector<StageMemory> memory_per_stage(const core::JobSpec& job, const core::Schedule& schedule);
 // The same from each pipeline rank's in-flight counts (what the planner caches per schedule),

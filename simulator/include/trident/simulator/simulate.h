@@ -26,6 +26,13 @@ struct StageReport {
     double bubble_s = 0.0; // idle: pipeline fill/drain and waits for point-to-point data
     // Within compute + recompute: every GEMM, the FP8 ones, and the FP8 casts.
     double gemm_s = 0.0, fp8_gemm_s = 0.0, fp8_cast_s = 0.0;
+    // ZeRO-2/3: the per-unit gathers and reduce-scatters the passes leave exposed, and the
+    // data-parallel stream's whole busy time for them (the rest hidden under compute).
+    double sharding_s = 0.0, sharding_stream_s = 0.0;
+    // The tensor-parallel collectives (within collective_s), the part tp_comm_overlap hid (not
+    // in collective_s), and the compute the passes lost to overlapped collectives' SMs (the
+    // step tail's share is within data_parallel_s).
+    double tp_collective_s = 0.0, tp_hidden_s = 0.0, contention_s = 0.0;
     double pipeline_end_s = 0.0;
     StageMemory memory;
     double bubble_fraction(double step_s) const { return core::bubble_fraction(bubble_s, step_s); }
@@ -76,8 +83,11 @@ struct StepTail {
     double embedding_sync_s = 0.0;
     double optimizer_s = 0.0;
     double parameter_gather_s = 0.0;
+    // The compute the overlapped reduction and gather slow down by taking its SMs.
+    double contention_s = 0.0;
     double total_s() const {
-        return gradient_reduce_s + embedding_sync_s + optimizer_s + parameter_gather_s;
+        return gradient_reduce_s + embedding_sync_s + optimizer_s + parameter_gather_s +
+               contention_s;
     }
 };
 StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t stage,

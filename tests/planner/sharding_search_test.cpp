@@ -1,0 +1,99 @@
+// The planner's search over data-parallel sharding: a layout whose ZeRO-1 form does not fit is
+// tried with ZeRO-2, ZeRO-3 inside the node and ZeRO-3 over all ranks, and the best found is
+// the best of those strategies pinned one by one; pinning ZeRO-1 turns the search off; the
+// chosen strategy is exported in Megatron's flags.
+#include "../support/preset_profile.h"
+#include "trident/core/job_loader.h"
+#include "trident/planner/planner.h"
+
+#include <gtest/gtest.h>
+
+using namespace trident;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+core::JobSpec llama70b() {
+    core::JobInputs in;
+    in.model = "llama3-70b";
+    in.cluster = "dgx-h100";
+    in.nodes = 8;
+    in.global_batch_size = 64;
+    in.seq_length = 4096;
+    return core::load_specs(in);
+}
+
+// tp 8, pp 1, micro-batch 1, BF16: ZeRO-1 holds 61 GiB of state per rank, ZeRO-3 under 20.
+planner::SearchSpace tp8_pp1() {
+    planner::SearchSpace s;
+    s.tp = {8};
+    s.pp = {1};
+    s.cp = {1};
+    s.micro_batch = {1};
+    s.sequence_parallel = {true};
+    s.precisions = {core::Fp8{}};
+    return s;
+}
+
+planner::PlanResult run(const planner::SearchSpace& space, double budget_gib) {
+    const core::JobSpec specs = llama70b();
+    planner::PlanOptions options;
+    options.memory_budget_bytes = budget_gib * kGiB;
+    options.top_k = 20;
+    return planner::plan(specs, test::preset_profile("h100-sxm5-80gb"), space, options);
+}
+
+} // namespace
+
+TEST(ShardingSearch, TightMemoryEscalatesToTheBestSharding) {
+    const planner::PlanResult found = run(tp8_pp1(), 40);
+    ASSERT_FALSE(found.best.empty());
+    EXPECT_GE(found.best.front().job.plan.zero_stage(), 2);
+    // The same as pinning each sharded strategy and keeping the fastest.
+    double best_pinned = INFINITY;
+    for (auto [strategy, instances] : {std::pair{core::DataSharding::optim_grads, 1},
+                                       {core::DataSharding::optim_grads_params, 8},
+                                       {core::DataSharding::optim_grads_params, 1}}) {
+        planner::SearchSpace pinned = tp8_pp1();
+        pinned.sharding = {strategy};
+        if (instances > 1) pinned.optimizer_instances = instances;
+        const planner::PlanResult r = run(pinned, 40);
+        if (!r.best.empty()) best_pinned = std::min(best_pinned, r.best.front().step_time_s);
+    }
+    EXPECT_DOUBLE_EQ(found.best.front().step_time_s, best_pinned);
+}
+
+TEST(ShardingSearch, RoomyMemoryKeepsZeroOneAndPinningItStopsTheSearch) {
+    // With room, ZeRO-1 fits without recomputation and nothing more sharded is tried.
+    const planner::PlanResult roomy = run(tp8_pp1(), 79);
+    ASSERT_FALSE(roomy.best.empty());
+    for (const planner::Candidate& c : roomy.best) EXPECT_LE(c.job.plan.zero_stage(), 1);
+    planner::SearchSpace zero1 = tp8_pp1();
+    zero1.distributed_optimizer = {true};
+    EXPECT_TRUE(run(zero1, 40).best.empty()); // 61 GiB of state: nothing fits, nothing tried
+}
+
+TEST(ShardingSearch, MegatronArgumentsNameTheStrategy) {
+    core::JobInputs in;
+    in.model = "llama3-70b";
+    in.cluster = "dgx-h100";
+    in.nodes = 8;
+    in.tp = 8;
+    in.micro_batch_size = 1;
+    in.global_batch_size = 64;
+    in.data_parallel_sharding_strategy = "optim_grads_params";
+    in.optimizer_instances = 2;
+    const std::string megatron = planner::megatron_arguments(core::load_job(in));
+    EXPECT_NE(megatron.find("--use-distributed-optimizer"), std::string::npos);
+    EXPECT_NE(megatron.find("--use-megatron-fsdp"), std::string::npos);
+    EXPECT_NE(megatron.find("--data-parallel-sharding-strategy optim_grads_params"),
+              std::string::npos);
+    EXPECT_NE(megatron.find("--num-distributed-optimizer-instances 2"), std::string::npos);
+    in.data_parallel_sharding_strategy.reset();
+    in.optimizer_instances.reset();
+    in.use_torch_fsdp2 = true;
+    const std::string torch = planner::megatron_arguments(core::load_job(in));
+    EXPECT_NE(torch.find("--use-torch-fsdp2"), std::string::npos);
+    EXPECT_EQ(torch.find("--use-megatron-fsdp"), std::string::npos);
+}
