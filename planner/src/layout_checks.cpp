@@ -37,7 +37,7 @@ std::string recompute_phrase(const Recompute& r, std::int64_t layers_per_chunk) 
 bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
                       const std::vector<core::InFlight>& flights,
                       const std::vector<simulator::StageParameters>& parameters,
-                      StageMemoryCache& memory, Feasible& out, PlanResult& result,
+                      StageMemoryCache& memory, RecomputeWhy& why, Peak& peak, PlanResult& result,
                       std::size_t keep_closest) {
     ParallelPlan& p = job.plan;
     const std::int64_t per_chunk = job.max_layers_per_chunk();
@@ -79,13 +79,12 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
         return false;
     };
     // The reason is written only for the candidates shown (RecomputeWhy::text).
-    RecomputeWhy& why = out.recompute_why;
     why = {};
     why.budget = budget;
     why.per_chunk = per_chunk;
     const auto accept = [&](const Recompute& r, const Peak& pk) {
         p.recompute = r;
-        out.peak = pk;
+        peak = pk;
         why.fit = pk;
         return true;
     };
@@ -259,43 +258,48 @@ void LayoutChecker::check_split(const JobSpec& split_job, const std::string& spl
                                 CheckedLayouts& out) {
     const std::vector<ParallelPlan> variants = sharding_variants(split_job.plan);
     // The FP8 recipes hold the same bytes: one memory verdict per sharding serves them all.
-    std::vector<std::optional<Feasible>> fp8_fit(variants.size());
-    std::vector<bool> fp8_known(variants.size(), false);
+    struct Verdict {
+        bool known = false, fits = false;
+        Recompute recompute;
+        RecomputeWhy why;
+        Peak peak;
+    };
+    std::vector<Verdict> fp8_verdict(variants.size());
     StageMemoryCache memory[2]; // BF16, FP8 (whose recipes hold the same bytes)
+    // One job whose plan each variant overwrites: only the layouts that fit are copied out.
+    JobSpec job = split_job;
     for (const core::Fp8& precision : precisions_) {
         for (std::size_t v = 0; v < variants.size(); ++v) {
             if (v > 0) ++out.result.layouts; // a sharding tried beyond the enumerated one
-            Feasible f{split_job, {}, split_reason, {}, 0.0};
-            f.job.plan = variants[v];
-            f.job.plan.fp8 = precision;
+            job.plan = variants[v];
+            job.plan.fp8 = precision;
             try {
-                core::validate(f.job.plan);
+                core::validate(job.plan);
             } catch (const core::SpecError& e) {
                 record_rejection(out.result, e.field(), e.reason());
                 continue;
             }
-            const auto& parameters = parameters_.get(f.job);
-            if (precision.enabled() && fp8_known[v]) {
-                if (!fp8_fit[v]) continue;
-                f.job.plan.recompute = fp8_fit[v]->job.plan.recompute;
-                f.recompute_why = fp8_fit[v]->recompute_why;
-                f.peak = fp8_fit[v]->peak;
+            const auto& parameters = parameters_.get(job);
+            Verdict verdict;
+            if (precision.enabled() && fp8_verdict[v].known) {
+                verdict = fp8_verdict[v];
+                if (!verdict.fits) continue;
+                job.plan.recompute = verdict.recompute;
             } else {
                 const auto& flights =
-                    in_flight_.get(f.job.plan, std::int32_t(f.job.micro_batches_per_step()));
-                const bool fits = choose_recompute(
-                    f.job, space_, options_.memory_budget_bytes, flights, parameters,
-                    memory[precision.enabled() ? 1 : 0], f, out.result, options_.rejected_examples);
-                if (precision.enabled()) {
-                    fp8_known[v] = true;
-                    if (fits) fp8_fit[v] = f;
-                }
-                if (!fits) continue;
+                    in_flight_.get(job.plan, std::int32_t(job.micro_batches_per_step()));
+                verdict.fits =
+                    choose_recompute(job, space_, options_.memory_budget_bytes, flights, parameters,
+                                     memory[precision.enabled() ? 1 : 0], verdict.why, verdict.peak,
+                                     out.result, options_.rejected_examples);
+                verdict.known = true;
+                verdict.recompute = job.plan.recompute;
+                if (precision.enabled()) fp8_verdict[v] = verdict;
+                if (!verdict.fits) continue;
             }
-            const bool no_recompute =
-                f.job.plan.recompute.granularity == RecomputeGranularity::none;
-            f.lower_bound_s = lower_bound_s(f.job, profile_, parameters, layer_costs_);
-            out.feasible.push_back(std::move(f));
+            const bool no_recompute = job.plan.recompute.granularity == RecomputeGranularity::none;
+            out.feasible.push_back({job, verdict.why, split_reason, verdict.peak,
+                                    lower_bound_s(job, profile_, parameters, layer_costs_)});
             if (no_recompute) break; // more sharding would only add communication
         }
     }

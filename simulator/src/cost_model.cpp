@@ -49,10 +49,24 @@ const CostModel::GroupShape& CostModel::group_shape(core::GroupKind kind,
     GroupShape& g = group_shapes_.at(std::size_t(kind) * std::size_t(job_.plan.pp) +
                                      std::size_t(pipeline_rank));
     if (g.size < 0) {
-        const std::int64_t rank = representative(pipeline_rank);
-        g.size = std::int64_t(grid_.group_of(kind, rank).size());
+        const std::array<std::int64_t, 8> key = {
+            p.tp, p.cp, p.dp, p.pp, p.ep, p.sharding.instances, std::int64_t(kind), pipeline_rank};
+        if (shared_) {
+            const auto it = shared_->group_shapes.find(key);
+            if (it != shared_->group_shapes.end()) {
+                g = {it->second.first, it->second.second};
+                return g;
+            }
+        }
+        const std::vector<std::int64_t> members =
+            grid_.group_of(kind, representative(pipeline_rank));
+        g.size = std::int64_t(members.size());
         // Across the NVLink domain (a node, or an NVL72 rack): the inter-node fabric.
-        g.inter_node = grid_.nodes_spanned(kind, rank, job_.cluster.fabric_domain()) > 1;
+        const std::int64_t domain = job_.cluster.fabric_domain();
+        g.inter_node = std::any_of(members.begin(), members.end(), [&](std::int64_t m) {
+            return m / domain != members.front() / domain;
+        });
+        if (shared_) shared_->group_shapes.emplace(key, std::make_pair(g.size, g.inter_node));
     }
     return g;
 }
@@ -61,10 +75,19 @@ double CostModel::collective_s(core::GroupKind kind, std::int32_t pipeline_rank,
                                double bytes) const {
     const GroupShape& g = group_shape(kind, pipeline_rank);
     if (g.size < 2 || bytes <= 0) return 0.0;
+    // Identical stages ask for the same collectives: each answered once.
+    for (const TimedCollective& t : timed_collectives_)
+        if (t.size == g.size && t.inter_node == g.inter_node && t.collective == c &&
+            t.bytes == bytes) {
+            if (!t.fallback.empty()) ++fallbacks_[t.fallback];
+            return t.seconds;
+        }
     const std::string& fabric =
         g.inter_node ? job_.cluster.inter_node_fabric : job_.cluster.intra_node_fabric;
     const core::Timing t = profile_.collective(fabric, c, g.size, bytes);
     if (!t.fallback.empty()) ++fallbacks_[t.fallback];
+    if (timed_collectives_.size() < 64)
+        timed_collectives_.push_back({g.size, g.inter_node, c, bytes, t.seconds, t.fallback});
     return t.seconds;
 }
 
@@ -165,6 +188,7 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
                      const std::vector<StageParameters>* parameters, LayerCostCache* layer_costs)
     : job_(job), profile_(profile), grid_(job.plan), fp8_rate_(fp8_rate(job, profile)) {
     given_parameters_ = parameters;
+    shared_ = layer_costs;
     const core::ParallelPlan& p = job.plan;
     const LayerView base = LayerView::of(p, job.training.seq_length);
     const core::PipelineSplit split = job.pipeline_split();
@@ -183,22 +207,37 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
     LayerCostCache own;
     LayerCostCache& cache = layer_costs ? *layer_costs : own;
     const auto key_of = [&](std::int64_t kind, int recompute, int fp8, int placement) {
-        return LayerCostCache::Key{
-            p.tp, p.cp,      p.ep, p.micro_batch_size, p.sequence_parallel,    p.flash_attention,
-            kind, recompute, fp8,  placement,          job.training.seq_length};
+        return LayerCostCache::Key{p.tp,
+                                   p.cp,
+                                   p.ep,
+                                   p.micro_batch_size,
+                                   p.sequence_parallel,
+                                   p.flash_attention,
+                                   p.tp_comm_overlap,
+                                   kind,
+                                   recompute,
+                                   fp8,
+                                   placement,
+                                   job.training.seq_length};
     };
     // Consecutive layers mostly share a key: the last one found is kept at hand.
     const LayerCostCache::Key* last_key = nullptr;
     const std::array<PassCost, 3>* last_costs = nullptr;
     const auto cached = [&](const LayerCostCache::Key& key, auto&& ops,
-                            std::int32_t r) -> const std::array<PassCost, 3>& {
-        if (last_key && *last_key == key) return *last_costs;
+                            std::int32_t r) -> const std::array<PassCost, 3>* {
+        if (last_key && *last_key == key) return last_costs;
         auto it = cache.entries.find(key);
-        if (it == cache.entries.end()) it = cache.entries.emplace(key, by_phase(ops(), r)).first;
+        if (it == cache.entries.end()) {
+            std::array<PassCost, 3> costs = by_phase(ops(), r);
+            if (p.tp_comm_overlap && p.tp > 1)
+                overlap_tensor_parallel(costs, double(p.tp), profile.overlap_slowdown());
+            it = cache.entries.emplace(key, costs).first;
+        }
         last_key = &it->first;
         last_costs = &it->second;
-        return it->second;
+        return last_costs;
     };
+    std::vector<const std::array<PassCost, 3>*> units; // a chunk's FSDP units, in order
     for (std::int32_t r = 0; r < p.pp; ++r) {
         int placement = 0;
         for (auto kind :
@@ -207,7 +246,7 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
         for (std::int32_t c = 0; c < p.vpp; ++c) {
             const std::int32_t vs = core::virtual_stage(c, std::int32_t(p.pp), r);
             ChunkCost& cost = chunks_[std::size_t(r * p.vpp + c)];
-            std::vector<std::array<PassCost, 3>> units; // the chunk's FSDP units, in order
+            units.clear();
             if (vs == 0)
                 units.push_back(cached(
                     key_of(2, 0, 0, placement),
@@ -225,16 +264,14 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
                 units.push_back(cached(
                     key_of(3, 0, 0, placement), [&] { return head_ops(job.model, base, vocab); },
                     r));
-            if (p.tp_comm_overlap && p.tp > 1)
-                for (auto& unit : units)
-                    overlap_tensor_parallel(unit, double(p.tp), profile.overlap_slowdown());
-            for (const auto& unit : units) accumulate(cost, unit);
+            for (const auto* unit : units) accumulate(cost, *unit);
             if (p.zero_stage() >= 2) add_sharding(cost, units, r, c);
         }
     }
 }
 
-void CostModel::add_sharding(ChunkCost& cost, const std::vector<std::array<PassCost, 3>>& units,
+void CostModel::add_sharding(ChunkCost& cost,
+                             const std::vector<const std::array<PassCost, 3>*>& units,
                              std::int32_t r, std::int32_t c) const {
     const core::ParallelPlan& p = job_.plan;
     const std::vector<core::ShardUnit>& params = parameters(r).units.at(std::size_t(c));
@@ -279,8 +316,8 @@ void CostModel::add_sharding(ChunkCost& cost, const std::vector<std::array<PassC
         const Timed& t = timed(params[i]);
         gather[i] = t.gather_s;
         scatter[b] = t.scatter_s;
-        forward[i] = units[i][0].total_s();
-        backward[b] = units[i][1].total_s() + units[i][2].total_s();
+        forward[i] = (*units[i])[0].total_s();
+        backward[b] = (*units[i])[1].total_s() + (*units[i])[2].total_s();
         // FP8 weights are cast from each gathered unit, in the forward and again in the
         // backward (the FP8 copies are freed with the unit); under the FP8 parameter gather
         // the weight arrives in FP8 and only its transpose is made.

@@ -47,12 +47,16 @@ using Fallbacks = std::map<std::string, std::int64_t>;
 
 // Per-layer F/B/W costs shared by the cost models of many layouts of one job (the planner's):
 // a layer's operations depend on tp, cp, ep, the micro-batch, sequence parallelism, flash
-// attention, the layer's kind, recomputation and FP8 recipe and which of its groups cross
-// nodes — not on pp, dp, the split or the schedule. Not thread-safe.
+// attention, tensor-parallel overlap, the layer's kind, recomputation and FP8 recipe and which
+// of its groups cross nodes — not on pp, dp, the split or the schedule. Not thread-safe.
 class LayerCostCache {
 public:
-    using Key = std::array<std::int64_t, 11>;
+    using Key = std::array<std::int64_t, 12>;
     std::map<Key, std::array<PassCost, 3>> entries;
+    // Process groups' sizes and whether they leave the NVLink domain, by (tp, cp, dp, pp, ep,
+    // hybrid-sharding replicas, group kind, pipeline rank): the same for every layout with
+    // those degrees.
+    std::map<std::array<std::int64_t, 8>, std::pair<std::int64_t, bool>> group_shapes;
 };
 
 // One micro-batch's F + B + W seconds through the embedding, each layer (the plan's
@@ -100,7 +104,7 @@ private:
     double op_s(const Op& op, std::int32_t pipeline_rank) const;
     // ZeRO-2/3's exposed gathers and reduce-scatters of chunk c on pipeline rank r, from its
     // units' pass costs (forward order) and parameters.
-    void add_sharding(ChunkCost& cost, const std::vector<std::array<PassCost, 3>>& units,
+    void add_sharding(ChunkCost& cost, const std::vector<const std::array<PassCost, 3>*>& units,
                       std::int32_t r, std::int32_t c) const;
     // F, B and W costs of an operation list.
     std::array<PassCost, 3> by_phase(const std::vector<Op>& ops, std::int32_t pipeline_rank) const;
@@ -118,11 +122,20 @@ private:
     core::RankGrid grid_;
     double fp8_rate_ = 1.0;
     mutable std::vector<GroupShape> group_shapes_;                   // [kind * pp + pipeline rank]
+    LayerCostCache* shared_ = nullptr;                               // the caller's caches, if any
     const std::vector<StageParameters>* given_parameters_ = nullptr; // the caller's, or
     mutable std::vector<StageParameters> parameters_;                // computed on first use
     std::vector<ChunkCost> chunks_;                                  // [rank * vpp + chunk]
     double p2p_bytes_ = 0.0;
     mutable Fallbacks fallbacks_;
+    struct TimedCollective {
+        std::int64_t size;
+        bool inter_node;
+        core::Collective collective;
+        double bytes, seconds;
+        std::string fallback;
+    };
+    mutable std::vector<TimedCollective> timed_collectives_; // answers of collective_s
 };
 
 } // namespace trident::simulator
