@@ -219,6 +219,9 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
         out << "why " << core::short_text(r.best.front().job.plan.recompute)
             << " for #1: " << r.best.front().recompute_reason << "\n";
         out << "pipeline split for #1: " << r.best.front().split_reason << "\n";
+        const core::ParallelPlan& p = r.best.front().job.plan;
+        out << "data-parallel sharding for #1: " << core::describe_sharding(p)
+            << (p.tp_comm_overlap ? "; tensor-parallel communication overlapped" : "") << "\n";
     }
 }
 

@@ -6,8 +6,8 @@ namespace trident::gui {
 namespace {
 
 const char* const kHeaders[] = {
-    "tp",        "pp", "dp",     "cp",        "ep",       "vpp", "mbs",    "schedule",
-    "recompute", "SP", "ZeRO-1", "step time", "tokens/s", "MFU", "bubble", "peak memory"};
+    "tp",        "pp", "dp",   "cp",        "ep",       "vpp", "mbs",    "schedule",
+    "recompute", "SP", "ZeRO", "step time", "tokens/s", "MFU", "bubble", "peak memory"};
 static_assert(std::size(kHeaders) == PlannerTableModel::column_count);
 
 QVariant sort_value(const planner::Candidate& c, int column) {
@@ -33,8 +33,8 @@ QVariant sort_value(const planner::Candidate& c, int column) {
         return recompute_text(p);
     case PlannerTableModel::sequence_parallel:
         return int(p.sequence_parallel);
-    case PlannerTableModel::zero1:
-        return int(p.distributed_optimizer);
+    case PlannerTableModel::zero:
+        return p.zero_stage() * 1000 + int(p.sharding.instances);
     case PlannerTableModel::step_time:
         return c.step_time_s;
     case PlannerTableModel::tokens_per_s:
@@ -55,8 +55,8 @@ QString display_text(const planner::Candidate& c, int column, double budget_byte
     switch (column) {
     case PlannerTableModel::sequence_parallel:
         return p.sequence_parallel ? "on" : "off";
-    case PlannerTableModel::zero1:
-        return p.distributed_optimizer ? "on" : "off";
+    case PlannerTableModel::zero: // the stage, "3h4" for 4 hybrid-sharding replicas
+        return QString::fromStdString(core::sharding_cell(p));
     case PlannerTableModel::step_time:
         return QString::number(c.step_time_s * 1e3, 'f', 1) + " ms";
     case PlannerTableModel::tokens_per_s:

@@ -23,7 +23,7 @@ public:
         schedule,
         recompute,
         sequence_parallel,
-        zero1,
+        zero, // ZeRO stage (with hybrid-sharding replicas)
         step_time,
         tokens_per_s,
         mfu,

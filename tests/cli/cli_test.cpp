@@ -240,3 +240,22 @@ TEST(Cli, MegatronsVocabularyPaddingFlag) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("padded 50432 at tp 4"), std::string::npos) << r.out;
 }
+
+TEST(Cli, PlanPinsShardingAndTheSimulateReportShowsIt) {
+    const std::string path = testing::TempDir() + "trident-sharded.json";
+    const auto r = run_trident(split_words(
+        "plan --model llama3-70b --cluster dgx-h100 --nodes 8 --gbs 64 --seq-length 4096 --tp 8 "
+        "--pp 1 --zero-stage 3 --num-distributed-optimizer-instances 2 --top 3 --explain "
+        "--megatron-args --out " +
+        path));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("data-parallel sharding for #1: zero-3 (optim_grads_params, "
+                         "Megatron-FSDP, 2 replicas of 4 ranks)"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("--data-parallel-sharding-strategy optim_grads_params"),
+              std::string::npos);
+    const auto sim = run_trident({"simulate", "--plan", path});
+    ASSERT_EQ(sim.exit_code, 0) << sim.err;
+    EXPECT_NE(sim.out.find("gather/scatter s  hidden s  exposed s"), std::string::npos) << sim.out;
+}
