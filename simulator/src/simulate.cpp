@@ -29,110 +29,140 @@ double bucketed(const CostModel& cost, GroupKind group, std::int32_t stage, Coll
 
 } // namespace
 
+namespace {
+
+// What the step's tail works with on one stage.
+struct TailContext {
+    const core::JobSpec& job;
+    const CostModel& cost;
+    std::int32_t r;
+    const StageParameters& params;
+    double grad_b, param_b, bucket_bytes;
+};
+
+// Gradient reduction: dense grads over dp·cp, expert grads over expert-dp; reduce-scatter into
+// the shards with the distributed optimizer, all-reduce without. ZeRO-2/3 have reduce-scattered
+// every micro-batch's gradients already (the passes' sharding_s). With hybrid-sharding
+// replicas, the shards are then all-reduced across the replicas. Overlapped with the last
+// micro-batch's backward (`last_backward_s`), the hidden part slows it by its SMs.
+void reduce_gradients(const TailContext& x, double last_backward_s, StepTail& t) {
+    const core::ParallelPlan& p = x.job.plan;
+    const StageParameters& params = x.params;
+    const int zero = p.zero_stage();
+    const double dense_b = params.dense * x.grad_b, expert_b = params.expert * x.grad_b;
+    if (zero == 0) {
+        t.gradient_reduce_s = bucketed(x.cost, GroupKind::data_context, x.r, Collective::all_reduce,
+                                       dense_b, x.bucket_bytes) +
+                              bucketed(x.cost, GroupKind::expert_data, x.r, Collective::all_reduce,
+                                       expert_b, x.bucket_bytes);
+    } else {
+        if (zero == 1)
+            t.gradient_reduce_s = bucketed(x.cost, GroupKind::data_shard, x.r,
+                                           Collective::reduce_scatter, dense_b, x.bucket_bytes) +
+                                  bucketed(x.cost, GroupKind::expert_data_shard, x.r,
+                                           Collective::reduce_scatter, expert_b, x.bucket_bytes);
+        t.gradient_reduce_s +=
+            bucketed(x.cost, GroupKind::data_replica, x.r, Collective::all_reduce,
+                     dense_b / double(p.shard_ranks()), x.bucket_bytes) +
+            bucketed(x.cost, GroupKind::expert_data_replica, x.r, Collective::all_reduce,
+                     expert_b / double(p.expert_shard_ranks()), x.bucket_bytes);
+    }
+    if (!p.overlap_grad_reduce) return;
+    // Megatron buckets the parameters in reverse order, so the last bucket to fill holds the
+    // first layers' remainder and, on the first stage, the embedding (a table larger than a
+    // bucket makes its bucket larger): it can start only when the backward is done.
+    double last_bucket_s = 0.0;
+    if (zero <= 1) {
+        const double embedding = x.r == 0 && !params.units.empty() && !params.units[0].empty()
+                                     ? double(params.units[0][0].dense)
+                                     : 0.0;
+        const double bucket = x.bucket_bytes / x.grad_b, rest = params.dense - embedding;
+        const double last = embedding + (rest > bucket ? std::fmod(rest, bucket) : rest);
+        last_bucket_s =
+            x.cost.collective_s(zero == 0 ? GroupKind::data_context : GroupKind::data_shard, x.r,
+                                zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
+                                std::min(last, params.dense) * x.grad_b);
+    }
+    const double exposed =
+        std::max(last_bucket_s, std::max(0.0, t.gradient_reduce_s - last_backward_s));
+    t.contention_s += std::max(0.0, t.gradient_reduce_s - exposed) * x.cost.overlap_slowdown();
+    t.gradient_reduce_s = exposed;
+}
+
+// AdamW over the local shard: reads fp32 master, grad, m, v; writes master, m, v and the bf16
+// weights (30 bytes per parameter with fp32 state); the global gradient norm (one scalar
+// all-reduce across the model); and the once-a-step FP8 weight cast.
+double optimizer_step_s(const TailContext& x) {
+    const core::ParallelPlan& p = x.job.plan;
+    const StageParameters& params = x.params;
+    const double local = optimizer_parameters(params, p);
+    const double state_b = core::optimizer_state_bytes_per_parameter(x.job.model.precision);
+    double s = x.cost.memory_bound_s(core::MemoryKernel::adamw,
+                                     local * (x.grad_b + 2.0 * state_b + x.param_b));
+    s += x.cost.collective_s(GroupKind::model, x.r, Collective::all_reduce, 4.0);
+    // FP8 weights are cast once a step, after the update (Transformer Engine caches them over
+    // the micro-batches): cast and transpose from the 16-bit weight, or — with the FP8
+    // parameter gather, where the optimizer writes the FP8 weight itself — the transpose alone.
+    // (ZeRO-3 casts each gathered unit in its passes instead.)
+    if (p.fp8.enabled() && params.fp8 > 0 && p.zero_stage() < 3)
+        s += x.cost.memory_bound_s(core::MemoryKernel::elementwise,
+                                   p.fp8.param_gather ? 2.0 * params.fp8
+                                                      : fp8_cast_bytes(p.fp8.recipe, params.fp8));
+    return s;
+}
+
+// ZeRO-1/2 gather the updated parameters back from the shards (ZeRO-3 keeps them sharded:
+// each pass gathers its units); overlapped with the next step's first forward, only the rest
+// shows, and the hidden part slows that forward by its SMs.
+void gather_parameters(const TailContext& x, StepTail& t) {
+    const core::ParallelPlan& p = x.job.plan;
+    const StageParameters& params = x.params;
+    if (p.zero_stage() != 1 && p.zero_stage() != 2) return;
+    // With the FP8 parameter gather the FP8 weights travel at one byte.
+    const double gathered_b = p.fp8.param_gather && params.total() > 0
+                                  ? x.param_b - (x.param_b - 1.0) * params.fp8 / params.total()
+                                  : x.param_b;
+    t.parameter_gather_s =
+        bucketed(x.cost, GroupKind::data_shard, x.r, Collective::all_gather,
+                 params.dense * gathered_b, x.bucket_bytes) +
+        bucketed(x.cost, GroupKind::expert_data_shard, x.r, Collective::all_gather,
+                 params.expert * gathered_b, x.bucket_bytes);
+    if (!p.overlap_param_gather) return;
+    const double hidden = std::min(t.parameter_gather_s, x.cost.chunk(x.r, 0).forward.total_s());
+    t.contention_s += hidden * x.cost.overlap_slowdown();
+    t.parameter_gather_s -= hidden;
+}
+
+} // namespace
+
 StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t r,
                    double bucket_parameters) {
     const core::ParallelPlan& p = job.plan;
     const core::Precision& prec = job.model.precision;
     const double grad_b = double(core::dtype_bytes(prec.grads));
-    const double param_b = double(core::dtype_bytes(prec.params));
-    const double bucket_bytes =
-        (bucket_parameters > 0 ? bucket_parameters
-                               : double(core::ddp_bucket_elements(p.dp * p.cp))) *
-        grad_b;
+    const TailContext x{job,
+                        cost,
+                        r,
+                        cost.parameters(r),
+                        grad_b,
+                        double(core::dtype_bytes(prec.params)),
+                        (bucket_parameters > 0 ? bucket_parameters
+                                               : double(core::ddp_bucket_elements(p.dp * p.cp))) *
+                            grad_b};
     double last_backward_s = 0.0; // the final micro-batch's backward, over all chunks
     for (std::int32_t c = 0; c < p.vpp; ++c)
         last_backward_s +=
             cost.chunk(r, c).backward_input.total_s() + cost.chunk(r, c).backward_weight.total_s();
     StepTail t;
-    // Gradient reduction: dense grads over dp·cp, expert grads over expert-dp; reduce-scatter
-    // into the shards with the distributed optimizer, all-reduce without. ZeRO-2/3 have
-    // reduce-scattered every micro-batch's gradients already (the passes' sharding_s). With
-    // hybrid-sharding replicas, the shards are then all-reduced across the replicas.
-    const StageParameters& params = cost.parameters(r);
-    const int zero = p.zero_stage();
-    if (zero == 0) {
-        t.gradient_reduce_s = bucketed(cost, GroupKind::data_context, r, Collective::all_reduce,
-                                       params.dense * grad_b, bucket_bytes) +
-                              bucketed(cost, GroupKind::expert_data, r, Collective::all_reduce,
-                                       params.expert * grad_b, bucket_bytes);
-    } else {
-        if (zero == 1)
-            t.gradient_reduce_s =
-                bucketed(cost, GroupKind::data_shard, r, Collective::reduce_scatter,
-                         params.dense * grad_b, bucket_bytes) +
-                bucketed(cost, GroupKind::expert_data_shard, r, Collective::reduce_scatter,
-                         params.expert * grad_b, bucket_bytes);
-        t.gradient_reduce_s +=
-            bucketed(cost, GroupKind::data_replica, r, Collective::all_reduce,
-                     params.dense * grad_b / double(p.shard_ranks()), bucket_bytes) +
-            bucketed(cost, GroupKind::expert_data_replica, r, Collective::all_reduce,
-                     params.expert * grad_b / double(p.expert_shard_ranks()), bucket_bytes);
-    }
-    const double slowdown = cost.overlap_slowdown();
-    if (p.overlap_grad_reduce) {
-        // Megatron buckets the parameters in reverse order, so the last bucket to fill holds
-        // the first layers' remainder and, on the first stage, the embedding (a table larger
-        // than a bucket makes its bucket larger): it can start only when the backward is done.
-        double last_bucket_s = 0.0;
-        if (zero <= 1) {
-            const double embedding = r == 0 && !params.units.empty() && !params.units[0].empty()
-                                         ? double(params.units[0][0].dense)
-                                         : 0.0;
-            const double bucket = bucket_bytes / grad_b, rest = params.dense - embedding;
-            const double last = embedding + (rest > bucket ? std::fmod(rest, bucket) : rest);
-            last_bucket_s =
-                cost.collective_s(zero == 0 ? GroupKind::data_context : GroupKind::data_shard, r,
-                                  zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
-                                  std::min(last, params.dense) * grad_b);
-        }
-        const double exposed =
-            std::max(last_bucket_s, std::max(0.0, t.gradient_reduce_s - last_backward_s));
-        // The hidden part takes the SMs of the backward it overlaps.
-        t.contention_s += std::max(0.0, t.gradient_reduce_s - exposed) * slowdown;
-        t.gradient_reduce_s = exposed;
-    }
+    reduce_gradients(x, last_backward_s, t);
     // Tied embeddings across stages: first and last stage sum their embedding gradients.
     if (job.model.tied_embeddings && p.pp > 1 && (r == 0 || r == p.pp - 1))
         t.embedding_sync_s =
             cost.collective_s(GroupKind::embedding, r, Collective::all_reduce,
                               double(job.model.padded_vocab_size(p.tp)) *
                                   double(job.model.hidden_size) / double(p.tp) * grad_b);
-    // AdamW over the local shard: reads fp32 master, grad, m, v; writes master, m, v and the
-    // bf16 weights (30 bytes per parameter with fp32 state).
-    const double local = optimizer_parameters(params, p);
-    const double state_b = core::optimizer_state_bytes_per_parameter(prec);
-    t.optimizer_s =
-        cost.memory_bound_s(core::MemoryKernel::adamw, local * (grad_b + 2.0 * state_b + param_b));
-    // Global gradient-norm: one scalar all-reduce across the model.
-    t.optimizer_s += cost.collective_s(GroupKind::model, r, Collective::all_reduce, 4.0);
-    // FP8 weights are cast once a step, after the update (Transformer Engine caches them over
-    // the micro-batches): cast and transpose from the 16-bit weight, or — with the FP8
-    // parameter gather, where the optimizer writes the FP8 weight itself — the transpose alone.
-    // (ZeRO-3 casts each gathered unit in its passes instead.)
-    if (p.fp8.enabled() && params.fp8 > 0 && zero < 3)
-        t.optimizer_s += cost.memory_bound_s(
-            core::MemoryKernel::elementwise,
-            p.fp8.param_gather ? 2.0 * params.fp8 : fp8_cast_bytes(p.fp8.recipe, params.fp8));
-    // ZeRO-1/2 gather the updated parameters back from the shards; ZeRO-3 keeps them sharded
-    // (each pass gathers its units).
-    if (zero == 1 || zero == 2) {
-        // With the FP8 parameter gather the FP8 weights travel at one byte.
-        const double gathered_b = p.fp8.param_gather && params.total() > 0
-                                      ? param_b - (param_b - 1.0) * params.fp8 / params.total()
-                                      : param_b;
-        t.parameter_gather_s =
-            bucketed(cost, GroupKind::data_shard, r, Collective::all_gather,
-                     params.dense * gathered_b, bucket_bytes) +
-            bucketed(cost, GroupKind::expert_data_shard, r, Collective::all_gather,
-                     params.expert * gathered_b, bucket_bytes);
-        // Overlapped with the next step's forward: exposed only beyond the first forward.
-        if (p.overlap_param_gather) {
-            const double hidden =
-                std::min(t.parameter_gather_s, cost.chunk(r, 0).forward.total_s());
-            t.contention_s += hidden * slowdown;
-            t.parameter_gather_s -= hidden;
-        }
-    }
+    t.optimizer_s = optimizer_step_s(x);
+    gather_parameters(x, t);
     return t;
 }
 
