@@ -294,18 +294,28 @@ void CostModel::add_sharding(ChunkCost& cost,
                collective_s(core::GroupKind::expert_data_shard, r, op, bytes * double(u.expert));
     };
     // Most units are alike (every dense layer, every MoE layer): each kind timed once.
+    // FP8 weights are cast from each gathered unit, in the forward and again in the backward
+    // (the FP8 copies are freed with the unit); under the FP8 parameter gather the weight
+    // arrives in FP8 and only its transpose is made.
+    const bool casts = p.zero_stage() >= 3 && p.fp8.enabled();
     struct Timed {
         core::ShardUnit unit;
-        double gather_s, scatter_s;
+        double gather_s, scatter_s, cast_s;
     };
     std::vector<Timed> kinds;
     const auto timed = [&](const core::ShardUnit& u) -> const Timed& {
         for (const Timed& t : kinds)
             if (t.unit.dense == u.dense && t.unit.expert == u.expert && t.unit.fp8 == u.fp8)
                 return t;
+        const double fp8 = double(u.fp8);
         kinds.push_back(
             {u, p.zero_stage() >= 3 ? over_groups(core::Collective::all_gather, u, param_b) : 0.0,
-             over_groups(core::Collective::reduce_scatter, u, grad_b)});
+             over_groups(core::Collective::reduce_scatter, u, grad_b),
+             casts && u.fp8 > 0
+                 ? memory_bound_s(core::MemoryKernel::elementwise,
+                                  p.fp8.param_gather ? 2.0 * fp8
+                                                     : fp8_cast_bytes(p.fp8.recipe, fp8))
+                 : 0.0});
         return kinds.back();
     };
     const std::size_t n = units.size();
@@ -318,19 +328,12 @@ void CostModel::add_sharding(ChunkCost& cost,
         scatter[b] = t.scatter_s;
         forward[i] = (*units[i])[0].total_s();
         backward[b] = (*units[i])[1].total_s() + (*units[i])[2].total_s();
-        // FP8 weights are cast from each gathered unit, in the forward and again in the
-        // backward (the FP8 copies are freed with the unit); under the FP8 parameter gather
-        // the weight arrives in FP8 and only its transpose is made.
-        if (p.zero_stage() >= 3 && p.fp8.enabled() && params[i].fp8 > 0) {
-            const double fp8 = double(params[i].fp8);
-            const double cast_s =
-                memory_bound_s(core::MemoryKernel::elementwise,
-                               p.fp8.param_gather ? 2.0 * fp8 : fp8_cast_bytes(p.fp8.recipe, fp8));
-            forward[i] += cast_s;
-            backward[b] += cast_s;
+        if (t.cast_s > 0) {
+            forward[i] += t.cast_s;
+            backward[b] += t.cast_s;
             for (PassCost* pass : {&cost.forward, &cost.backward_input}) {
-                pass->compute_s += cast_s;
-                pass->fp8_cast_s += cast_s;
+                pass->compute_s += t.cast_s;
+                pass->fp8_cast_s += t.cast_s;
             }
         }
     }

@@ -32,12 +32,12 @@ void print_sharding(const Report& r, const core::Unit& unit, std::ostream& out) 
         << r.job.plan.sharding.prefetch_units << " unit"
         << (r.job.plan.sharding.prefetch_units == 1 ? "" : "s") << ":\n"
         << "stage  gather/scatter s  hidden s  exposed s  gathered " << unit.name
-        << " (in buffers)\n";
+        << " (in buffers)  compute lost to overlapped SMs s\n";
     for (const StageReport& s : r.stages)
         out << fmt("%5.0f", double(s.stage)) << fmt("%17.3f", s.sharding_stream_s)
             << fmt("%10.3f", std::max(0.0, s.sharding_stream_s - s.sharding_s))
             << fmt("%11.3f", s.sharding_s) << fmt("%13.1f", s.memory.gathered_bytes / unit.scale)
-            << "\n";
+            << fmt("%34.3f", s.contention_s) << "\n";
 }
 
 } // namespace
