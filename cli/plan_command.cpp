@@ -28,7 +28,7 @@ struct PlanCommandOptions {
     core::JobInputs inputs;
     std::string profile;
     std::string tp, pp, cp, ep, vpp, mbs, schedule;
-    std::optional<bool> sequence_parallel, distributed_optimizer;
+    std::optional<bool> sequence_parallel, distributed_optimizer, tp_comm_overlap;
     std::string recompute = "auto", recompute_method = "block";
     std::optional<std::int64_t> recompute_num_layers;
     bool allow_cross_node_tp = false, no_overlap = false, no_flash_attention = false;
@@ -126,6 +126,7 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     pin_sharding(in, s);
     s.allow_cross_node_tp = o.allow_cross_node_tp;
     s.overlap = !o.no_overlap;
+    s.tp_comm_overlap = o.tp_comm_overlap;
     s.flash_attention = !o.no_flash_attention;
     return s;
 }
@@ -290,6 +291,11 @@ void add_search_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
            "Layers per chunk (with --recompute full)")
         ->group(search);
     app->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp, "Let tensor groups span nodes")
+        ->group(search);
+    app->add_flag_function(
+           "--tp-comm-overlap,!--no-tp-comm-overlap",
+           [o](std::int64_t n) { o->tp_comm_overlap = n > 0; },
+           "Pin tensor-parallel communication overlap on/off (with sequence parallelism)")
         ->group(search);
     app->add_flag("--no-overlap", o->no_overlap,
                   "Do not overlap gradient reduction / parameter gather")

@@ -157,7 +157,8 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                                         p.flash_attention = space.flash_attention;
                                         p.overlap_grad_reduce = space.overlap;
                                         p.overlap_param_gather = space.overlap && zero1;
-                                        p.tp_comm_overlap = space.overlap && sp;
+                                        p.tp_comm_overlap =
+                                            sp && space.tp_comm_overlap.value_or(space.overlap);
                                         layouts.push_back(p);
                                     }
                         }

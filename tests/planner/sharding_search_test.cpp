@@ -97,3 +97,16 @@ TEST(ShardingSearch, MegatronArgumentsNameTheStrategy) {
     EXPECT_NE(torch.find("--use-torch-fsdp2"), std::string::npos);
     EXPECT_EQ(torch.find("--use-megatron-fsdp"), std::string::npos);
 }
+
+TEST(OverlapSearch, TpCommOverlapFollowsSequenceParallelismUnlessPinned) {
+    planner::SearchSpace space = tp8_pp1();
+    const planner::PlanResult on = run(space, 79);
+    ASSERT_FALSE(on.best.empty());
+    for (const planner::Candidate& c : on.best) EXPECT_TRUE(c.job.plan.tp_comm_overlap);
+    space.tp_comm_overlap = false;
+    const planner::PlanResult off = run(space, 79);
+    ASSERT_FALSE(off.best.empty());
+    for (const planner::Candidate& c : off.best) EXPECT_FALSE(c.job.plan.tp_comm_overlap);
+    // Overlapping hides communication: the best layout is faster with it.
+    EXPECT_LT(on.best.front().step_time_s, off.best.front().step_time_s);
+}
