@@ -376,9 +376,13 @@ PipelineLoads pipeline_loads(const core::JobSpec& job, const core::Profile& prof
     const CostModel cost(job, profile, CostModel::NoChunks{});
     const LayerView base = LayerView::of(job.plan, job.training.seq_length);
     const std::int64_t vocab = job.model.padded_vocab_size(job.plan.tp);
+    const core::ParallelPlan& p = job.plan;
     const auto seconds = [&](const std::vector<Op>& ops) {
+        std::array<PassCost, 3> passes = cost.by_phase(ops, 0);
+        if (p.tp_comm_overlap && p.tp > 1)
+            overlap_tensor_parallel(passes, double(p.tp), profile.overlap_slowdown());
         double s = 0.0;
-        for (const PassCost& pc : cost.by_phase(ops, 0)) s += pc.total_s();
+        for (const PassCost& pc : passes) s += pc.total_s();
         return s;
     };
     PipelineLoads loads;

@@ -61,7 +61,7 @@ public:
 
 // One micro-batch's F + B + W seconds through the embedding, each layer (the plan's
 // recomputation applied to every layer alike) and the loss head, on pipeline rank 0's
-// placement: what the planner balances uneven stages by.
+// placement (with the plan's tensor-parallel overlap): what the planner balances uneven stages by.
 struct PipelineLoads {
     double embedding_s = 0.0;
     std::vector<double> layer_s;
