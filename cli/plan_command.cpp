@@ -64,20 +64,22 @@ std::vector<std::int64_t> parse_list(const std::string& text, const std::string&
 }
 
 // The sharding flags pin the strategy (and its replicas, implementation and prefetch depth),
-// read through the plan parser so a bad value reads as it would in a plan file.
-void pin_sharding(const core::JobInputs& in, planner::SearchSpace& s) {
+// read by the plan parser's rules — with a pinned distributed optimizer — so a contradiction
+// or a bad value reads as it would in a plan file and `simulate` agrees with `plan`.
+// --use-megatron-fsdp alone names the implementation and pins no strategy.
+void pin_sharding(const PlanCommandOptions& o, planner::SearchSpace& s) {
+    const core::JobInputs& in = o.inputs;
     core::Json parallel = core::Json::object();
     core::apply_sharding_overrides(in, parallel);
     if (parallel.empty()) return;
+    if (o.distributed_optimizer) parallel["distributed_optimizer"] = *o.distributed_optimizer;
     core::ParallelPlan p;
     core::ObjectReader reader(parallel, "parallel");
+    p.distributed_optimizer = reader.boolean_or("distributed_optimizer", false);
     core::read_sharding(reader, p);
     reader.finish();
-    if (in.data_parallel_sharding_strategy || in.use_torch_fsdp2 || in.use_megatron_fsdp)
-        s.sharding = {p.sharding.strategy >= core::DataSharding::optim
-                          ? p.sharding.strategy
-                          : (p.distributed_optimizer ? core::DataSharding::optim
-                                                     : core::DataSharding::no_shard)};
+    if (in.data_parallel_sharding_strategy || in.use_torch_fsdp2)
+        s.sharding = {static_cast<core::DataSharding>(p.zero_stage())};
     if (in.optimizer_instances) s.optimizer_instances = p.sharding.instances;
     s.fsdp = p.sharding.implementation;
     s.fsdp_prefetch_units = p.sharding.prefetch_units;
@@ -123,7 +125,7 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     s.account_for_embedding = in.account_for_embedding.value_or(false);
     s.account_for_loss = in.account_for_loss.value_or(false);
     if (const auto fp8 = core::fp8_override(in)) s.precisions = {*fp8};
-    pin_sharding(in, s);
+    pin_sharding(o, s);
     s.allow_cross_node_tp = o.allow_cross_node_tp;
     s.overlap = !o.no_overlap;
     s.tp_comm_overlap = o.tp_comm_overlap;

@@ -62,6 +62,10 @@ void read_sharding(ObjectReader& r, ParallelPlan& p) {
     } else if (p.distributed_optimizer) {
         s.strategy = DataSharding::optim;
     }
+    // Megatron-FSDP overlaps its gradient reduce-scatters (and, sharding the parameters, their
+    // gathers) always: it turns the flags on for these strategies.
+    if (s.strategy >= DataSharding::optim_grads) p.overlap_grad_reduce = true;
+    if (s.strategy == DataSharding::optim_grads_params) p.overlap_param_gather = true;
 }
 
 void write_sharding(const ParallelPlan& p, Json& j) {
@@ -78,6 +82,11 @@ void write_sharding(const ParallelPlan& p, Json& j) {
 
 void validate_sharding(const ParallelPlan& p, const std::string& path) {
     const Sharding& s = p.sharding;
+    if (s.strategy >= DataSharding::optim_grads && !p.distributed_optimizer)
+        throw SpecError(path + ".distributed_optimizer",
+                        "must be on with data_parallel_sharding_strategy \"" +
+                            std::string(kDataShardingNames[int(s.strategy)]) +
+                            "\", which shards the optimizer state");
     const std::string f = path + ".num_distributed_optimizer_instances";
     if (s.instances > 1 && p.zero_stage() == 0)
         throw SpecError(f, std::to_string(s.instances) +

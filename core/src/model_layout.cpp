@@ -222,7 +222,8 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
     // Counting, every dense layer holds as much as every other, and so does every MoE layer:
     // each kind is laid out once (the planner counts a layout per candidate and stage).
     // [moe] → {parameters, experts, linear weights}
-    std::int64_t per_kind[2][3] = {{-1, 0, 0}, {-1, 0, 0}};
+    // [moe] → {parameters, experts, linear weights, expert linear weights}
+    std::int64_t per_kind[2][4] = {{-1, 0, 0, 0}, {-1, 0, 0, 0}};
     for (std::int64_t layer = shape_.first_layer; layer < shape_.first_layer + shape_.layers;
          ++layer) {
         std::int64_t* kind = per_kind[m.is_moe_layer(layer) ? 1 : 0];
@@ -232,17 +233,19 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
             expert_parameters_ += kind[1];
             linear_parameters_ += kind[2];
             if (fp8) fp8_parameters_ += kind[2];
-            units_.push_back({kind[0] - kind[1], kind[1], fp8 ? kind[2] : 0});
+            units_.push_back({kind[0] - kind[1], kind[1], fp8 ? kind[2] : 0, fp8 ? kind[3] : 0});
             continue;
         }
         const std::int64_t before = parameters_, experts_before = expert_parameters_,
-                           linear_before = linear_parameters_;
+                           linear_before = linear_parameters_,
+                           expert_linear_before = expert_linear_parameters_;
         add_layer(layer);
         kind[0] = parameters_ - before;
         kind[1] = expert_parameters_ - experts_before;
         kind[2] = linear_parameters_ - linear_before;
+        kind[3] = expert_linear_parameters_ - expert_linear_before;
         if (fp8) fp8_parameters_ += kind[2];
-        units_.push_back({kind[0] - kind[1], kind[1], fp8 ? kind[2] : 0});
+        units_.push_back({kind[0] - kind[1], kind[1], fp8 ? kind[2] : 0, fp8 ? kind[3] : 0});
     }
     if (shape_.last) {
         const std::int64_t before = parameters_;
@@ -284,6 +287,7 @@ bool fp8_linear_weight(TensorRole role) {
 void ChunkLayout::add(TensorLayout t) {
     parameters_ += repeat_ * t.size;
     if (fp8_linear_weight(t.role)) linear_parameters_ += repeat_ * t.size;
+    if (fp8_linear_weight(t.role) && t.flags.expert) expert_linear_parameters_ += repeat_ * t.size;
     if (t.flags.expert) expert_parameters_ += repeat_ * t.size;
     if (!placing()) return;
     // Adjacent runs merge: a tensor this rank holds whole is one run.

@@ -148,9 +148,9 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
         p.recompute = recompute_from_json(*rc, r.field("recompute"));
     if (const Json* fp8 = r.get("fp8")) p.fp8 = fp8_from_json(*fp8, r.field("fp8"));
     p.distributed_optimizer = r.boolean_or("distributed_optimizer", false);
-    read_sharding(r, p);
     p.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", false);
     p.overlap_param_gather = r.boolean_or("overlap_param_gather", false);
+    read_sharding(r, p); // after the overlap flags, which ZeRO-2/3 turn on
     p.tp_comm_overlap = r.boolean_or("tp_comm_overlap", false);
     p.flash_attention = r.boolean_or("flash_attention", true);
     p.allow_cross_node_tp = r.boolean_or("allow_cross_node_tp", false);

@@ -65,6 +65,7 @@ void sharding_arguments(const core::ParallelPlan& p, const Arg& arg) {
     if (p.zero_stage() >= 2) {
         if (p.sharding.implementation == core::FsdpImplementation::torch) {
             arg("--use-torch-fsdp2", "");
+            arg("--no-gradient-accumulation-fusion", "");
         } else {
             arg("--use-megatron-fsdp", "");
             arg("--data-parallel-sharding-strategy",
@@ -163,10 +164,14 @@ std::string megatron_arguments(const core::JobSpec& job) {
     if (p.cp > 1) arg("--context-parallel-size", n(p.cp));
     if (p.ep > 1) arg("--expert-model-parallel-size", n(p.ep));
     if (p.sequence_parallel) arg("--sequence-parallel");
-    if (p.distributed_optimizer) arg("--use-distributed-optimizer");
+    // PyTorch FSDP2 shards the optimizer itself: Megatron's distributed optimizer and its
+    // parameter gather do not apply.
+    const bool torch_fsdp2 =
+        p.zero_stage() >= 2 && p.sharding.implementation == core::FsdpImplementation::torch;
+    if (p.distributed_optimizer && !torch_fsdp2) arg("--use-distributed-optimizer");
     sharding_arguments(p, arg);
     if (p.overlap_grad_reduce) arg("--overlap-grad-reduce");
-    if (p.overlap_param_gather) arg("--overlap-param-gather");
+    if (p.overlap_param_gather && !torch_fsdp2) arg("--overlap-param-gather");
     if (p.tp_comm_overlap) arg("--tp-comm-overlap");
     if (p.flash_attention) arg("--use-flash-attn");
     switch (p.recompute.granularity) {

@@ -236,14 +236,17 @@ std::vector<ParallelPlan> LayoutChecker::sharding_variants(const ParallelPlan& p
     if (!space_.sharding.empty() || !space_.distributed_optimizer.empty() || p.zero_stage() != 1 ||
         p.sharding.instances != 1)
         return out;
+    // Megatron-FSDP overlaps its reduce-scatters (ZeRO-2/3) and gathers (ZeRO-3) always.
     ParallelPlan zero2 = p;
     zero2.sharding.strategy = core::DataSharding::optim_grads;
+    zero2.overlap_grad_reduce = true;
     out.push_back(zero2);
     // ZeRO-3 sharded over the data-parallel ranks inside the NVLink domain (a node, or an NVL72
     // rack), replicated across domains.
     const std::int64_t ranks = p.dp * p.cp, inside = specs_.cluster.fabric_domain() / p.tp;
-    ParallelPlan zero3 = p;
+    ParallelPlan zero3 = zero2;
     zero3.sharding.strategy = core::DataSharding::optim_grads_params;
+    zero3.overlap_param_gather = true;
     if (inside >= 2 && ranks > inside && ranks % inside == 0 &&
         p.expert_dp() % (ranks / inside) == 0) {
         ParallelPlan hybrid = zero3;

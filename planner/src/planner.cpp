@@ -155,8 +155,13 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                                         p.sharding.prefetch_units = space.fsdp_prefetch_units;
                                         p.allow_cross_node_tp = space.allow_cross_node_tp;
                                         p.flash_attention = space.flash_attention;
-                                        p.overlap_grad_reduce = space.overlap;
-                                        p.overlap_param_gather = space.overlap && zero1;
+                                        // ZeRO-2/3 overlap always (Megatron-FSDP).
+                                        p.overlap_grad_reduce =
+                                            space.overlap ||
+                                            sharding >= core::DataSharding::optim_grads;
+                                        p.overlap_param_gather =
+                                            (space.overlap && zero1) ||
+                                            sharding == core::DataSharding::optim_grads_params;
                                         p.tp_comm_overlap =
                                             sp && space.tp_comm_overlap.value_or(space.overlap);
                                         layouts.push_back(p);

@@ -286,12 +286,13 @@ void CostModel::add_sharding(ChunkCost& cost,
     // A unit's collectives: dense parameters over the shard group, experts over the expert
     // shard group; FP8 weights travel at one byte under the FP8 parameter gather.
     const auto over_groups = [&](core::Collective op, const core::ShardUnit& u, double bytes) {
-        const double dense_b =
-            fp8_gather && op == core::Collective::all_gather
-                ? bytes * double(u.dense) - (bytes - 1.0) * double(std::min(u.fp8, u.dense))
-                : bytes * double(u.dense);
-        return collective_s(core::GroupKind::data_shard, r, op, dense_b) +
-               collective_s(core::GroupKind::expert_data_shard, r, op, bytes * double(u.expert));
+        const bool one_byte = fp8_gather && op == core::Collective::all_gather;
+        const double dense_fp8 = one_byte ? double(u.fp8 - u.fp8_expert) : 0.0;
+        const double expert_fp8 = one_byte ? double(u.fp8_expert) : 0.0;
+        return collective_s(core::GroupKind::data_shard, r, op,
+                            bytes * double(u.dense) - (bytes - 1.0) * dense_fp8) +
+               collective_s(core::GroupKind::expert_data_shard, r, op,
+                            bytes * double(u.expert) - (bytes - 1.0) * expert_fp8);
     };
     // Most units are alike (every dense layer, every MoE layer): each kind timed once.
     // FP8 weights are cast from each gathered unit, in the forward and again in the backward
@@ -305,7 +306,8 @@ void CostModel::add_sharding(ChunkCost& cost,
     std::vector<Timed> kinds;
     const auto timed = [&](const core::ShardUnit& u) -> const Timed& {
         for (const Timed& t : kinds)
-            if (t.unit.dense == u.dense && t.unit.expert == u.expert && t.unit.fp8 == u.fp8)
+            if (t.unit.dense == u.dense && t.unit.expert == u.expert && t.unit.fp8 == u.fp8 &&
+                t.unit.fp8_expert == u.fp8_expert)
                 return t;
         const double fp8 = double(u.fp8);
         kinds.push_back(

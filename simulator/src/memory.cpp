@@ -323,9 +323,12 @@ void sharded_state(const StageParameters& params, const core::ParallelPlan& p,
     const core::ShardUnit unit = params.largest_unit();
     const double gathered_units = double(p.sharding.prefetch_units + 1);
     const double fp8_copy_b = p.fp8.enabled() && !p.fp8.param_gather ? 2.0 : 0.0;
+    // Under the FP8 parameter gather the FP8 weights arrive (and are held) at one byte.
+    const double unit_weight_bytes =
+        double(unit.total()) * weight_b -
+        (p.fp8.enabled() && p.fp8.param_gather ? (weight_b - 1.0) * double(unit.fp8) : 0.0);
     if (zero >= 3)
-        s.gathered_bytes =
-            gathered_units * (double(unit.total()) * weight_b + double(unit.fp8) * fp8_copy_b);
+        s.gathered_bytes = gathered_units * (unit_weight_bytes + double(unit.fp8) * fp8_copy_b);
     s.gathered_bytes += std::min(2.0, gathered_units) * double(unit.total()) * grad_b;
 }
 
@@ -346,8 +349,9 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
     std::vector<StageMemory> stages(std::size_t(p.pp));
     for (std::int32_t r = 0; r < p.pp; ++r) {
         StageMemory& s = stages[std::size_t(r)];
-        const StageParameters params =
-            parameters ? parameters->at(std::size_t(r)) : stage_parameters(job, r);
+        StageParameters own;
+        const StageParameters& params =
+            parameters ? parameters->at(std::size_t(r)) : (own = stage_parameters(job, r));
         // FP8 linears keep an FP8 copy of their weights and its transpose (what the forward and
         // the two backward GEMMs read); with the FP8 parameter gather it replaces the 16-bit one.
         sharded_state(params, p, prec, s);

@@ -97,7 +97,8 @@ void print_report(const Report& r, std::ostream& out) {
     if (p.zero_stage() >= 2) print_sharding(r, unit, out);
     if (p.tp_comm_overlap) {
         out << "tensor-parallel communication overlap (--tp-comm-overlap):\n"
-            << "stage  tp comm s  hidden s  exposed s  compute lost to overlapped SMs s\n";
+            << "stage  tp comm s  hidden s  exposed s  compute lost to overlapped SMs s (all "
+               "overlaps)\n";
         for (const StageReport& s : r.stages)
             out << fmt("%5.0f", double(s.stage)) << fmt("%11.3f", s.tp_collective_s)
                 << fmt("%10.3f", s.tp_hidden_s) << fmt("%11.3f", s.tp_collective_s - s.tp_hidden_s)

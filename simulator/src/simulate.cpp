@@ -77,7 +77,8 @@ void reduce_gradients(const TailContext& x, double last_backward_s, StepTail& t)
                                      ? double(params.units[0][0].dense)
                                      : 0.0;
         const double bucket = x.bucket_bytes / x.grad_b, rest = params.dense - embedding;
-        const double last = embedding + (rest > bucket ? std::fmod(rest, bucket) : rest);
+        const double remainder = rest > bucket ? std::fmod(rest, bucket) : rest;
+        const double last = embedding + (remainder > 0 ? remainder : std::min(rest, bucket));
         last_bucket_s =
             x.cost.collective_s(zero == 0 ? GroupKind::data_context : GroupKind::data_shard, x.r,
                                 zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,

@@ -118,9 +118,10 @@ struct ChunkShape {
 };
 
 // The parameters of one FSDP unit on one rank — what ZeRO-3 gathers at once: the embedding, a
-// transformer layer, or the final norm with the head. `fp8`: of them, FP8 linear weights.
+// transformer layer, or the final norm with the head. `fp8`: of them, FP8 linear weights, and
+// `fp8_expert` of those the routed experts'.
 struct ShardUnit {
-    std::int64_t dense = 0, expert = 0, fp8 = 0;
+    std::int64_t dense = 0, expert = 0, fp8 = 0, fp8_expert = 0;
     std::int64_t total() const { return dense + expert; }
 };
 
@@ -164,7 +165,8 @@ private:
     const JobSpec* job_;
     LayoutDetail detail_;
     ChunkShape shape_;
-    std::int64_t parameters_ = 0, expert_parameters_ = 0, linear_parameters_ = 0;
+    std::int64_t parameters_ = 0, expert_parameters_ = 0, linear_parameters_ = 0,
+                 expert_linear_parameters_ = 0;
     std::int64_t fp8_parameters_ = 0;
     std::int64_t repeat_ = 1; // counts only: identical experts added once, counted this often
     std::vector<TensorLayout> tensors_;

@@ -27,8 +27,8 @@ struct PassCost {
     // ZeRO-2/3: the pass's per-unit gathers and reduce-scatters on the data-parallel stream,
     // the part compute does not hide (sharding_overlap.h) and the stream's whole busy time.
     double sharding_s = 0.0, sharding_stream_s = 0.0;
-    // Of collective_s, the tensor-parallel collectives; with tp_comm_overlap, the part of them
-    // the GEMMs hide (no longer in collective_s).
+    // The tensor-parallel collectives (within collective_s before any overlap); with
+    // tp_comm_overlap, the part of them the GEMMs hide (taken out of collective_s).
     double tp_collective_s = 0.0, tp_hidden_s = 0.0;
     // Compute lost to collectives overlapping it (their SMs: Profile::overlap_slowdown).
     double contention_s = 0.0;
