@@ -208,29 +208,15 @@ void merge_checks(const PlanResult& from, PlanResult& into) {
     }
 }
 
-} // namespace
-
-PlanResult plan(const JobSpec& specs, const core::Profile& profile, const SearchSpace& space,
-                const PlanOptions& options) {
-    const auto started = std::chrono::steady_clock::now();
-    PlanResult result;
-    result.smallest_peak_bytes = INFINITY;
-    const auto cancelled = [&] { return options.cancel && options.cancel->load(); };
-
-    const std::vector<ParallelPlan> layouts = enumerate(specs, space, result);
-    // The checks, on two threads (this machine's cores) taking contiguous blocks of layouts in
-    // turn (the memory-tight ones, which try more shardings, cluster), merged in enumeration
-    // order: the result is the same as one thread's.
-    LayoutChecker first(specs, profile, space, options), second(specs, profile, space, options);
+// The checks, on two threads (this machine's cores) taking contiguous blocks of layouts in
+// turn (the memory-tight ones, which try more shardings, cluster); the blocks come back in
+// enumeration order, so merged they give one thread's result.
+std::vector<CheckedLayouts> check_on_two_threads(const std::vector<ParallelPlan>& layouts,
+                                                 LayoutChecker& first, LayoutChecker& second,
+                                                 const PlanOptions& options) {
     constexpr std::size_t kBlock = 512;
     std::vector<CheckedLayouts> part((layouts.size() + kBlock - 1) / kBlock);
     for (CheckedLayouts& p : part) p.result.smallest_peak_bytes = INFINITY;
-    // A pinned precision the device does not run is refused before any layout is checked.
-    for (const core::Fp8& precision : space.precisions) {
-        JobSpec probe = specs;
-        probe.plan.fp8 = precision;
-        simulator::fp8_rate(probe, profile);
-    }
     std::atomic<std::size_t> next_block{0};
     const auto work = [&](LayoutChecker& checker, const std::function<void(const Progress&)>& on) {
         for (std::size_t b = next_block++; b < part.size(); b = next_block++)
@@ -255,6 +241,27 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
     }
     helper.join();
     if (helper_error) std::rethrow_exception(helper_error);
+    return part;
+}
+
+} // namespace
+
+PlanResult plan(const JobSpec& specs, const core::Profile& profile, const SearchSpace& space,
+                const PlanOptions& options) {
+    const auto started = std::chrono::steady_clock::now();
+    PlanResult result;
+    result.smallest_peak_bytes = INFINITY;
+    const auto cancelled = [&] { return options.cancel && options.cancel->load(); };
+
+    const std::vector<ParallelPlan> layouts = enumerate(specs, space, result);
+    LayoutChecker first(specs, profile, space, options), second(specs, profile, space, options);
+    // A pinned precision the device does not run is refused before any layout is checked.
+    for (const core::Fp8& precision : space.precisions) {
+        JobSpec probe = specs;
+        probe.plan.fp8 = precision;
+        simulator::fp8_rate(probe, profile);
+    }
+    std::vector<CheckedLayouts> part = check_on_two_threads(layouts, first, second, options);
     std::vector<Feasible> feasible;
     for (CheckedLayouts& p : part)
         for (Feasible& f : p.feasible) feasible.push_back(std::move(f));
