@@ -282,17 +282,18 @@ void CostModel::add_sharding(ChunkCost& cost,
     const core::Precision& prec = job_.model.precision;
     const double param_b = double(core::dtype_bytes(prec.params));
     const double grad_b = double(core::dtype_bytes(prec.grads));
-    const bool fp8_gather = p.fp8.enabled() && p.fp8.param_gather;
     // A unit's collectives: dense parameters over the shard group, experts over the expert
-    // shard group; FP8 weights travel at one byte under the FP8 parameter gather.
+    // shard group; gathers carry the weights as gathered_weight_bytes says.
     const auto over_groups = [&](core::Collective op, const core::ShardUnit& u, double bytes) {
-        const bool one_byte = fp8_gather && op == core::Collective::all_gather;
-        const double dense_fp8 = one_byte ? double(u.fp8 - u.fp8_expert) : 0.0;
-        const double expert_fp8 = one_byte ? double(u.fp8_expert) : 0.0;
+        const bool gather = op == core::Collective::all_gather;
+        const auto carried = [&](std::int64_t n, std::int64_t fp8) {
+            return gather ? gathered_weight_bytes(double(n), double(fp8), bytes, p.fp8)
+                          : bytes * double(n);
+        };
         return collective_s(core::GroupKind::data_shard, r, op,
-                            bytes * double(u.dense) - (bytes - 1.0) * dense_fp8) +
+                            carried(u.dense, u.fp8 - u.fp8_expert)) +
                collective_s(core::GroupKind::expert_data_shard, r, op,
-                            bytes * double(u.expert) - (bytes - 1.0) * expert_fp8);
+                            carried(u.expert, u.fp8_expert));
     };
     // Most units are alike (every dense layer, every MoE layer): each kind timed once.
     // FP8 weights are cast from each gathered unit, in the forward and again in the backward
@@ -313,11 +314,9 @@ void CostModel::add_sharding(ChunkCost& cost,
         kinds.push_back(
             {u, p.zero_stage() >= 3 ? over_groups(core::Collective::all_gather, u, param_b) : 0.0,
              over_groups(core::Collective::reduce_scatter, u, grad_b),
-             casts && u.fp8 > 0
-                 ? memory_bound_s(core::MemoryKernel::elementwise,
-                                  p.fp8.param_gather ? 2.0 * fp8
-                                                     : fp8_cast_bytes(p.fp8.recipe, fp8))
-                 : 0.0});
+             casts && u.fp8 > 0 ? memory_bound_s(core::MemoryKernel::elementwise,
+                                                 fp8_weight_cast_bytes(p.fp8, fp8))
+                                : 0.0});
         return kinds.back();
     };
     const std::size_t n = units.size();

@@ -36,6 +36,10 @@ LayerView LayerView::global(std::int64_t sequences, std::int64_t seq_length) {
     return v;
 }
 
+double fp8_weight_cast_bytes(const core::Fp8& fp8, double weights) {
+    return fp8.param_gather ? 2.0 * weights : fp8_cast_bytes(fp8.recipe, weights);
+}
+
 double fp8_cast_bytes(core::Fp8Recipe recipe, double elements) {
     double bytes = elements * (2.0 + 1.0 + 1.0);
     switch (recipe) {

@@ -291,9 +291,15 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
     return memory_per_stage(job, in_flight_per_rank(schedule));
 }
 
-double fp8_weight_copy_bytes(const StageParameters& params, const core::Fp8& fp8) {
+double fp8_weight_copy_bytes(double fp8_parameters, const core::Fp8& fp8) {
     if (!fp8.enabled()) return 0.0;
-    return params.fp8 * (fp8.param_gather ? 0.0 : 2.0);
+    return fp8_parameters * (fp8.param_gather ? 0.0 : 2.0);
+}
+
+double gathered_weight_bytes(double parameters, double fp8_parameters, double weight_b,
+                             const core::Fp8& fp8) {
+    const bool one_byte = fp8.enabled() && fp8.param_gather;
+    return parameters * weight_b - (one_byte ? (weight_b - 1.0) * fp8_parameters : 0.0);
 }
 
 std::vector<StageParameters> parameters_per_stage(const core::JobSpec& job) {
@@ -309,8 +315,9 @@ void sharded_state(const StageParameters& params, const core::ParallelPlan& p,
     const int zero = p.zero_stage();
     // ZeRO (Rajbhandari et al. 2020, §5): stage 1 shards the optimizer state, 2 the gradients
     // too, 3 the parameters too — 2Ψ + 2Ψ + KΨ/N_d, 2Ψ + (2 + K)Ψ/N_d, (2 + 2 + K)Ψ/N_d.
-    s.weights_bytes = zero >= 3 ? shard_bytes(params, p, weight_b)
-                                : params.total() * weight_b + fp8_weight_copy_bytes(params, p.fp8);
+    s.weights_bytes = zero >= 3
+                          ? shard_bytes(params, p, weight_b)
+                          : params.total() * weight_b + fp8_weight_copy_bytes(params.fp8, p.fp8);
     s.gradients_bytes = zero >= 2 ? shard_bytes(params, p, grad_b) : params.total() * grad_b;
     s.optimizer_bytes =
         core::optimizer_state_bytes_per_parameter(prec) * optimizer_parameters(params, p);
@@ -322,13 +329,11 @@ void sharded_state(const StageParameters& params, const core::ParallelPlan& p,
     // previous unit's are reduce-scattered (Megatron-FSDP's double buffer).
     const core::ShardUnit unit = params.largest_unit();
     const double gathered_units = double(p.sharding.prefetch_units + 1);
-    const double fp8_copy_b = p.fp8.enabled() && !p.fp8.param_gather ? 2.0 : 0.0;
-    // Under the FP8 parameter gather the FP8 weights arrive (and are held) at one byte.
-    const double unit_weight_bytes =
-        double(unit.total()) * weight_b -
-        (p.fp8.enabled() && p.fp8.param_gather ? (weight_b - 1.0) * double(unit.fp8) : 0.0);
     if (zero >= 3)
-        s.gathered_bytes = gathered_units * (unit_weight_bytes + double(unit.fp8) * fp8_copy_b);
+        s.gathered_bytes =
+            gathered_units *
+            (gathered_weight_bytes(double(unit.total()), double(unit.fp8), weight_b, p.fp8) +
+             fp8_weight_copy_bytes(double(unit.fp8), p.fp8));
     s.gathered_bytes += std::min(2.0, gathered_units) * double(unit.total()) * grad_b;
 }
 

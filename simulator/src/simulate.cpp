@@ -107,8 +107,7 @@ double optimizer_step_s(const TailContext& x) {
     // (ZeRO-3 casts each gathered unit in its passes instead.)
     if (p.fp8.enabled() && params.fp8 > 0 && p.zero_stage() < 3)
         s += x.cost.memory_bound_s(core::MemoryKernel::elementwise,
-                                   p.fp8.param_gather ? 2.0 * params.fp8
-                                                      : fp8_cast_bytes(p.fp8.recipe, params.fp8));
+                                   fp8_weight_cast_bytes(p.fp8, params.fp8));
     return s;
 }
 
@@ -119,15 +118,16 @@ void gather_parameters(const TailContext& x, StepTail& t) {
     const core::ParallelPlan& p = x.job.plan;
     const StageParameters& params = x.params;
     if (p.zero_stage() != 1 && p.zero_stage() != 2) return;
-    // With the FP8 parameter gather the FP8 weights travel at one byte.
-    const double gathered_b = p.fp8.param_gather && params.total() > 0
-                                  ? x.param_b - (x.param_b - 1.0) * params.fp8 / params.total()
-                                  : x.param_b;
+    // The stage's FP8 weights shared between dense and expert in proportion.
+    const double fp8_share = params.total() > 0 ? params.fp8 / params.total() : 0.0;
+    const auto gathered = [&](double parameters) {
+        return gathered_weight_bytes(parameters, parameters * fp8_share, x.param_b, p.fp8);
+    };
     t.parameter_gather_s =
-        bucketed(x.cost, GroupKind::data_shard, x.r, Collective::all_gather,
-                 params.dense * gathered_b, x.bucket_bytes) +
+        bucketed(x.cost, GroupKind::data_shard, x.r, Collective::all_gather, gathered(params.dense),
+                 x.bucket_bytes) +
         bucketed(x.cost, GroupKind::expert_data_shard, x.r, Collective::all_gather,
-                 params.expert * gathered_b, x.bucket_bytes);
+                 gathered(params.expert), x.bucket_bytes);
     if (!p.overlap_param_gather) return;
     const double hidden = std::min(t.parameter_gather_s, x.cost.chunk(x.r, 0).forward.total_s());
     t.contention_s += hidden * x.cost.overlap_slowdown();

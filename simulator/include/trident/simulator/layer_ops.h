@@ -67,6 +67,9 @@ struct LayerView {
 // (Transformer Engine's cast_transpose); the current-scaling recipe reads once more for its
 // amax, the block recipes write their scales.
 double fp8_cast_bytes(core::Fp8Recipe recipe, double elements);
+// Casting `weights` FP8 linear weights for use: cast and transpose from the 16-bit weight, or —
+// under the FP8 parameter gather, where the weight already is FP8 — the transpose alone.
+double fp8_weight_cast_bytes(const core::Fp8& fp8, double weights);
 
 std::vector<Op> layer_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t layer);
 // Word (and learned position) embedding: first virtual stage.

@@ -44,7 +44,11 @@ struct StageParameters {
 // (2 bytes per FP8 parameter) beside the 16-bit weight, or — with the FP8 parameter gather,
 // where the FP8 weight is the parameter — nothing beyond the 16-bit bytes already counted
 // (1-byte weight + 1-byte transpose in place of 2 bytes).
-double fp8_weight_copy_bytes(const StageParameters& params, const core::Fp8& fp8);
+double fp8_weight_copy_bytes(double fp8_parameters, const core::Fp8& fp8);
+// The bytes of `parameters` weights as a gather carries them, `fp8_parameters` of them FP8
+// linear weights: at `weight_b` each, those at one byte under the FP8 parameter gather.
+double gathered_weight_bytes(double parameters, double fp8_parameters, double weight_b,
+                             const core::Fp8& fp8);
 StageParameters stage_parameters(const core::JobSpec& job, std::int32_t pipeline_rank);
 std::vector<StageParameters> parameters_per_stage(const core::JobSpec& job);
 // Parameters whose optimizer state one rank keeps and updates: all of them, or with the
