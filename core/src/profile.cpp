@@ -162,6 +162,9 @@ void Profile::read_device(ObjectReader& top) {
         const double communication = r.number("communication_sms", 0.0, sms);
         overlap_slowdown_ = communication / sms;
     }
+    // Host time the framework takes to issue one operation (Python, dispatch, launch): a pass
+    // of many small kernels runs at the rate the host issues them.
+    if (r.has("host_op_issue_s")) host_op_issue_s_ = r.number("host_op_issue_s", 0.0, 1.0e-2);
     if (const Json* recipes = r.get("fp8_recipes")) {
         ObjectReader fr(*recipes, r.field("fp8_recipes"));
         for (const char* name : {"delayed", "tensorwise", "blockwise", "mxfp8"})

@@ -328,6 +328,27 @@ std::vector<CollectiveTiming> measure_collectives(int devices, const std::vector
     return rows;
 }
 
+// Host seconds per kernel launch from Trident's C++ path: a small element-wise kernel issued
+// back to back without waiting (the GPU runs each in less time than the host takes to issue
+// it), host wall time over the launches.
+double host_issue_s(cudaStream_t s) {
+    constexpr int launches = 2000;
+    constexpr std::int64_t cols = 1024;
+    Bytes in(std::size_t(2 * cols) * sizeof(bf16)), out(std::size_t(cols) * sizeof(bf16));
+    fill(in.get(), in.size(), s);
+    const auto issue = [&] {
+        kc::bias_gelu_forward<bf16>(as<bf16>(out), as<bf16>(in), as<bf16>(in) + cols, 1, cols, s);
+    };
+    issue();
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(s));
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < launches; ++i) issue();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(s));
+    return seconds / launches;
+}
+
 } // namespace
 
 ProfileMeasurements measure_cuda(const CudaProfileOptions& o) {
@@ -352,7 +373,8 @@ ProfileMeasurements measure_cuda(const CudaProfileOptions& o) {
     m.memory_bytes = double(prop.totalGlobalMem);
     m.command = o.command;
     m.memory_bandwidth_bytes_per_s = copy_rate(o.quick ? (256u << 20) : (1u << 30), s);
-    report(0.02, "copy bandwidth");
+    m.host_op_issue_s = host_issue_s(s);
+    report(0.02, "copy bandwidth, launch rate");
 
     const std::vector<std::int64_t> gemm_sizes =
         o.quick ? std::vector<std::int64_t>{256, 2048, 8192}
@@ -385,7 +407,8 @@ ProfileMeasurements measure_cuda(const CudaProfileOptions& o) {
                ": cuBLASLt bf16 GEMMs (fp32 accumulate; mean of the forward, dgrad and wgrad "
                "layouts), Trident's causal flash attention (bf16) and fused memory-bound "
                "kernels, medians of CUDA-event-timed launches; memory bandwidth = "
-               "device-to-device copy rate (read + write). " +
+               "device-to-device copy rate (read + write); host_op_issue_s = host time per "
+               "launch of 2,000 back-to-back small kernels. " +
                (devices >= 2 ? "NCCL collectives and send/recv over " + std::to_string(devices) +
                                    " visible GPUs (one process, groups of consecutive devices)."
                              : std::string("One GPU visible: NCCL needs two or more."));

@@ -95,6 +95,7 @@ core::Json measured_profile_json(const ProfileMeasurements& m) {
     j["device"] = {{"peak_flops_per_s", {{dtype, peak}}},
                    {"memory_bytes", m.memory_bytes},
                    {"memory_bandwidth_bytes_per_s", m.memory_bandwidth_bytes_per_s}};
+    if (m.host_op_issue_s > 0) j["device"]["host_op_issue_s"] = m.host_op_issue_s;
     j["kernels"] = {
         {"gemm", {{dtype, gemm}}}, {"attention", {{dtype, attention}}}, {"memory_bound", memory}};
     j["fabrics"] = {{m.fabric,

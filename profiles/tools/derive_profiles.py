@@ -121,6 +121,17 @@ SRC_COMM_SMS = ("DeepSeek-AI, 'DeepSeek-V3 Technical Report', arXiv:2412.19437, 
 # What an overlapped collective takes from the compute it shares the GPU with (SRC_COMM_SMS).
 COMMUNICATION_SMS = 20
 
+SRC_HOST_OP = ("NVIDIA/TransformerEngine issue #2053 (2025-08, 'High CPU overhead on Grace "
+               "systems'): CPU time of one BF16 Linear forward (hidden 2048, 8192 tokens), "
+               "torch.nn.Linear: 13.48 us on an H100 DGX (Xeon Platinum 8480C), 33.17 us on "
+               "GH200 and 37.08 us on GB200 (Grace); TE maintainers report TE's Linear since cut "
+               "to about torch's (issue #2126). device.host_op_issue_s: the host seconds to issue "
+               "one operation of the simulator's op list (framework dispatch and launch)")
+# Host seconds per issued operation (SRC_HOST_OP): x86 DGX/HGX hosts and Grace hosts. DGX A100
+# (EPYC 7742) and DGX B200 (Xeon 8570) hosts were not measured there: the x86 figure is used.
+HOST_OP_X86_S = 13.48e-6
+HOST_OP_GRACE_S = 37.08e-6
+
 # Hopper FP8 (E4M3/E5M2 tensor cores): the tensor-scaled GEMM table is anchored on the cuBLASLt
 # measurement like the BF16 one on MAMF; the recipes' GEMM rates relative to it (delayed and
 # current per-tensor scaling run the same cuBLASLt kernels; blockwise scaling the DeepGEMM
@@ -282,6 +293,7 @@ DEVICES["gb200-186gb"] = dict(
     peak={"bf16": 2500e12, "fp16": 2500e12, "fp32": 90e12, "fp8": 5000e12},
     memory_mib=189471,
     sms=152,
+    host_op_issue_s=HOST_OP_GRACE_S,  # Grace host (SRC_HOST_OP)
     gemm_anchor_eff=1822.0 / 2500.0,
     **blackwell_fp8(3615.6 / 5000.0),
     nvlink=dict(NVLINK5, busbw=680e9),
@@ -577,7 +589,7 @@ def build_profile(name, dev):
         "provenance": {
             "kind": "derived",
             "method": method_text(name, dev, gcore, cores) + fp8_method_text(dev),
-            "sources": dev["sources"] + [SRC_COMM_SMS],
+            "sources": dev["sources"] + [SRC_COMM_SMS, SRC_HOST_OP],
             "generated_by": GENERATED_BY,
             "date": DATE,
         },
@@ -587,6 +599,7 @@ def build_profile(name, dev):
             "memory_bandwidth_bytes_per_s": dev["hbm_bw"],
             "sms": dev["sms"],
             "communication_sms": COMMUNICATION_SMS,
+            "host_op_issue_s": dev.get("host_op_issue_s", HOST_OP_X86_S),
             **device_extra,
         },
         "kernels": {

@@ -131,6 +131,7 @@ std::array<PassCost, 3> CostModel::by_phase(const std::vector<Op>& ops,
     for (const Op& op : ops) {
         PassCost& c = passes[std::size_t(op.phase)];
         const double s = op_s(op, pipeline_rank);
+        if (s > 0) c.kernels += 1; // a batched GEMM is one launch; a one-rank collective none
         if (op.kind == OpKind::collective) {
             c.collective_s += s;
             if (op.group == core::GroupKind::tensor) c.tp_collective_s += s;
@@ -161,6 +162,8 @@ void accumulate(ChunkCost& chunk, const std::array<PassCost, 3>& add) {
         passes[phase]->tp_collective_s += add[phase].tp_collective_s;
         passes[phase]->tp_hidden_s += add[phase].tp_hidden_s;
         passes[phase]->contention_s += add[phase].contention_s;
+        passes[phase]->kernels += add[phase].kernels;
+        passes[phase]->host_s += add[phase].host_s;
     }
 }
 
@@ -182,7 +185,29 @@ void overlap_tensor_parallel(std::array<PassCost, 3>& unit, double tp, double sl
     }
 }
 
+// The host issues a pass's kernels one after another while the GPU runs them: when they are
+// small the GPU waits for the host (the overhead-bound regime; H. He 2022, "Making Deep
+// Learning Go Brrrr From First Principles"). Over a pass the host runs ahead during long
+// kernels, so only the sum matters: the pass takes at least kernels × host_op_issue_s.
+void issue_bound(std::array<PassCost, 3>& unit, double host_op_issue_s) {
+    for (PassCost& pass : unit) {
+        const double gpu_s =
+            pass.compute_s + pass.recompute_s + pass.collective_s + pass.contention_s;
+        pass.host_s = std::max(0.0, pass.kernels * host_op_issue_s - gpu_s);
+    }
+}
+
 } // namespace
+
+std::array<PassCost, 3> CostModel::unit_costs(const std::vector<Op>& ops,
+                                              std::int32_t pipeline_rank) const {
+    std::array<PassCost, 3> costs = by_phase(ops, pipeline_rank);
+    const core::ParallelPlan& p = job_.plan;
+    if (p.tp_comm_overlap && p.tp > 1)
+        overlap_tensor_parallel(costs, double(p.tp), profile_.overlap_slowdown());
+    issue_bound(costs, profile_.host_op_issue_s());
+    return costs;
+}
 
 CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
                      const std::vector<StageParameters>* parameters, LayerCostCache* layer_costs)
@@ -228,10 +253,7 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
         if (last_key && *last_key == key) return last_costs;
         auto it = cache.entries.find(key);
         if (it == cache.entries.end()) {
-            std::array<PassCost, 3> costs = by_phase(ops(), r);
-            if (p.tp_comm_overlap && p.tp > 1)
-                overlap_tensor_parallel(costs, double(p.tp), profile.overlap_slowdown());
-            it = cache.entries.emplace(key, costs).first;
+            it = cache.entries.emplace(key, unit_costs(ops(), r)).first;
         }
         last_key = &it->first;
         last_costs = &it->second;
@@ -377,13 +399,9 @@ PipelineLoads pipeline_loads(const core::JobSpec& job, const core::Profile& prof
     const CostModel cost(job, profile, CostModel::NoChunks{});
     const LayerView base = LayerView::of(job.plan, job.training.seq_length);
     const std::int64_t vocab = job.model.padded_vocab_size(job.plan.tp);
-    const core::ParallelPlan& p = job.plan;
     const auto seconds = [&](const std::vector<Op>& ops) {
-        std::array<PassCost, 3> passes = cost.by_phase(ops, 0);
-        if (p.tp_comm_overlap && p.tp > 1)
-            overlap_tensor_parallel(passes, double(p.tp), profile.overlap_slowdown());
         double s = 0.0;
-        for (const PassCost& pc : passes) s += pc.total_s();
+        for (const PassCost& pc : cost.unit_costs(ops, 0)) s += pc.total_s();
         return s;
     };
     PipelineLoads loads;

@@ -40,6 +40,22 @@ void print_sharding(const Report& r, const core::Unit& unit, std::ostream& out) 
             << fmt("%34.3f", s.contention_s) << "\n";
 }
 
+// Passes whose kernels are too small for the host to keep the GPU fed: shown once the wait
+// reaches 1 % of the step on some stage.
+void print_host_bound(const Report& r, std::ostream& out) {
+    const bool shown = std::any_of(r.stages.begin(), r.stages.end(), [&](const StageReport& s) {
+        return s.host_s >= 0.01 * r.step_time_s;
+    });
+    if (!shown) return;
+    out << "host-bound passes: the GPU waits for the host to issue kernels (device.host_op_issue_s"
+        << fmt(" = %.1f µs", r.host_op_issue_s * 1e6) << " per operation):\n"
+        << "stage  kernels  host issue s  GPU waited s  of the step\n";
+    for (const StageReport& s : r.stages)
+        out << fmt("%5.0f", double(s.stage)) << fmt("%9.0f", s.kernels)
+            << fmt("%14.3f", s.kernels * r.host_op_issue_s) << fmt("%14.3f", s.host_s)
+            << fmt("%11.1f%%", 100 * s.host_s / r.step_time_s) << "\n";
+}
+
 } // namespace
 
 void print_report(const Report& r, std::ostream& out) {
@@ -104,6 +120,7 @@ void print_report(const Report& r, std::ostream& out) {
                 << fmt("%10.3f", s.tp_hidden_s) << fmt("%11.3f", s.tp_collective_s - s.tp_hidden_s)
                 << fmt("%18.3f", s.contention_s) << "\n";
     }
+    print_host_bound(r, out);
     out << "profile " << r.profile_name << " (" << r.profile_kind << ")";
     if (r.fallbacks.empty()) {
         out << "; every lookup inside the tables\n";
@@ -128,6 +145,7 @@ core::Json report_json(const Report& r) {
     if (r.job.plan.fp8.enabled()) j["mfu_fp8_peak"] = r.mfu_fp8_peak;
     j["hfu"] = r.hfu;
     j["microbatches"] = r.microbatches;
+    j["host_op_issue_s"] = r.host_op_issue_s;
     j["memory_capacity_bytes"] = r.memory_capacity_bytes;
     core::Json stages = core::Json::array();
     for (const StageReport& s : r.stages) {
@@ -150,6 +168,8 @@ core::Json report_json(const Report& r) {
                           {"tp_collective_s", s.tp_collective_s},
                           {"tp_hidden_s", s.tp_hidden_s},
                           {"contention_s", s.contention_s},
+                          {"kernels", s.kernels},
+                          {"host_s", s.host_s},
                           {"memory",
                            {{"weights_bytes", m.weights_bytes},
                             {"gradients_bytes", m.gradients_bytes},

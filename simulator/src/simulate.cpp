@@ -214,6 +214,8 @@ StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& sp
             s.tp_collective_s += pc->tp_collective_s * report.microbatches;
             s.tp_hidden_s += pc->tp_hidden_s * report.microbatches;
             s.contention_s += pc->contention_s * report.microbatches;
+            s.kernels += pc->kernels * report.microbatches;
+            s.host_s += pc->host_s * report.microbatches;
         }
     }
     s.pipeline_end_s = timeline.end_s[std::size_t(r)];
@@ -286,6 +288,7 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
     report.microbatches = std::int32_t(job.micro_batches_per_step());
     report.peak_flops_per_s = profile.peak_flops_per_s(job.model.precision.params);
     report.memory_capacity_bytes = profile.memory_bytes();
+    report.host_op_issue_s = profile.host_op_issue_s();
 
     const core::Schedule schedule = core::make_schedule(p.schedule, std::int32_t(p.pp),
                                                         std::int32_t(p.vpp), report.microbatches);
@@ -306,9 +309,7 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
         report.step_time_s =
             std::max(report.step_time_s, s.pipeline_end_s + s.data_parallel_s + s.optimizer_s);
     for (StageReport& s : report.stages)
-        s.bubble_s = core::idle_seconds(
-            report.step_time_s, s.compute_s + s.recompute_s + s.collective_s + s.sharding_s +
-                                    s.contention_s + s.data_parallel_s + s.optimizer_s);
+        s.bubble_s = core::idle_seconds(report.step_time_s, s.busy_s());
 
     const StepFlops flops = step_flops(job);
     const double devices = double(job.cluster.devices());

@@ -119,6 +119,16 @@ TEST(MeasuredProfile, ACpuProfileUsesFp32AndTheShmFabricByTheSameRule) {
     EXPECT_DOUBLE_EQ(j["fabrics"]["shm"]["alpha_s"].get<double>(), 1e-5 + 1e3 / 2e11);
     EXPECT_NEAR(j["fabrics"]["shm"]["bus_bandwidth_bytes_per_s"].get<double>(),
                 1e9 / (1e-5 + 1e9 / 2e11), 1e3);
+    // The CPU backend runs kernels synchronously: no host issue time is written or modelled.
+    EXPECT_FALSE(j["device"].contains("host_op_issue_s"));
+    EXPECT_EQ(p.host_op_issue_s(), 0.0);
+}
+
+TEST(MeasuredProfile, AMeasuredLaunchRateBecomesTheHostIssueTime) {
+    ProfileMeasurements m = made_up(false);
+    m.host_op_issue_s = 3.5e-6;
+    const core::Profile p = core::Profile::from_json(measured_profile_json(m));
+    EXPECT_DOUBLE_EQ(p.host_op_issue_s(), 3.5e-6);
 }
 
 } // namespace

@@ -66,6 +66,10 @@ public:
     // The fraction of compute throughput an overlapped collective takes (device.communication_
     // sms / device.sms); 0 when the profile does not say (contention then goes unmodelled).
     double overlap_slowdown() const { return overlap_slowdown_; }
+    // Host (CPU) seconds to issue one operation — framework dispatch and kernel launch
+    // (device.host_op_issue_s); 0 when the profile does not say (the kernel times then include
+    // it, as on a synchronous CPU backend).
+    double host_op_issue_s() const { return host_op_issue_s_; }
 
     // C[m×n] = A[m×k]·B[k×n].
     Timing gemm(Dtype d, std::int64_t m, std::int64_t n, std::int64_t k) const;
@@ -110,6 +114,7 @@ private:
     double memory_bandwidth_ = 0.0;
     std::map<std::string, double> fp8_recipes_;
     double overlap_slowdown_ = 0.0;
+    double host_op_issue_s_ = 0.0;
     std::map<Dtype, GemmGrid> gemm_;
     std::map<Dtype, std::map<std::pair<std::int64_t, bool>, AttentionGrid>> attention_;
     std::map<MemoryKernel, Curve> memory_bound_;

@@ -53,8 +53,9 @@ std::vector<SweepPoint> collective_sweep(const std::vector<double>& sizes_bytes,
                                          std::int64_t group);
 // Runs `points` with a backend's `time` (seconds of one point; 0: not measured on this rank)
 // and returns the rows of the measured ones, calling `done` after each size.
-std::vector<CollectiveTiming> run_collective_sweep(
-    const std::vector<SweepPoint>& points, const std::function<double(const SweepPoint&)>& time);
+std::vector<CollectiveTiming>
+run_collective_sweep(const std::vector<SweepPoint>& points,
+                     const std::function<double(const SweepPoint&)>& time);
 
 struct ProfileMeasurements {
     std::string name;
@@ -69,6 +70,9 @@ struct ProfileMeasurements {
     std::vector<AttentionTiming> attention;
     std::map<std::string, std::vector<MemoryTiming>> memory_bound; // core::kMemoryKernelNames
     std::vector<CollectiveTiming> collectives;                     // empty with one rank or one GPU
+    // Host seconds to issue one kernel (device.host_op_issue_s); 0: not measured — the CPU
+    // backend runs each kernel synchronously, so its kernel times already include it.
+    double host_op_issue_s = 0.0;
 };
 
 // The derived figures, one rule for both backends:

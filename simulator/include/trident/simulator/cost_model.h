@@ -32,8 +32,11 @@ struct PassCost {
     double tp_collective_s = 0.0, tp_hidden_s = 0.0;
     // Compute lost to collectives overlapping it (their SMs: Profile::overlap_slowdown).
     double contention_s = 0.0;
+    // Operations the host issues for the pass, and the time the GPU waits for it to issue
+    // them: a pass runs no faster than kernels × Profile::host_op_issue_s.
+    double kernels = 0.0, host_s = 0.0;
     double total_s() const {
-        return compute_s + recompute_s + collective_s + sharding_s + contention_s;
+        return compute_s + recompute_s + collective_s + sharding_s + contention_s + host_s;
     }
 };
 
@@ -108,6 +111,10 @@ private:
                       std::int32_t r, std::int32_t c) const;
     // F, B and W costs of an operation list.
     std::array<PassCost, 3> by_phase(const std::vector<Op>& ops, std::int32_t pipeline_rank) const;
+    // by_phase with what the plan does to every layer's passes: tensor-parallel overlap and
+    // the host's issue rate.
+    std::array<PassCost, 3> unit_costs(const std::vector<Op>& ops,
+                                       std::int32_t pipeline_rank) const;
 
     // Size and whether it crosses nodes, of each group kind on each pipeline rank's
     // representative: asked for every collective, computed once.

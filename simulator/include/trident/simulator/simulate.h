@@ -33,9 +33,17 @@ struct StageReport {
     // in collective_s), and the compute the passes lost to overlapped collectives' SMs (the
     // step tail's share is within data_parallel_s).
     double tp_collective_s = 0.0, tp_hidden_s = 0.0, contention_s = 0.0;
+    // Kernels the host issued for the passes, and the time the GPU waited for it to issue them
+    // (Profile::host_op_issue_s; not in compute_s).
+    double kernels = 0.0, host_s = 0.0;
     double pipeline_end_s = 0.0;
     StageMemory memory;
     double bubble_fraction(double step_s) const { return core::bubble_fraction(bubble_s, step_s); }
+    // The rank's busy time over the step: its passes and its step tail.
+    double busy_s() const {
+        return compute_s + recompute_s + collective_s + sharding_s + contention_s + host_s +
+               data_parallel_s + optimizer_s;
+    }
 };
 
 struct Report {
@@ -52,6 +60,7 @@ struct Report {
     double hfu = 0.0;
     double peak_flops_per_s = 0.0;
     double memory_capacity_bytes = 0.0;
+    double host_op_issue_s = 0.0; // the profile's (0: not modelled)
     std::int32_t microbatches = 0;
     std::vector<StageReport> stages;
     Fallbacks fallbacks;
