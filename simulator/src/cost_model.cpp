@@ -167,13 +167,22 @@ void accumulate(ChunkCost& chunk, const std::array<PassCost, 3>& add) {
     }
 }
 
+// Whether the schedule runs a layer's W apart from its B (zero-bubble schedules fill the
+// pipeline's bubbles with deferred W passes).
+bool weight_deferred(const core::ParallelPlan& p) {
+    return p.schedule == core::ScheduleKind::zero_bubble_h1;
+}
+
 // --tp-comm-overlap on one layer's passes: each pass's tensor-parallel collectives run beside
-// its GEMMs (the backward's beside B's and W's GEMMs, which run back to back), each split into
+// its GEMMs (the backward's beside B's and W's GEMMs when they run back to back; beside B's
+// alone when a zero-bubble schedule defers W to fill the bubbles), each split into
 // tp pieces so that one piece of the shorter side stays exposed (Wang et al. 2023, "Overlap
 // Communication with Dependent Computation via Decomposition", ASPLOS; Transformer Engine's
 // ring exchange). What is hidden slows the GEMMs by the SMs the communication takes.
-void overlap_tensor_parallel(std::array<PassCost, 3>& unit, double tp, double slowdown) {
-    const double partners[2] = {unit[0].gemm_s, unit[1].gemm_s + unit[2].gemm_s};
+void overlap_tensor_parallel(std::array<PassCost, 3>& unit, double tp, double slowdown,
+                             bool weight_deferred) {
+    const double partners[2] = {unit[0].gemm_s,
+                                unit[1].gemm_s + (weight_deferred ? 0.0 : unit[2].gemm_s)};
     for (int phase = 0; phase < 2; ++phase) {
         PassCost& pass = unit[std::size_t(phase)];
         const double comm = pass.tp_collective_s, gemm = partners[phase];
@@ -204,7 +213,8 @@ std::array<PassCost, 3> CostModel::unit_costs(const std::vector<Op>& ops,
     std::array<PassCost, 3> costs = by_phase(ops, pipeline_rank);
     const core::ParallelPlan& p = job_.plan;
     if (p.tp_comm_overlap && p.tp > 1)
-        overlap_tensor_parallel(costs, double(p.tp), profile_.overlap_slowdown());
+        overlap_tensor_parallel(costs, double(p.tp), profile_.overlap_slowdown(),
+                                weight_deferred(p));
     issue_bound(costs, profile_.host_op_issue_s());
     return costs;
 }
@@ -239,6 +249,7 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
                                    p.sequence_parallel,
                                    p.flash_attention,
                                    p.tp_comm_overlap,
+                                   weight_deferred(p),
                                    kind,
                                    recompute,
                                    fp8,

@@ -84,3 +84,31 @@ TEST(GradientOverlap, TheLastBucketIsExposed) {
               tail.gradient_reduce_s);
     EXPECT_GT(tail.contention_s, 0.0); // the hidden buckets took SMs from the backward
 }
+
+TEST(TpCommOverlap, ADeferredWeightGradientLeavesTheBackwardOnlyBsGemms) {
+    // 1F1B runs each layer's W right after its B, so the backward's collectives overlap both
+    // passes' GEMMs; zero-bubble-h1 moves W into the bubbles, leaving B's GEMMs alone.
+    core::JobSpec one_f_one_b = gpt(true, 8);
+    core::JobSpec zero_bubble = one_f_one_b;
+    zero_bubble.plan.schedule = core::ScheduleKind::zero_bubble_h1;
+    const auto dense_layer = [&](const core::JobSpec& job) {
+        simulator::LayerCostCache cache;
+        const simulator::CostModel cost(job, h100(), nullptr, &cache);
+        for (const auto& [key, passes] : cache.entries)
+            if (key[8] == 0) return passes; // kind 0: a dense transformer layer
+        ADD_FAILURE() << "no dense layer timed";
+        return std::array<simulator::PassCost, 3>{};
+    };
+    const auto exposed = [](double comm, double gemm) {
+        return std::max(0.0, comm - gemm) + std::min(comm, gemm) / 8.0;
+    };
+    const auto a = dense_layer(one_f_one_b), z = dense_layer(zero_bubble);
+    const double comm = a[1].tp_collective_s;
+    ASSERT_GT(comm, 0.0);
+    EXPECT_DOUBLE_EQ(z[1].tp_collective_s, comm);
+    EXPECT_NEAR(a[1].tp_hidden_s, comm - exposed(comm, a[1].gemm_s + a[2].gemm_s), 1e-15);
+    EXPECT_NEAR(z[1].tp_hidden_s, comm - exposed(comm, z[1].gemm_s), 1e-15);
+    EXPECT_LT(z[1].tp_hidden_s, a[1].tp_hidden_s);
+    // The forward is the same under either schedule.
+    EXPECT_DOUBLE_EQ(z[0].tp_hidden_s, a[0].tp_hidden_s);
+}
