@@ -47,6 +47,32 @@ Recompute with_recompute_defaults(Recompute r, std::int64_t layers_per_chunk) {
     return r;
 }
 
+namespace {
+
+// PyTorch FSDP2 in Megatron-LM (its argument checks): no expert parallelism, untied output
+// weights, not fp16, and no FP8 parameter gather (Megatron turns it off under Transformer
+// Engine 2 rather than run it).
+void validate_torch_fsdp2(const ModelSpec& m, const ParallelPlan& p) {
+    if (p.zero_stage() < 2 || p.sharding.implementation != FsdpImplementation::torch) return;
+    const std::string field = "parallel.use_torch_fsdp2";
+    if (p.ep > 1)
+        throw SpecError(field,
+                        "PyTorch FSDP2 does not run with expert parallelism in Megatron (ep " +
+                            std::to_string(p.ep) + "); use_megatron_fsdp does");
+    if (m.tied_embeddings)
+        throw SpecError(field, "PyTorch FSDP2 needs untied embedding and output weights in "
+                               "Megatron (--untie-embeddings-and-output-weights); model '" +
+                                   m.name + "' ties them");
+    if (m.precision.params == Dtype::fp16)
+        throw SpecError(field, "PyTorch FSDP2 does not run fp16 parameters in Megatron; use bf16");
+    if (p.fp8.param_gather)
+        throw SpecError("parallel.fp8.param_gather",
+                        "PyTorch FSDP2 gathers BF16 weights (Megatron turns --fp8-param-gather "
+                        "off under it); drop fp8 param_gather or use use_megatron_fsdp");
+}
+
+} // namespace
+
 void validate(const JobSpec& job) {
     const ModelSpec& m = job.model;
     const ClusterSpec& c = job.cluster;
@@ -74,6 +100,7 @@ void validate(const JobSpec& job) {
     if (m.moe && m.moe->num_experts % p.ep != 0)
         throw SpecError("parallel.ep",
                         s(p.ep) + " must divide moe.num_experts " + s(m.moe->num_experts));
+    validate_torch_fsdp2(m, p);
     if (c.devices() != p.devices()) {
         std::string reason = "tp·cp·dp·pp = " + s(p.tp) + "·" + s(p.cp) + "·" + s(p.dp) + "·" +
                              s(p.pp) + " = " + s(p.devices()) + " must equal the cluster's " +

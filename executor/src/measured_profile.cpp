@@ -13,6 +13,51 @@ void require_positive(double value, const std::string& what) {
         throw std::invalid_argument("measured_profile_json: " + what + " must be > 0");
 }
 
+// The collective tables and the fabric's α and bandwidth derived from them (placeholders
+// without collectives), with the sentence the provenance says it in.
+struct FabricFigures {
+    core::Json collectives = core::Json::object();
+    double alpha_s = 0.0, bus_bandwidth = 0.0;
+    std::string method;
+};
+
+FabricFigures fabric_figures(const ProfileMeasurements& m) {
+    FabricFigures f;
+    double smallest_message = 0.0;
+    for (const auto& c : m.collectives) {
+        const auto* known =
+            std::find(core::kCollectiveNames.begin(), core::kCollectiveNames.end(), c.collective);
+        if (known == core::kCollectiveNames.end())
+            throw std::invalid_argument("measured_profile_json: unknown collective " +
+                                        c.collective);
+        require_positive(c.seconds, c.collective + " time");
+        f.collectives[c.collective].push_back({c.group, c.bytes, c.seconds});
+        if (c.collective == "send_recv" &&
+            (f.alpha_s == 0.0 || c.bytes < smallest_message ||
+             (c.bytes == smallest_message && c.seconds < f.alpha_s))) {
+            f.alpha_s = c.seconds;
+            smallest_message = c.bytes;
+        }
+        if (c.collective == "all_reduce")
+            f.bus_bandwidth =
+                std::max(f.bus_bandwidth,
+                         c.bytes / c.seconds *
+                             core::bus_bandwidth_factor(core::Collective::all_reduce, c.group));
+    }
+    if (m.collectives.empty()) {
+        f.method = "No collective tables (one rank or one device): the " + m.fabric +
+                   " fabric's alpha and bandwidth are placeholders.";
+        f.alpha_s = 1e-6;
+        f.bus_bandwidth = m.memory_bandwidth_bytes_per_s;
+        return f;
+    }
+    f.method = "Fabric alpha = the smallest send/recv message's time; bandwidth = the best "
+               "all-reduce bus bandwidth.";
+    if (f.alpha_s == 0.0) f.alpha_s = 1e-6; // collectives without a send/recv table
+    if (f.bus_bandwidth == 0.0) f.bus_bandwidth = m.memory_bandwidth_bytes_per_s;
+    return f;
+}
+
 } // namespace
 
 core::Json measured_profile_json(const ProfileMeasurements& m) {
@@ -49,40 +94,11 @@ core::Json measured_profile_json(const ProfileMeasurements& m) {
         memory[std::string(name)] = rows;
     }
 
-    core::Json collectives = core::Json::object();
-    double alpha = 0.0, smallest_message = 0.0, busbw = 0.0;
-    for (const auto& c : m.collectives) {
-        const auto* known =
-            std::find(core::kCollectiveNames.begin(), core::kCollectiveNames.end(), c.collective);
-        if (known == core::kCollectiveNames.end())
-            throw std::invalid_argument("measured_profile_json: unknown collective " +
-                                        c.collective);
-        require_positive(c.seconds, c.collective + " time");
-        collectives[c.collective].push_back({c.group, c.bytes, c.seconds});
-        if (c.collective == "send_recv" && (alpha == 0.0 || c.bytes < smallest_message ||
-                                            (c.bytes == smallest_message && c.seconds < alpha))) {
-            alpha = c.seconds;
-            smallest_message = c.bytes;
-        }
-        if (c.collective == "all_reduce")
-            busbw = std::max(busbw,
-                             c.bytes / c.seconds *
-                                 core::bus_bandwidth_factor(core::Collective::all_reduce, c.group));
-    }
+    const FabricFigures fabric = fabric_figures(m);
     std::string method = m.method;
     if (!method.empty() && method.back() != ' ') method += ' ';
-    method += "Peak " + core::to_string(m.dtype) + " = the best measured GEMM rate. ";
-    if (m.collectives.empty()) {
-        method += "No collective tables (one rank or one device): the " + m.fabric +
-                  " fabric's alpha and bandwidth are placeholders.";
-        alpha = 1e-6;
-        busbw = m.memory_bandwidth_bytes_per_s;
-    } else {
-        method += "Fabric alpha = the smallest send/recv message's time; bandwidth = the best "
-                  "all-reduce bus bandwidth.";
-        if (alpha == 0.0) alpha = 1e-6; // collectives without a send/recv table
-        if (busbw == 0.0) busbw = m.memory_bandwidth_bytes_per_s;
-    }
+    method +=
+        "Peak " + core::to_string(m.dtype) + " = the best measured GEMM rate. " + fabric.method;
     core::Json j;
     j["format"] = "trident.profile/1";
     j["name"] = m.name;
@@ -100,9 +116,9 @@ core::Json measured_profile_json(const ProfileMeasurements& m) {
         {"gemm", {{dtype, gemm}}}, {"attention", {{dtype, attention}}}, {"memory_bound", memory}};
     j["fabrics"] = {{m.fabric,
                      {{"scope", "intra_node"},
-                      {"alpha_s", alpha},
-                      {"bus_bandwidth_bytes_per_s", busbw},
-                      {"collectives", collectives}}}};
+                      {"alpha_s", fabric.alpha_s},
+                      {"bus_bandwidth_bytes_per_s", fabric.bus_bandwidth},
+                      {"collectives", fabric.collectives}}}};
     return j;
 }
 

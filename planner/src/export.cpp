@@ -60,17 +60,20 @@ void split_arguments(const core::JobSpec& job, const Arg& arg) {
 }
 
 // ZeRO-2/3 through Megatron-FSDP (its guide adds --no-gradient-accumulation-fusion) or
-// PyTorch FSDP2, and hybrid sharding's replicas.
+// PyTorch FSDP2, with the checkpoint format Megatron-LM's argument checks require of each
+// (fsdp_dtensor; torch_dist), and hybrid sharding's replicas.
 void sharding_arguments(const core::ParallelPlan& p, const Arg& arg) {
     if (p.zero_stage() >= 2) {
         if (p.sharding.implementation == core::FsdpImplementation::torch) {
             arg("--use-torch-fsdp2", "");
             arg("--no-gradient-accumulation-fusion", "");
+            arg("--ckpt-format", "torch_dist");
         } else {
             arg("--use-megatron-fsdp", "");
             arg("--data-parallel-sharding-strategy",
                 std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]));
             arg("--no-gradient-accumulation-fusion", "");
+            arg("--ckpt-format", "fsdp_dtensor");
         }
     }
     if (p.sharding.instances > 1)
@@ -79,115 +82,139 @@ void sharding_arguments(const core::ParallelPlan& p, const Arg& arg) {
 
 } // namespace
 
-std::string megatron_arguments(const core::JobSpec& job) {
+namespace {
+
+std::string number(std::int64_t v) {
+    return std::to_string(v);
+}
+
+// The mixture-of-experts and multi-latent-attention architecture flags.
+void moe_and_mla_arguments(const core::ModelSpec& m, const Arg& arg) {
+    if (m.moe) {
+        arg("--num-experts", number(m.moe->num_experts));
+        arg("--moe-router-topk", number(m.moe->top_k));
+        if (m.moe->expert_ffn_hidden_size != m.ffn_hidden_size)
+            arg("--moe-ffn-hidden-size", number(m.moe->expert_ffn_hidden_size));
+        if (m.moe->shared_expert_ffn_hidden_size > 0)
+            arg("--moe-shared-expert-intermediate-size",
+                number(m.moe->shared_expert_ffn_hidden_size));
+        if (m.moe->capacity_factor)
+            arg("--moe-expert-capacity-factor", std::to_string(*m.moe->capacity_factor));
+        arg("--moe-aux-loss-coeff", std::to_string(m.moe->aux_loss_coeff));
+        arg("--moe-grouped-gemm", "");
+    }
+    if (m.mla) {
+        arg("--multi-latent-attention", "");
+        if (m.mla->q_lora_rank > 0) arg("--q-lora-rank", number(m.mla->q_lora_rank));
+        arg("--kv-lora-rank", number(m.mla->kv_lora_rank));
+        arg("--qk-head-dim", number(m.mla->qk_head_dim));
+        arg("--qk-pos-emb-head-dim", number(m.mla->qk_pos_emb_head_dim));
+        arg("--v-head-dim", number(m.mla->v_head_dim));
+    }
+}
+
+// The model's architecture, as pretrain_gpt.py's flags name it.
+void model_arguments(const core::JobSpec& job, const Arg& arg) {
     const core::ModelSpec& m = job.model;
+    arg("--num-layers", number(m.num_layers));
+    arg("--hidden-size", number(m.hidden_size));
+    arg("--ffn-hidden-size", number(m.ffn_hidden_size));
+    arg("--num-attention-heads", number(m.num_attention_heads));
+    if (m.num_query_groups != m.num_attention_heads) {
+        arg("--group-query-attention", "");
+        arg("--num-query-groups", number(m.num_query_groups));
+    }
+    if (m.head_dim * m.num_attention_heads != m.hidden_size)
+        arg("--kv-channels", number(m.head_dim));
+    arg("--seq-length", number(job.training.seq_length));
+    arg("--max-position-embeddings", number(m.max_position_embeddings));
+    if (m.make_vocab_size_divisible_by != 128)
+        arg("--make-vocab-size-divisible-by", number(m.make_vocab_size_divisible_by));
+    if (m.norm_epsilon != 1e-5) {
+        char eps[32];
+        std::snprintf(eps, sizeof eps, "%g", m.norm_epsilon);
+        arg("--norm-epsilon", eps);
+    }
+    if (m.activation == core::Activation::swiglu) arg("--swiglu", "");
+    if (m.normalization == core::Normalization::rmsnorm) arg("--normalization", "RMSNorm");
+    if (m.position_embedding == core::PositionEmbedding::rope)
+        arg("--position-embedding-type", "rope");
+    if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights", "");
+    if (!m.linear_bias) arg("--disable-bias-linear", "");
+    if (!m.dropout) {
+        arg("--attention-dropout", "0.0");
+        arg("--hidden-dropout", "0.0");
+    }
+    moe_and_mla_arguments(m, arg);
+}
+
+// The parameters' dtype and the FP8 recipe.
+void precision_arguments(const core::JobSpec& job, const Arg& arg) {
+    const core::ParallelPlan& p = job.plan;
+    if (job.model.precision.params == core::Dtype::bf16) arg("--bf16", "");
+    if (job.model.precision.params == core::Dtype::fp16) arg("--fp16", "");
+    if (!p.fp8.enabled()) return;
+    arg("--fp8-format", std::string(core::kFp8FormatNames[int(p.fp8.format)]));
+    arg("--fp8-recipe", std::string(core::kFp8RecipeNames[int(p.fp8.recipe)]));
+    if (p.fp8.recipe == core::Fp8Recipe::delayed) {
+        arg("--fp8-amax-history-len", number(p.fp8.amax_history));
+        arg("--fp8-amax-compute-algo", "max");
+    }
+    if (p.fp8.param_gather) arg("--fp8-param-gather", "");
+    if (p.fp8.bf16_layers_at_start > 0 || p.fp8.bf16_layers_at_end > 0) {
+        arg("--first-last-layers-bf16", "");
+        arg("--num-layers-at-start-in-bf16", number(p.fp8.bf16_layers_at_start));
+        arg("--num-layers-at-end-in-bf16", number(p.fp8.bf16_layers_at_end));
+    }
+}
+
+// Parallel degrees, sharding, overlap, recomputation and the batch.
+void parallel_arguments(const core::JobSpec& job, const Arg& arg) {
+    const core::ParallelPlan& p = job.plan;
+    arg("--tensor-model-parallel-size", number(p.tp));
+    arg("--pipeline-model-parallel-size", number(p.pp));
+    split_arguments(job, arg);
+    if (p.cp > 1) arg("--context-parallel-size", number(p.cp));
+    if (p.ep > 1) arg("--expert-model-parallel-size", number(p.ep));
+    if (p.sequence_parallel) arg("--sequence-parallel", "");
+    // PyTorch FSDP2 shards the optimizer itself: Megatron's distributed optimizer and its
+    // parameter gather do not apply.
+    const bool torch_fsdp2 =
+        p.zero_stage() >= 2 && p.sharding.implementation == core::FsdpImplementation::torch;
+    if (p.distributed_optimizer && !torch_fsdp2) arg("--use-distributed-optimizer", "");
+    sharding_arguments(p, arg);
+    if (p.overlap_grad_reduce) arg("--overlap-grad-reduce", "");
+    if (p.overlap_param_gather && !torch_fsdp2) arg("--overlap-param-gather", "");
+    if (p.tp_comm_overlap) arg("--tp-comm-overlap", "");
+    if (p.flash_attention) arg("--use-flash-attn", "");
+    if (p.recompute.granularity != core::RecomputeGranularity::none)
+        arg("--recompute-granularity", core::to_string(p.recompute.granularity));
+    if (p.recompute.granularity == core::RecomputeGranularity::full) {
+        arg("--recompute-method", core::to_string(p.recompute.method));
+        arg("--recompute-num-layers", number(p.recompute.num_layers));
+    }
+    arg("--micro-batch-size", number(p.micro_batch_size));
+    arg("--global-batch-size", number(job.training.global_batch_size));
+}
+
+} // namespace
+
+std::string megatron_arguments(const core::JobSpec& job) {
     const core::ParallelPlan& p = job.plan;
     std::ostringstream a;
-    const auto arg = [&](const std::string& name, const std::string& value = "") {
+    const Arg arg = [&](const std::string& name, const std::string& value) {
         a << " \\\n  " << name << (value.empty() ? "" : " " + value);
     };
-    const auto n = [](std::int64_t v) { return std::to_string(v); };
-    a << "# " << m.name << ": " << job.cluster.devices() << " GPUs (" << job.cluster.nodes
+    a << "# " << job.model.name << ": " << job.cluster.devices() << " GPUs (" << job.cluster.nodes
       << " nodes x " << job.cluster.devices_per_node << ")";
     if (p.schedule == core::ScheduleKind::zero_bubble_h1)
         a << "\n# zero-bubble-h1 has no Megatron-LM flag: these arguments run 1F1B";
     if (p.schedule == core::ScheduleKind::gpipe)
         a << "\n# Megatron-LM has no GPipe schedule: these arguments run 1F1B";
     a << "\npretrain_gpt.py";
-    arg("--num-layers", n(m.num_layers));
-    arg("--hidden-size", n(m.hidden_size));
-    arg("--ffn-hidden-size", n(m.ffn_hidden_size));
-    arg("--num-attention-heads", n(m.num_attention_heads));
-    if (m.num_query_groups != m.num_attention_heads) {
-        arg("--group-query-attention");
-        arg("--num-query-groups", n(m.num_query_groups));
-    }
-    if (m.head_dim * m.num_attention_heads != m.hidden_size) arg("--kv-channels", n(m.head_dim));
-    arg("--seq-length", n(job.training.seq_length));
-    arg("--max-position-embeddings", n(m.max_position_embeddings));
-    if (m.make_vocab_size_divisible_by != 128)
-        arg("--make-vocab-size-divisible-by", n(m.make_vocab_size_divisible_by));
-    if (m.norm_epsilon != 1e-5) {
-        char eps[32];
-        std::snprintf(eps, sizeof eps, "%g", m.norm_epsilon);
-        arg("--norm-epsilon", eps);
-    }
-    if (m.activation == core::Activation::swiglu) arg("--swiglu");
-    if (m.normalization == core::Normalization::rmsnorm) arg("--normalization", "RMSNorm");
-    if (m.position_embedding == core::PositionEmbedding::rope)
-        arg("--position-embedding-type", "rope");
-    if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");
-    if (!m.linear_bias) arg("--disable-bias-linear");
-    if (!m.dropout) {
-        arg("--attention-dropout", "0.0");
-        arg("--hidden-dropout", "0.0");
-    }
-    if (m.moe) {
-        arg("--num-experts", n(m.moe->num_experts));
-        arg("--moe-router-topk", n(m.moe->top_k));
-        if (m.moe->expert_ffn_hidden_size != m.ffn_hidden_size)
-            arg("--moe-ffn-hidden-size", n(m.moe->expert_ffn_hidden_size));
-        if (m.moe->shared_expert_ffn_hidden_size > 0)
-            arg("--moe-shared-expert-intermediate-size", n(m.moe->shared_expert_ffn_hidden_size));
-        if (m.moe->capacity_factor)
-            arg("--moe-expert-capacity-factor", std::to_string(*m.moe->capacity_factor));
-        arg("--moe-aux-loss-coeff", std::to_string(m.moe->aux_loss_coeff));
-        arg("--moe-grouped-gemm");
-    }
-    if (m.mla) {
-        arg("--multi-latent-attention");
-        if (m.mla->q_lora_rank > 0) arg("--q-lora-rank", n(m.mla->q_lora_rank));
-        arg("--kv-lora-rank", n(m.mla->kv_lora_rank));
-        arg("--qk-head-dim", n(m.mla->qk_head_dim));
-        arg("--qk-pos-emb-head-dim", n(m.mla->qk_pos_emb_head_dim));
-        arg("--v-head-dim", n(m.mla->v_head_dim));
-    }
-    if (m.precision.params == core::Dtype::bf16) arg("--bf16");
-    if (m.precision.params == core::Dtype::fp16) arg("--fp16");
-    if (p.fp8.enabled()) {
-        arg("--fp8-format", std::string(core::kFp8FormatNames[int(p.fp8.format)]));
-        arg("--fp8-recipe", std::string(core::kFp8RecipeNames[int(p.fp8.recipe)]));
-        if (p.fp8.recipe == core::Fp8Recipe::delayed) {
-            arg("--fp8-amax-history-len", n(p.fp8.amax_history));
-            arg("--fp8-amax-compute-algo", "max");
-        }
-        if (p.fp8.param_gather) arg("--fp8-param-gather");
-        if (p.fp8.bf16_layers_at_start > 0 || p.fp8.bf16_layers_at_end > 0) {
-            arg("--first-last-layers-bf16");
-            arg("--num-layers-at-start-in-bf16", n(p.fp8.bf16_layers_at_start));
-            arg("--num-layers-at-end-in-bf16", n(p.fp8.bf16_layers_at_end));
-        }
-    }
-    arg("--tensor-model-parallel-size", n(p.tp));
-    arg("--pipeline-model-parallel-size", n(p.pp));
-    split_arguments(job, arg);
-    if (p.cp > 1) arg("--context-parallel-size", n(p.cp));
-    if (p.ep > 1) arg("--expert-model-parallel-size", n(p.ep));
-    if (p.sequence_parallel) arg("--sequence-parallel");
-    // PyTorch FSDP2 shards the optimizer itself: Megatron's distributed optimizer and its
-    // parameter gather do not apply.
-    const bool torch_fsdp2 =
-        p.zero_stage() >= 2 && p.sharding.implementation == core::FsdpImplementation::torch;
-    if (p.distributed_optimizer && !torch_fsdp2) arg("--use-distributed-optimizer");
-    sharding_arguments(p, arg);
-    if (p.overlap_grad_reduce) arg("--overlap-grad-reduce");
-    if (p.overlap_param_gather && !torch_fsdp2) arg("--overlap-param-gather");
-    if (p.tp_comm_overlap) arg("--tp-comm-overlap");
-    if (p.flash_attention) arg("--use-flash-attn");
-    switch (p.recompute.granularity) {
-    case core::RecomputeGranularity::none:
-        break;
-    case core::RecomputeGranularity::selective:
-        arg("--recompute-granularity", "selective");
-        break;
-    case core::RecomputeGranularity::full:
-        arg("--recompute-granularity", "full");
-        arg("--recompute-method", core::to_string(p.recompute.method));
-        arg("--recompute-num-layers", n(p.recompute.num_layers));
-        break;
-    }
-    arg("--micro-batch-size", n(p.micro_batch_size));
-    arg("--global-batch-size", n(job.training.global_batch_size));
+    model_arguments(job, arg);
+    precision_arguments(job, arg);
+    parallel_arguments(job, arg);
     a << "\n";
     return a.str();
 }

@@ -31,6 +31,48 @@ std::string recompute_phrase(const Recompute& r, std::int64_t layers_per_chunk) 
     return "recompute " + core::describe(r, layers_per_chunk);
 }
 
+// A layout that does not fit with recomputation `r` (peak `peak`).
+struct OverBudget {
+    const Recompute& recompute;
+    std::int64_t per_chunk;
+    const Peak& peak;
+    double budget;
+    std::size_t keep_closest;
+};
+
+// Records a layout over the memory budget: the smallest peak seen, its rejection group
+// (`rule` names the kind, "over budget even with full recomputation"; the details after the
+// semicolon carry the first example's numbers) and the closest misses, kept sorted and few.
+void record_over_budget(PlanResult& result, const ParallelPlan& p, const OverBudget& o,
+                        const std::string& rule) {
+    const Peak& pk = o.peak;
+    const std::string recompute = recompute_phrase(o.recompute, o.per_chunk);
+    if (pk.bytes < result.smallest_peak_bytes) {
+        result.smallest_peak_bytes = pk.bytes;
+        result.smallest_layout = describe(p) + ", " + recompute;
+    }
+    RejectionGroup& group = result.rejections[rejection_kind("memory", rule)];
+    if (group.count++ == 0) {
+        group.field = "memory";
+        group.example = rule + "; stage " + std::to_string(pk.stage) + " needs " +
+                        bytes_text(pk.bytes) + ", " + bytes_text(pk.bytes - o.budget) +
+                        " over the budget of " + bytes_text(o.budget) + " (" + describe(p) + ", " +
+                        recompute + ")";
+    }
+    auto& closest = result.closest_rejected;
+    const std::size_t keep = std::max<std::size_t>(8, 2 * o.keep_closest);
+    const double overrun = pk.bytes - o.budget;
+    if (closest.size() >= keep && overrun >= closest.back().overrun_bytes) return;
+    closest.push_back({p,
+                       "stage " + std::to_string(pk.stage) + " needs " + bytes_text(pk.bytes) +
+                           " with " + recompute + ", over the budget by " + bytes_text(overrun),
+                       overrun});
+    std::stable_sort(closest.begin(), closest.end(), [](const Rejection& a, const Rejection& b) {
+        return a.overrun_bytes < b.overrun_bytes;
+    });
+    if (closest.size() > keep) closest.pop_back();
+}
+
 // Chooses the recomputation for a valid layout (the pinned one, or the cheapest that fits:
 // none, selective, then full for the fewest layers per chunk). Returns false, recording the
 // rejection, when nothing fits.
@@ -45,37 +87,8 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
         p.recompute = r;
         return memory.peak(job, flights, parameters);
     };
-    // `rule` names the kind ("over budget even with full recomputation"); the details after
-    // the semicolon carry this layout's numbers.
     const auto over_budget = [&](const Recompute& r, const Peak& pk, const std::string& rule) {
-        if (pk.bytes < result.smallest_peak_bytes) {
-            result.smallest_peak_bytes = pk.bytes;
-            result.smallest_layout = describe(p) + ", " + recompute_phrase(r, per_chunk);
-        }
-        // The kind is the rule alone: the details are written for its first example only.
-        RejectionGroup& group = result.rejections[rejection_kind("memory", rule)];
-        if (group.count++ == 0) {
-            group.field = "memory";
-            group.example = rule + "; stage " + std::to_string(pk.stage) + " needs " +
-                            bytes_text(pk.bytes) + ", " + bytes_text(pk.bytes - budget) +
-                            " over the budget of " + bytes_text(budget) + " (" + describe(p) +
-                            ", " + recompute_phrase(r, per_chunk) + ")";
-        }
-        // The closest misses, kept sorted and few: only one that is among them is written.
-        auto& closest = result.closest_rejected;
-        const std::size_t keep = std::max<std::size_t>(8, 2 * keep_closest);
-        const double overrun = pk.bytes - budget;
-        if (closest.size() >= keep && overrun >= closest.back().overrun_bytes) return false;
-        closest.push_back({p,
-                           "stage " + std::to_string(pk.stage) + " needs " + bytes_text(pk.bytes) +
-                               " with " + recompute_phrase(r, per_chunk) + ", over the budget by " +
-                               bytes_text(overrun),
-                           overrun});
-        std::stable_sort(closest.begin(), closest.end(),
-                         [](const Rejection& a, const Rejection& b) {
-                             return a.overrun_bytes < b.overrun_bytes;
-                         });
-        if (closest.size() > keep) closest.pop_back();
+        record_over_budget(result, p, {r, per_chunk, pk, budget, keep_closest}, rule);
         return false;
     };
     // The reason is written only for the candidates shown (RecomputeWhy::text).

@@ -206,6 +206,25 @@ void issue_bound(std::array<PassCost, 3>& unit, double host_op_issue_s) {
     }
 }
 
+// What a layer's (or the embedding's, kind 2, or the head's, kind 3) F/B/W costs depend on.
+LayerCostCache::Key layer_cost_key(const core::JobSpec& job, std::int64_t kind, int recompute,
+                                   int fp8, int placement) {
+    const core::ParallelPlan& p = job.plan;
+    return {p.tp,
+            p.cp,
+            p.ep,
+            p.micro_batch_size,
+            p.sequence_parallel,
+            p.flash_attention,
+            p.tp_comm_overlap,
+            weight_deferred(p),
+            kind,
+            recompute,
+            fp8,
+            placement,
+            job.training.seq_length};
+}
+
 } // namespace
 
 std::array<PassCost, 3> CostModel::unit_costs(const std::vector<Op>& ops,
@@ -242,19 +261,7 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
     LayerCostCache own;
     LayerCostCache& cache = layer_costs ? *layer_costs : own;
     const auto key_of = [&](std::int64_t kind, int recompute, int fp8, int placement) {
-        return LayerCostCache::Key{p.tp,
-                                   p.cp,
-                                   p.ep,
-                                   p.micro_batch_size,
-                                   p.sequence_parallel,
-                                   p.flash_attention,
-                                   p.tp_comm_overlap,
-                                   weight_deferred(p),
-                                   kind,
-                                   recompute,
-                                   fp8,
-                                   placement,
-                                   job.training.seq_length};
+        return layer_cost_key(job, kind, recompute, fp8, placement);
     };
     // Consecutive layers mostly share a key: the last one found is kept at hand.
     const LayerCostCache::Key* last_key = nullptr;
@@ -303,21 +310,13 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
     }
 }
 
-void CostModel::add_sharding(ChunkCost& cost,
-                             const std::vector<const std::array<PassCost, 3>*>& units,
-                             std::int32_t r, std::int32_t c) const {
+CostModel::ShardUnitTimes CostModel::shard_unit_times(const core::ShardUnit& u,
+                                                      std::int32_t r) const {
     const core::ParallelPlan& p = job_.plan;
-    const std::vector<core::ShardUnit>& params = parameters(r).units.at(std::size_t(c));
-    if (params.size() != units.size())
-        throw core::InternalError("FSDP units of stage " + std::to_string(r) + " chunk " +
-                                  std::to_string(c) + ": " + std::to_string(params.size()) +
-                                  " parameter units, " + std::to_string(units.size()) + " timed");
     const core::Precision& prec = job_.model.precision;
-    const double param_b = double(core::dtype_bytes(prec.params));
-    const double grad_b = double(core::dtype_bytes(prec.grads));
     // A unit's collectives: dense parameters over the shard group, experts over the expert
     // shard group; gathers carry the weights as gathered_weight_bytes says.
-    const auto over_groups = [&](core::Collective op, const core::ShardUnit& u, double bytes) {
+    const auto over_groups = [&](core::Collective op, double bytes) {
         const bool gather = op == core::Collective::all_gather;
         const auto carried = [&](std::int64_t n, std::int64_t fp8) {
             return gather ? gathered_weight_bytes(double(n), double(fp8), bytes, p.fp8)
@@ -328,28 +327,38 @@ void CostModel::add_sharding(ChunkCost& cost,
                collective_s(core::GroupKind::expert_data_shard, r, op,
                             carried(u.expert, u.fp8_expert));
     };
-    // Most units are alike (every dense layer, every MoE layer): each kind timed once.
+    ShardUnitTimes t{u, 0.0, 0.0, 0.0};
+    if (p.zero_stage() >= 3)
+        t.gather_s =
+            over_groups(core::Collective::all_gather, double(core::dtype_bytes(prec.params)));
+    t.scatter_s =
+        over_groups(core::Collective::reduce_scatter, double(core::dtype_bytes(prec.grads)));
     // FP8 weights are cast from each gathered unit, in the forward and again in the backward
     // (the FP8 copies are freed with the unit); under the FP8 parameter gather the weight
     // arrives in FP8 and only its transpose is made.
-    const bool casts = p.zero_stage() >= 3 && p.fp8.enabled();
-    struct Timed {
-        core::ShardUnit unit;
-        double gather_s, scatter_s, cast_s;
-    };
-    std::vector<Timed> kinds;
-    const auto timed = [&](const core::ShardUnit& u) -> const Timed& {
-        for (const Timed& t : kinds)
+    if (p.zero_stage() >= 3 && p.fp8.enabled() && u.fp8 > 0)
+        t.cast_s = memory_bound_s(core::MemoryKernel::elementwise,
+                                  fp8_weight_cast_bytes(p.fp8, double(u.fp8)));
+    return t;
+}
+
+void CostModel::add_sharding(ChunkCost& cost,
+                             const std::vector<const std::array<PassCost, 3>*>& units,
+                             std::int32_t r, std::int32_t c) const {
+    const core::ParallelPlan& p = job_.plan;
+    const std::vector<core::ShardUnit>& params = parameters(r).units.at(std::size_t(c));
+    if (params.size() != units.size())
+        throw core::InternalError("FSDP units of stage " + std::to_string(r) + " chunk " +
+                                  std::to_string(c) + ": " + std::to_string(params.size()) +
+                                  " parameter units, " + std::to_string(units.size()) + " timed");
+    // Most units are alike (every dense layer, every MoE layer): each kind timed once.
+    std::vector<ShardUnitTimes> kinds;
+    const auto timed = [&](const core::ShardUnit& u) -> const ShardUnitTimes& {
+        for (const ShardUnitTimes& t : kinds)
             if (t.unit.dense == u.dense && t.unit.expert == u.expert && t.unit.fp8 == u.fp8 &&
                 t.unit.fp8_expert == u.fp8_expert)
                 return t;
-        const double fp8 = double(u.fp8);
-        kinds.push_back(
-            {u, p.zero_stage() >= 3 ? over_groups(core::Collective::all_gather, u, param_b) : 0.0,
-             over_groups(core::Collective::reduce_scatter, u, grad_b),
-             casts && u.fp8 > 0 ? memory_bound_s(core::MemoryKernel::elementwise,
-                                                 fp8_weight_cast_bytes(p.fp8, fp8))
-                                : 0.0});
+        kinds.push_back(shard_unit_times(u, r));
         return kinds.back();
     };
     const std::size_t n = units.size();
@@ -357,7 +366,7 @@ void CostModel::add_sharding(ChunkCost& cost,
     for (std::size_t i = 0; i < n; ++i) {
         // The backward walks the units from the last: index it in that order.
         const std::size_t b = n - 1 - i;
-        const Timed& t = timed(params[i]);
+        const ShardUnitTimes& t = timed(params[i]);
         gather[i] = t.gather_s;
         scatter[b] = t.scatter_s;
         forward[i] = (*units[i])[0].total_s();

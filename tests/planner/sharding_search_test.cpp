@@ -4,6 +4,7 @@
 // chosen strategy is exported in Megatron's flags.
 #include "../support/preset_profile.h"
 #include "trident/core/job_loader.h"
+#include "trident/core/spec_error.h"
 #include "trident/planner/planner.h"
 
 #include <gtest/gtest.h>
@@ -90,12 +91,50 @@ TEST(ShardingSearch, MegatronArgumentsNameTheStrategy) {
     EXPECT_NE(megatron.find("--data-parallel-sharding-strategy optim_grads_params"),
               std::string::npos);
     EXPECT_NE(megatron.find("--num-distributed-optimizer-instances 2"), std::string::npos);
+    // Megatron-FSDP checks for its checkpoint format, FSDP2 for torch_dist.
+    EXPECT_NE(megatron.find("--ckpt-format fsdp_dtensor"), std::string::npos);
     in.data_parallel_sharding_strategy.reset();
     in.optimizer_instances.reset();
     in.use_torch_fsdp2 = true;
     const std::string torch = planner::megatron_arguments(core::load_job(in));
     EXPECT_NE(torch.find("--use-torch-fsdp2"), std::string::npos);
     EXPECT_EQ(torch.find("--use-megatron-fsdp"), std::string::npos);
+    EXPECT_NE(torch.find("--ckpt-format torch_dist"), std::string::npos);
+}
+
+TEST(ShardingSearch, TorchFsdp2KeepsMegatronsRules) {
+    // Megatron-LM refuses FSDP2 with expert parallelism, tied output weights, fp16 or the FP8
+    // parameter gather: so does the plan, naming the field.
+    const auto refusal = [](core::JobInputs in) -> std::string {
+        in.cluster = "dgx-h100";
+        in.use_torch_fsdp2 = true;
+        in.micro_batch_size = 1;
+        try {
+            (void)core::load_job(in);
+        } catch (const core::SpecError& e) {
+            return e.what();
+        }
+        return "accepted";
+    };
+    core::JobInputs moe;
+    moe.model = "mixtral-8x7b";
+    moe.nodes = 1;
+    moe.ep = 8;
+    moe.global_batch_size = 8;
+    EXPECT_NE(refusal(moe).find("expert parallelism in Megatron (ep 8)"), std::string::npos)
+        << refusal(moe);
+    core::JobInputs tied;
+    tied.model = "gpt3-1.3b";
+    tied.nodes = 1;
+    tied.global_batch_size = 8;
+    EXPECT_NE(refusal(tied).find("ties them"), std::string::npos) << refusal(tied);
+    core::JobInputs fp8 = tied;
+    fp8.model = "llama3-8b";
+    fp8.precision = "fp8-delayed";
+    fp8.fp8_param_gather = true;
+    EXPECT_NE(refusal(fp8).find("parallel.fp8.param_gather"), std::string::npos) << refusal(fp8);
+    fp8.fp8_param_gather.reset();
+    EXPECT_EQ(refusal(fp8), "accepted");
 }
 
 TEST(OverlapSearch, TpCommOverlapFollowsSequenceParallelismUnlessPinned) {

@@ -106,6 +106,13 @@ private:
     struct NoChunks {};
     CostModel(const core::JobSpec& job, const core::Profile& profile, NoChunks);
     double op_s(const Op& op, std::int32_t pipeline_rank) const;
+    // One FSDP unit's all-gather (ZeRO-3), reduce-scatter and FP8 weight cast on pipeline
+    // rank r's shard groups.
+    struct ShardUnitTimes {
+        core::ShardUnit unit;
+        double gather_s, scatter_s, cast_s;
+    };
+    ShardUnitTimes shard_unit_times(const core::ShardUnit& u, std::int32_t r) const;
     // ZeRO-2/3's exposed gathers and reduce-scatters of chunk c on pipeline rank r, from its
     // units' pass costs (forward order) and parameters.
     void add_sharding(ChunkCost& cost, const std::vector<const std::array<PassCost, 3>*>& units,
