@@ -198,6 +198,9 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
          "Reduce gradient buckets while the last backward runs");
     flag(app, "--overlap-param-gather,!--no-overlap-param-gather", in.overlap_param_gather,
          "Gather updated parameters during the next forward (distributed optimizer)");
+    flag(app, "--overlap-p2p-communication,!--no-overlap-p2p-communication", in.overlap_p2p_comm,
+         "Run pipeline sends beside the next compute (Megatron: interleaved schedule only; default "
+         "on)");
     flag(app, "--tp-comm-overlap,!--no-tp-comm-overlap", in.tp_comm_overlap,
          "Overlap the sequence-parallel collectives with the GEMMs (needs sequence parallelism)");
     flag(app, "--flash-attention,--use-flash-attn,!--no-flash-attention", in.flash_attention,

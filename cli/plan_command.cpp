@@ -32,6 +32,7 @@ struct PlanCommandOptions {
     std::string recompute = "auto", recompute_method = "block";
     std::optional<std::int64_t> recompute_num_layers;
     bool allow_cross_node_tp = false, no_overlap = false, no_flash_attention = false;
+    bool no_overlap_p2p = false;
     std::string memory_budget;
     std::size_t top = 10;
     bool csv = false, json = false, megatron_args = false, explain = false, exhaustive = false;
@@ -129,6 +130,7 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     s.allow_cross_node_tp = o.allow_cross_node_tp;
     s.overlap = !o.no_overlap;
     s.tp_comm_overlap = o.tp_comm_overlap;
+    s.overlap_p2p_comm = !o.no_overlap_p2p;
     s.flash_attention = !o.no_flash_attention;
     return s;
 }
@@ -298,6 +300,9 @@ void add_search_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
            "--tp-comm-overlap,!--no-tp-comm-overlap",
            [o](std::int64_t n) { o->tp_comm_overlap = n > 0; },
            "Pin tensor-parallel communication overlap on/off (with sequence parallelism)")
+        ->group(search);
+    app->add_flag("--no-overlap-p2p-communication", o->no_overlap_p2p,
+                  "Pipeline sends wait, as Megatron without overlap_p2p_comm (interleaved only)")
         ->group(search);
     app->add_flag("--no-overlap", o->no_overlap,
                   "Do not overlap gradient reduction / parameter gather")

@@ -299,6 +299,7 @@ JobSpec load_job(const JobInputs& in) {
     if (in.overlap_grad_reduce) parallel["overlap_grad_reduce"] = *in.overlap_grad_reduce;
     if (in.overlap_param_gather) parallel["overlap_param_gather"] = *in.overlap_param_gather;
     if (in.tp_comm_overlap) parallel["tp_comm_overlap"] = *in.tp_comm_overlap;
+    if (in.overlap_p2p_comm) parallel["overlap_p2p_comm"] = *in.overlap_p2p_comm;
     if (in.flash_attention) parallel["flash_attention"] = *in.flash_attention;
     if (in.num_layers_per_virtual_stage) {
         // Megatron spells virtual stages as layers per chunk: vpp = (L / pp) / n.

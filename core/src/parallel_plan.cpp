@@ -40,7 +40,10 @@ std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chu
                 : std::string("distributed optimizer ") + on(p.distributed_optimizer)) +
            " · flash attention " + on(p.flash_attention) + " · overlap grad-reduce " +
            on(p.overlap_grad_reduce) + ", param-gather " + on(p.overlap_param_gather) +
-           (p.tp_comm_overlap ? ", tp-comm on" : "");
+           (p.tp_comm_overlap ? ", tp-comm on" : "") +
+           (p.pp > 1 ? std::string(" · pipeline sends ") +
+                           (p.p2p_overlapped() ? "overlapped" : "blocking")
+                     : std::string());
 }
 
 std::string precision_name(Fp8Recipe r) {
@@ -152,6 +155,7 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
     p.overlap_param_gather = r.boolean_or("overlap_param_gather", false);
     read_sharding(r, p); // after the overlap flags, which ZeRO-2/3 turn on
     p.tp_comm_overlap = r.boolean_or("tp_comm_overlap", false);
+    p.overlap_p2p_comm = r.boolean_or("overlap_p2p_comm", true);
     p.flash_attention = r.boolean_or("flash_attention", true);
     p.allow_cross_node_tp = r.boolean_or("allow_cross_node_tp", false);
     p.rank_order = r.string_or("rank_order", std::string(kDefaultRankOrder));
@@ -228,6 +232,7 @@ Json to_json(const ParallelPlan& p) {
     j["overlap_grad_reduce"] = p.overlap_grad_reduce;
     j["overlap_param_gather"] = p.overlap_param_gather;
     if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
+    if (!p.overlap_p2p_comm) j["overlap_p2p_comm"] = false;
     j["flash_attention"] = p.flash_attention;
     j["allow_cross_node_tp"] = p.allow_cross_node_tp;
     j["rank_order"] = p.rank_order;

@@ -158,9 +158,14 @@ void Profile::read_device(ObjectReader& top) {
     // The SMs a bandwidth-bound communication kernel occupies, of the device's: what compute
     // loses while a collective overlaps it. Both or neither.
     if (r.has("sms") || r.has("communication_sms")) {
-        const double sms = r.number("sms", 1.0, 1.0e6);
-        const double communication = r.number("communication_sms", 0.0, sms);
-        overlap_slowdown_ = communication / sms;
+        sms_ = r.number("sms", 1.0, 1.0e6);
+        overlap_slowdown_ = r.number("communication_sms", 0.0, sms_) / sms_;
+    }
+    // Transformer Engine's userbuffers, not NCCL, run the tensor-parallel overlap.
+    tp_overlap_slowdown_ = overlap_slowdown_;
+    if (r.has("tp_overlap_sms")) {
+        if (sms_ == 0) throw SpecError(r.field("tp_overlap_sms"), "needs device.sms beside it");
+        tp_overlap_slowdown_ = r.number("tp_overlap_sms", 0.0, sms_) / sms_;
     }
     // Host time the framework takes to issue one operation (Python, dispatch, launch): a pass
     // of many small kernels runs at the rate the host issues them.
@@ -299,6 +304,13 @@ void Profile::read_fabrics(ObjectReader& top) {
         r.string_or("scope", "");
         f.alpha_s = r.number("alpha_s", 0.0, 1.0);
         f.bus_bandwidth = r.number("bus_bandwidth_bytes_per_s", 1.0, 1.0e15);
+        // The SMs (NCCL channels) this fabric's collectives occupy; else the device's figure.
+        f.overlap_slowdown = overlap_slowdown_;
+        if (r.has("communication_sms")) {
+            if (sms_ == 0)
+                throw SpecError(r.field("communication_sms"), "needs device.sms beside it");
+            f.overlap_slowdown = r.number("communication_sms", 0.0, sms_) / sms_;
+        }
         ObjectReader cs(r.require("collectives"), r.field("collectives"));
         for (std::size_t c = 0; c < kCollectiveNames.size(); ++c) {
             const auto name = kCollectiveNames[c];
@@ -444,6 +456,13 @@ Timing Profile::memory_bound(MemoryKernel kernel, double bytes) const {
     const double t = it->second.at(bytes, &outside);
     return {t, outside ? std::string(kMemoryKernelNames[int(kernel)]) + " size outside the table"
                        : ""};
+}
+
+double Profile::overlap_slowdown(const std::string& fabric) const {
+    const auto f = fabrics_.find(fabric);
+    if (f == fabrics_.end())
+        throw SpecError("profile." + name_ + ".fabrics", "has no fabric \"" + fabric + "\"");
+    return f->second.overlap_slowdown;
 }
 
 Timing Profile::collective(const std::string& fabric, Collective c, std::int64_t group,

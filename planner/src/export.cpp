@@ -186,6 +186,8 @@ void parallel_arguments(const core::JobSpec& job, const Arg& arg) {
     if (p.overlap_grad_reduce) arg("--overlap-grad-reduce", "");
     if (p.overlap_param_gather && !torch_fsdp2) arg("--overlap-param-gather", "");
     if (p.tp_comm_overlap) arg("--tp-comm-overlap", "");
+    if (p.schedule == core::ScheduleKind::interleaved_1f1b && !p.overlap_p2p_comm)
+        arg("--no-overlap-p2p-communication", "");
     if (p.flash_attention) arg("--use-flash-attn", "");
     if (p.recompute.granularity != core::RecomputeGranularity::none)
         arg("--recompute-granularity", core::to_string(p.recompute.granularity));

@@ -164,6 +164,7 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                                             sharding == core::DataSharding::optim_grads_params;
                                         p.tp_comm_overlap =
                                             sp && space.tp_comm_overlap.value_or(space.overlap);
+                                        p.overlap_p2p_comm = space.overlap_p2p_comm;
                                         layouts.push_back(p);
                                     }
                         }

@@ -118,8 +118,32 @@ SRC_COMM_SMS = ("DeepSeek-AI, 'DeepSeek-V3 Technical Report', arXiv:2412.19437, 
                 "20 SMs' (of the H800's 132) run their all-to-all kernels at full IB and NVLink "
                 "bandwidth. device.communication_sms = 20 on every profile: the SMs a bandwidth-"
                 "bound collective kernel occupies, i.e. the compute an overlapped collective takes")
-# What an overlapped collective takes from the compute it shares the GPU with (SRC_COMM_SMS).
+# What an overlapped collective takes from the compute it shares the GPU with (SRC_COMM_SMS):
+# the device's default, for a fabric that does not say.
 COMMUNICATION_SMS = 20
+
+SRC_NCCL_SMS = ("NCCL runs one CTA per channel, alone on its SM (NVIDIA/nccl issue #689, S. "
+                "Jeaugey: 'NCCL CTAs won't share an SM with compute kernels'; it 'uses the minimal "
+                "number of SMs to achieve the performance of the platform ... on DGX with 8 NICs "
+                "... it would use 16 SMs'), two CTAs per NVLink to saturate large messages (issue "
+                "#1703, D. Addison; issue #1225: 24 CTAs over DGX A100's 12 NVLinks), at most 32 "
+                "channels (MAXCHANNELS in NCCL's device.h). fabrics.nvlink.communication_sms = "
+                "min(2 x NVLinks, 32): A100 12 links -> 24, H100/H200/B200 18 -> 32, H800 8 -> 16; "
+                "fabrics.infiniband.communication_sms = 16 (8 NICs a node; not measured for "
+                "ConnectX-8)")
+SRC_TE_UB_SMS = ("NVIDIA Transformer Engine, pytorch/module/base.py initialize_ub default "
+                 "userbuffers config: ring_exchange overlaps (qkv_fprop, fc1_fprop, proj_dgrad, "
+                 "fc2_dgrad: the all-gathers) num_sm 1 with copy engines, pipeline and bulk "
+                 "overlaps (proj_fprop, fc2_fprop, qkv_dgrad, fc1_dgrad: the reduce-scatters) "
+                 "num_sm 16. device.tp_overlap_sms = 8.5, the mean over a layer's equal-sized "
+                 "tensor-parallel all-gathers and reduce-scatters")
+TP_OVERLAP_SMS = (1 + 16) / 2.0
+IB_COMMUNICATION_SMS = 16
+
+
+def nvlink_sms(links):
+    """NCCL channels (one SM each) over NVLink: two per link, at most 32 (SRC_NCCL_SMS)."""
+    return min(2 * links, 32)
 
 SRC_HOST_OP = ("NVIDIA/TransformerEngine issue #2053 (2025-08, 'High CPU overhead on Grace "
                "systems'): CPU time of one BF16 Linear forward (hidden 2048, 8192 tokens), "
@@ -155,9 +179,9 @@ DEVICES = {
         # for d=128 / 32 for d=64, non-causal) -- read from the FA2 paper.
         "attn_anchor_tflops": {("fwd", 128): 225.0, ("fwd", 64): 190.0,
                                ("bwd", 128): 190.0, ("bwd", 64): 165.0},
-        "nvlink": {"busbw": 230e9, "alpha": 1.2e-6, "launch": 5.0e-6,
+        "nvlink": {"sms": nvlink_sms(12), "busbw": 230e9, "alpha": 1.2e-6, "launch": 5.0e-6,
                    "half_bytes": 1 * MIB, "a2a_factor": 0.9, "p2p_factor": 1.0},
-        "ib": {"busbw": 24e9, "alpha": 5.0e-6, "launch": 5.0e-6,
+        "ib": {"sms": IB_COMMUNICATION_SMS, "busbw": 24e9, "alpha": 5.0e-6, "launch": 5.0e-6,
                "half_bytes": MIB // 4, "a2a_factor": 0.7, "p2p_factor": 1.0,
                "what": "InfiniBand HDR 200 Gb/s, one ConnectX-6 NIC per GPU (DGX A100), rail-optimised"},
         "sources": [SRC_A100_SPEC, SRC_NVSMI, SRC_MAMF, SRC_FA2, SRC_NCCL_A100_NVL,
@@ -173,9 +197,9 @@ DEVICES = {
         **HOPPER_FP8,
         "attn_anchor_tflops": {("fwd", 128): 350.0, ("fwd", 64): 300.0,
                                ("bwd", 128): 320.0, ("bwd", 64): 270.0},
-        "nvlink": {"busbw": 370e9, "alpha": 1.0e-6, "launch": 5.0e-6,
+        "nvlink": {"sms": nvlink_sms(18), "busbw": 370e9, "alpha": 1.0e-6, "launch": 5.0e-6,
                    "half_bytes": 1 * MIB, "a2a_factor": 0.9, "p2p_factor": 1.0},
-        "ib": {"busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
+        "ib": {"sms": IB_COMMUNICATION_SMS, "busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
                "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
                "what": "InfiniBand NDR 400 Gb/s, one ConnectX-7 NIC per GPU (DGX/HGX H100), rail-optimised"},
         "sources": [SRC_H100_SPEC, SRC_NVSMI, SRC_MAMF, SRC_FA2, SRC_FA3, SRC_NCCL_H100_NVL,
@@ -194,9 +218,9 @@ DEVICES = {
         **HOPPER_FP8,
         "attn_anchor_tflops": {("fwd", 128): 350.0, ("fwd", 64): 300.0,
                                ("bwd", 128): 320.0, ("bwd", 64): 270.0},
-        "nvlink": {"busbw": 370e9, "alpha": 1.0e-6, "launch": 5.0e-6,
+        "nvlink": {"sms": nvlink_sms(18), "busbw": 370e9, "alpha": 1.0e-6, "launch": 5.0e-6,
                    "half_bytes": 1 * MIB, "a2a_factor": 0.9, "p2p_factor": 1.0},
-        "ib": {"busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
+        "ib": {"sms": IB_COMMUNICATION_SMS, "busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
                "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
                "what": "InfiniBand NDR 400 Gb/s, one ConnectX-7 NIC per GPU (DGX/HGX H200), rail-optimised"},
         "sources": [SRC_H200_SPEC, SRC_H100_SPEC, SRC_NVSMI, SRC_MAMF, SRC_FA2, SRC_FA3,
@@ -208,9 +232,9 @@ DEVICES = {
 # H800: the H100's compute, NVLink at the effective 160 GB/s DeepSeek report for it.
 DEVICES["h800-sxm5-80gb"] = dict(
     DEVICES["h100-sxm5-80gb"],
-    nvlink={"busbw": 160e9, "alpha": 1.0e-6, "launch": 5.0e-6,
+    nvlink={"sms": nvlink_sms(8), "busbw": 160e9, "alpha": 1.0e-6, "launch": 5.0e-6,
             "half_bytes": 1 * MIB, "a2a_factor": 0.9, "p2p_factor": 1.0},
-    ib={"busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
+    ib={"sms": IB_COMMUNICATION_SMS, "busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
         "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
         "what": "InfiniBand NDR 400 Gb/s, one ConnectX-7 NIC per GPU (HGX H800), rail-optimised"},
     sources=[SRC_H800_SPEC, SRC_H100_SPEC, SRC_DEEPSEEK_V3_NET, SRC_NVSMI, SRC_MAMF, SRC_FA2,
@@ -269,7 +293,7 @@ def blackwell_fp8(anchor_eff):
 # FA4 on B200; head dim 64 at the Hopper profiles' 300/350 (forward) and 270/320 (backward).
 BLACKWELL_ATTN = {("fwd", 128): 1534.8, ("fwd", 64): 1534.8 * 300.0 / 350.0,
                   ("bwd", 128): 1359.8, ("bwd", 64): 1359.8 * 270.0 / 320.0}
-NVLINK5 = {"busbw": 682e9, "alpha": 1.0e-6, "launch": 5.0e-6,
+NVLINK5 = {"sms": nvlink_sms(18), "busbw": 682e9, "alpha": 1.0e-6, "launch": 5.0e-6,
            "half_bytes": 2 * MIB, "a2a_factor": 0.9, "p2p_factor": 1.0}
 
 DEVICES["b200-sxm-180gb"] = {
@@ -282,7 +306,7 @@ DEVICES["b200-sxm-180gb"] = {
     **blackwell_fp8(3432.5 / 4500.0),
     "attn_anchor_tflops": BLACKWELL_ATTN,
     "nvlink": NVLINK5,
-    "ib": {"busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
+    "ib": {"sms": IB_COMMUNICATION_SMS, "busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
            "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
            "what": "InfiniBand NDR 400 Gb/s, one ConnectX-7 NIC per GPU (DGX B200), rail-optimised"},
     "sources": [SRC_B200_SPEC, SRC_MAMF_BLACKWELL, SRC_FA4, SRC_NCCL_B200, SRC_NCCL_A2A,
@@ -297,7 +321,7 @@ DEVICES["gb200-186gb"] = dict(
     gemm_anchor_eff=1822.0 / 2500.0,
     **blackwell_fp8(3615.6 / 5000.0),
     nvlink=dict(NVLINK5, busbw=680e9),
-    ib={"busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
+    ib={"sms": IB_COMMUNICATION_SMS, "busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
         "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
         "what": "InfiniBand NDR 400 Gb/s, one ConnectX-7 NIC per GPU (GB200 NVL72), across racks"},
     sources=[SRC_GB200_SPEC, SRC_MAMF_BLACKWELL, SRC_FA4, SRC_NCCL_B200, SRC_NCCL_A2A,
@@ -309,7 +333,7 @@ DEVICES["gb300-288gb"] = dict(
     DEVICES["gb200-186gb"],
     memory_mib=284208,
     sms=160,
-    ib={"busbw": 94e9, "alpha": 5.0e-6, "launch": 5.0e-6,
+    ib={"sms": IB_COMMUNICATION_SMS, "busbw": 94e9, "alpha": 5.0e-6, "launch": 5.0e-6,
         "half_bytes": MIB, "a2a_factor": 0.7, "p2p_factor": 1.0,
         "what": "800 Gb/s, one ConnectX-8 SuperNIC per GPU (GB300 NVL72), across racks"},
     sources=[SRC_GB300_SPEC, SRC_GB200_SPEC, SRC_MAMF_BLACKWELL, SRC_FA4, SRC_NCCL_B200, SRC_CX8,
@@ -493,7 +517,8 @@ def fabric_block(f, scope, groups, tree_allreduce):
         colls[op] = [[n, b, coll_time(f, op, n, b, tree_allreduce)]
                      for n in gs for b in COLL_BYTES]
     return {"scope": scope, "alpha_s": f["alpha"],
-            "bus_bandwidth_bytes_per_s": f["busbw"], "collectives": colls}
+            "bus_bandwidth_bytes_per_s": f["busbw"], "communication_sms": f["sms"],
+            "collectives": colls}
 
 
 # --------------------------------------------------------------------------
@@ -589,7 +614,7 @@ def build_profile(name, dev):
         "provenance": {
             "kind": "derived",
             "method": method_text(name, dev, gcore, cores) + fp8_method_text(dev),
-            "sources": dev["sources"] + [SRC_COMM_SMS, SRC_HOST_OP],
+            "sources": dev["sources"] + [SRC_COMM_SMS, SRC_NCCL_SMS, SRC_TE_UB_SMS, SRC_HOST_OP],
             "generated_by": GENERATED_BY,
             "date": DATE,
         },
@@ -599,6 +624,7 @@ def build_profile(name, dev):
             "memory_bandwidth_bytes_per_s": dev["hbm_bw"],
             "sms": dev["sms"],
             "communication_sms": COMMUNICATION_SMS,
+            "tp_overlap_sms": TP_OVERLAP_SMS,
             "host_op_issue_s": dev.get("host_op_issue_s", HOST_OP_X86_S),
             **device_extra,
         },

@@ -91,6 +91,12 @@ double CostModel::collective_s(core::GroupKind kind, std::int32_t pipeline_rank,
     return t.seconds;
 }
 
+double CostModel::overlap_slowdown(core::GroupKind kind, std::int32_t pipeline_rank) const {
+    const GroupShape& g = group_shape(kind, pipeline_rank);
+    return profile_.overlap_slowdown(g.inter_node ? job_.cluster.inter_node_fabric
+                                                  : job_.cluster.intra_node_fabric);
+}
+
 double CostModel::memory_bound_s(core::MemoryKernel kernel, double bytes) const {
     const core::Timing t = profile_.memory_bound(kernel, bytes);
     if (!t.fallback.empty()) ++fallbacks_[t.fallback];
@@ -232,7 +238,7 @@ std::array<PassCost, 3> CostModel::unit_costs(const std::vector<Op>& ops,
     std::array<PassCost, 3> costs = by_phase(ops, pipeline_rank);
     const core::ParallelPlan& p = job_.plan;
     if (p.tp_comm_overlap && p.tp > 1)
-        overlap_tensor_parallel(costs, double(p.tp), profile_.overlap_slowdown(),
+        overlap_tensor_parallel(costs, double(p.tp), profile_.tp_overlap_slowdown(),
                                 weight_deferred(p));
     issue_bound(costs, profile_.host_op_issue_s());
     return costs;
@@ -382,7 +388,7 @@ void CostModel::add_sharding(ChunkCost& cost,
     }
     const std::int64_t ahead = p.sharding.prefetch_units;
     // What the compute hides of the stream still takes its SMs from that compute.
-    const double slowdown = profile_.overlap_slowdown();
+    const double slowdown = overlap_slowdown(core::GroupKind::data_shard, r);
     const auto book = [&](PassCost& pass, const StreamOverlap& o) {
         pass.sharding_s = o.exposed_s;
         pass.sharding_stream_s = o.stream_s;

@@ -18,7 +18,7 @@ double PipelineTimeline::bubble_fraction(std::int32_t rank) const {
 }
 
 PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compute,
-                               const TransferCost& transfer, bool record_events) {
+                               const TransferCost& transfer, bool record_events, bool sends_block) {
     const std::int32_t p = s.stages, nvs = s.virtual_stages();
     PipelineTimeline t;
     t.busy_s.assign(std::size_t(p), 0.0);
@@ -61,6 +61,8 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                         std::max(last_compute[std::size_t(r)], p2p_free[std::size_t(r)]);
                     const double end = start + transfer(r, a.peer, a);
                     p2p_free[std::size_t(r)] = end;
+                    if (sends_block)
+                        compute_free[std::size_t(r)] = std::max(compute_free[std::size_t(r)], end);
                     const std::size_t c = cell(a.microbatch, act ? vs + 1 : vs - 1);
                     (act ? activation_arrival : gradient_arrival)[c] = end;
                     if (record_events)

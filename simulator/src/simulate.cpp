@@ -86,7 +86,9 @@ void reduce_gradients(const TailContext& x, double last_backward_s, StepTail& t)
     }
     const double exposed =
         std::max(last_bucket_s, std::max(0.0, t.gradient_reduce_s - last_backward_s));
-    t.contention_s += std::max(0.0, t.gradient_reduce_s - exposed) * x.cost.overlap_slowdown();
+    t.contention_s +=
+        std::max(0.0, t.gradient_reduce_s - exposed) *
+        x.cost.overlap_slowdown(zero == 0 ? GroupKind::data_context : GroupKind::data_shard, x.r);
     t.gradient_reduce_s = exposed;
 }
 
@@ -130,7 +132,7 @@ void gather_parameters(const TailContext& x, StepTail& t) {
                  gathered(params.expert), x.bucket_bytes);
     if (!p.overlap_param_gather) return;
     const double hidden = std::min(t.parameter_gather_s, x.cost.chunk(x.r, 0).forward.total_s());
-    t.contention_s += hidden * x.cost.overlap_slowdown();
+    t.contention_s += hidden * x.cost.overlap_slowdown(GroupKind::data_shard, x.r);
     t.parameter_gather_s -= hidden;
 }
 
@@ -186,7 +188,7 @@ PipelineTimeline time_pipeline(const core::ParallelPlan& p, const CostModel& cos
         [&](std::int32_t from, std::int32_t to, const core::Action&) {
             return p2p[std::size_t(from * p.pp + to)];
         },
-        trace);
+        trace, !p.p2p_overlapped());
 }
 
 // Stage r's times over the step: its passes' compute, recomputation and collectives, the end

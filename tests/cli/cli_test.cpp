@@ -259,3 +259,34 @@ TEST(Cli, PlanPinsShardingAndTheSimulateReportShowsIt) {
     ASSERT_EQ(sim.exit_code, 0) << sim.err;
     EXPECT_NE(sim.out.find("gather/scatter s  hidden s  exposed s"), std::string::npos) << sim.out;
 }
+
+TEST(Cli, NoOverlapP2pCommunicationRoundTripsAndBlocksTheSends) {
+    // Megatron's --no-overlap-p2p-communication: the interleaved schedule's sends then hold
+    // each rank's stream, the step gets longer, and the plan and the export keep the flag.
+    const auto step_s = [](const std::string& out) {
+        const std::size_t at = out.find("step time ");
+        return at == std::string::npos ? -1.0 : std::stod(out.substr(at + 10));
+    };
+    const std::string layout =
+        "simulate --model gpt3-1.3b --cluster dgx-h100 --nodes 2 --tp 2 --pp 4 --vpp 2 "
+        "--dp auto --mbs 1 --gbs 64";
+    const auto overlapped = run_trident(split_words(layout));
+    const auto blocking = run_trident(split_words(layout + " --no-overlap-p2p-communication"));
+    ASSERT_EQ(overlapped.exit_code, 0) << overlapped.err;
+    ASSERT_EQ(blocking.exit_code, 0) << blocking.err;
+    EXPECT_GT(step_s(blocking.out), step_s(overlapped.out)) << blocking.out << overlapped.out;
+    const auto validate = run_trident(split_words(
+        "validate --model gpt3-1.3b --cluster dgx-h100 --nodes 2 --tp 2 --pp 4 --dp auto --mbs 1 "
+        "--gbs 64"));
+    EXPECT_NE(validate.out.find("pipeline sends blocking"), std::string::npos) << validate.out;
+    const std::string path = testing::TempDir() + "trident-no-p2p-overlap.json";
+    const auto plan = run_trident(split_words(
+        "plan --model gpt3-1.3b --cluster dgx-h100 --nodes 2 --tp 2 --pp 4 --vpp 2 --mbs 1 "
+        "--gbs 64 --no-overlap-p2p-communication --megatron-args --top 1 --out " +
+        path));
+    ASSERT_EQ(plan.exit_code, 0) << plan.err;
+    EXPECT_NE(plan.out.find("--no-overlap-p2p-communication"), std::string::npos) << plan.out;
+    std::ifstream saved(path);
+    const std::string text((std::istreambuf_iterator<char>(saved)), {});
+    EXPECT_NE(text.find("\"overlap_p2p_comm\": false"), std::string::npos) << text;
+}

@@ -118,3 +118,27 @@ TEST(PipelineTimeline, DependenciesAndStreamsAreRespected) {
             }
     }
 }
+
+TEST(PipelineTimeline, ABlockingSendHoldsTheSendersNextCompute) {
+    // GPipe, two stages, two micro-batches, F = B = W = 1, every message 0.5 s. Eager: stage 0
+    // starts F1 at 1 while F0's activation travels. Blocking (Megatron without
+    // overlap_p2p_comm): F1 waits for that send, [1.5, 2.5], and its activation reaches stage 1
+    // at 3, so stage 1's F1 runs [3, 4] instead of [2.5, 3.5].
+    const auto half = [](std::int32_t, std::int32_t, const Action&) { return 0.5; };
+    const core::Schedule s = core::make_schedule(ScheduleKind::gpipe, 2, 1, 2);
+    const auto eager = simulator::time_schedule(s, unit_cost(1), half, true, false);
+    const auto blocking = simulator::time_schedule(s, unit_cost(1), half, true, true);
+    const auto forward_start = [](const simulator::PipelineTimeline& t, int rank, int mb) {
+        for (const auto& e : t.events)
+            if (e.rank == rank && e.kind == EventKind::forward && e.microbatch == mb)
+                return e.start_s;
+        return -1.0;
+    };
+    EXPECT_DOUBLE_EQ(forward_start(eager, 0, 1), 1.0);
+    EXPECT_DOUBLE_EQ(forward_start(blocking, 0, 1), 1.5);
+    EXPECT_DOUBLE_EQ(forward_start(eager, 1, 1), 2.5);
+    EXPECT_DOUBLE_EQ(forward_start(blocking, 1, 1), 3.0);
+    EXPECT_GT(blocking.makespan_s, eager.makespan_s);
+    // The wait is idle time, not compute.
+    EXPECT_DOUBLE_EQ(blocking.busy_s[0], eager.busy_s[0]);
+}

@@ -58,6 +58,7 @@ struct JobInputs {
     std::optional<bool> overlap_grad_reduce;
     std::optional<bool> overlap_param_gather;
     std::optional<bool> tp_comm_overlap;
+    std::optional<bool> overlap_p2p_comm;
     std::optional<bool> flash_attention;
 };
 

@@ -117,6 +117,13 @@ struct ParallelPlan {
     // --tp-comm-overlap: the sequence-parallel all-gathers and reduce-scatters run beside the
     // GEMMs they feed or drain, split into tp pieces (Transformer Engine's userbuffers).
     bool tp_comm_overlap = false;
+    // Megatron's overlap_p2p_comm (--no-overlap-p2p-communication turns it off): pipeline
+    // sends run beside the next compute. Megatron does so only in the interleaved schedule;
+    // everywhere else (and in 2021's Megatron) a rank's stream waits for each send.
+    bool overlap_p2p_comm = true;
+    bool p2p_overlapped() const {
+        return overlap_p2p_comm && schedule == ScheduleKind::interleaved_1f1b;
+    }
     // Fused attention that never stores the s² scores (Dao 2022). Off: Megatron's 2021 path of
     // two batched GEMMs around a fused scale-mask-softmax (and dropout), scores kept.
     bool flash_attention = true;

@@ -66,6 +66,12 @@ public:
     // The fraction of compute throughput an overlapped collective takes (device.communication_
     // sms / device.sms); 0 when the profile does not say (contention then goes unmodelled).
     double overlap_slowdown() const { return overlap_slowdown_; }
+    // The same for a collective over `fabric`: its fabrics.X.communication_sms (the NCCL
+    // channels it runs, one SM each), else the device's figure.
+    double overlap_slowdown(const std::string& fabric) const;
+    // The same for tensor-parallel communication overlapped with its GEMMs (device.
+    // tp_overlap_sms: Transformer Engine's userbuffer kernels), else the device's figure.
+    double tp_overlap_slowdown() const { return tp_overlap_slowdown_; }
     // Host (CPU) seconds to issue one operation — framework dispatch and kernel launch
     // (device.host_op_issue_s); 0 when the profile does not say (the kernel times then include
     // it, as on a synchronous CPU backend).
@@ -96,6 +102,7 @@ private:
     struct Fabric {
         double alpha_s = 0.0;
         double bus_bandwidth = 0.0;
+        double overlap_slowdown = 0.0;                        // Profile::overlap_slowdown(fabric)
         std::map<std::pair<int, std::int64_t>, Curve> tables; // (collective, group) -> bytes curve
     };
 
@@ -113,7 +120,8 @@ private:
     double memory_bytes_ = 0.0;
     double memory_bandwidth_ = 0.0;
     std::map<std::string, double> fp8_recipes_;
-    double overlap_slowdown_ = 0.0;
+    double sms_ = 0.0; // device.sms (0: not given)
+    double overlap_slowdown_ = 0.0, tp_overlap_slowdown_ = 0.0;
     double host_op_issue_s_ = 0.0;
     std::map<Dtype, GemmGrid> gemm_;
     std::map<Dtype, std::map<std::pair<std::int64_t, bool>, AttentionGrid>> attention_;

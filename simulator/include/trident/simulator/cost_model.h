@@ -93,8 +93,9 @@ public:
     double collective_s(core::GroupKind kind, std::int32_t pipeline_rank, core::Collective c,
                         double bytes) const;
     double memory_bound_s(core::MemoryKernel kernel, double bytes) const;
-    // What an overlapped collective takes from the compute beside it (Profile).
-    double overlap_slowdown() const { return profile_.overlap_slowdown(); }
+    // What an overlapped collective over `kind` groups of pipeline rank r's ranks takes from
+    // the compute beside it: the fabric the group crosses says (Profile::overlap_slowdown).
+    double overlap_slowdown(core::GroupKind kind, std::int32_t pipeline_rank) const;
     const Fallbacks& fallbacks() const { return fallbacks_; }
     // The parameters one rank of the stage holds (stage_parameters, computed once).
     const StageParameters& parameters(std::int32_t pipeline_rank) const;

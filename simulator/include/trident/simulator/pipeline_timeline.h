@@ -29,7 +29,10 @@ struct PipelineTimeline {
 };
 
 // `record_events` false leaves `events` empty (the timing is the same, and faster).
+// `sends_block`: the sender's compute stream also waits for each of its sends to complete, as
+// in Megatron's schedules without overlap_p2p_comm (batched isend/irecv, then wait).
 PipelineTimeline time_schedule(const core::Schedule& schedule, const ComputeCost& compute,
-                               const TransferCost& transfer, bool record_events = true);
+                               const TransferCost& transfer, bool record_events = true,
+                               bool sends_block = false);
 
 } // namespace trident::simulator
