@@ -13,11 +13,12 @@ using namespace trident;
 
 namespace {
 
-core::JobSpec gpt(bool tp_overlap, std::int64_t tp = 2, bool overlap_grad_reduce = false) {
+core::JobSpec gpt(bool tp_overlap, std::int64_t tp = 2, bool overlap_grad_reduce = false,
+                  std::int64_t nodes = 2) {
     core::JobInputs in;
     in.model = "gpt3-1.3b";
     in.cluster = "dgx-h100";
-    in.nodes = 2;
+    in.nodes = nodes;
     in.tp = tp;
     in.pp = 1;
     in.dp = "auto";
@@ -135,16 +136,7 @@ TEST(Contention, EachFabricTakesItsOwnSms) {
     const core::JobSpec one_node = gpt(false, 1, true);
     const simulator::CostModel cost(one_node, h100());
     EXPECT_DOUBLE_EQ(cost.overlap_slowdown(core::GroupKind::data_context, 0), 16.0 / 132.0);
-    core::JobInputs in;
-    in.model = "gpt3-1.3b";
-    in.cluster = "dgx-h100";
-    in.nodes = 1;
-    in.tp = 1;
-    in.pp = 1;
-    in.dp = "auto";
-    in.micro_batch_size = 4;
-    in.global_batch_size = 64;
-    const core::JobSpec inside = core::load_job(in);
+    const core::JobSpec inside = gpt(false, 1, true, 1);
     const simulator::CostModel inside_cost(inside, h100());
     EXPECT_DOUBLE_EQ(inside_cost.overlap_slowdown(core::GroupKind::data_context, 0), 32.0 / 132.0);
 }
