@@ -168,6 +168,8 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
          "Plan overrides");
     integer(app, "--cp,--context-parallel-size", in.cp, "Context-parallel degree");
     integer(app, "--ep,--expert-model-parallel-size", in.ep, "Expert-parallel degree");
+    text(app, "--moe-token-dispatcher-type", in.moe_token_dispatcher,
+         "allgather | alltoall (default) | flex (DeepEP)", "Plan overrides");
     integer(app, "--vpp,--virtual-pipeline-model-parallel-size", in.vpp,
             "Virtual stages per pipeline rank");
     integer(app, "--num-layers-per-virtual-pipeline-stage", in.num_layers_per_virtual_stage,

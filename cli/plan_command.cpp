@@ -27,7 +27,7 @@ namespace {
 struct PlanCommandOptions {
     core::JobInputs inputs;
     std::string profile;
-    std::string tp, pp, cp, ep, vpp, mbs, schedule;
+    std::string tp, pp, cp, ep, vpp, mbs, schedule, token_dispatcher;
     std::optional<bool> sequence_parallel, distributed_optimizer, tp_comm_overlap;
     std::string recompute = "auto", recompute_method = "block";
     std::optional<std::int64_t> recompute_num_layers;
@@ -103,6 +103,9 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
             start = comma + 1;
         }
     }
+    if (!o.token_dispatcher.empty())
+        s.token_dispatcher = static_cast<core::TokenDispatcher>(core::enum_index(
+            o.token_dispatcher, core::kTokenDispatcherNames, "--moe-token-dispatcher-type"));
     if (o.sequence_parallel) s.sequence_parallel = {*o.sequence_parallel};
     if (o.distributed_optimizer) s.distributed_optimizer = {*o.distributed_optimizer};
     if (o.recompute != "auto") {
@@ -273,6 +276,9 @@ void add_search_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
                     "Virtual stages per pipeline rank")
         ->group(search);
     app->add_option("--mbs,--micro-batch-size", o->mbs, "Micro-batch sizes")->group(search);
+    app->add_option("--moe-token-dispatcher-type", o->token_dispatcher,
+                    "MoE token dispatcher: allgather | alltoall (default) | flex (DeepEP)")
+        ->group(search);
     app->add_option("--schedule", o->schedule,
                     "Schedules: gpipe,1f1b,interleaved-1f1b,zero-bubble-h1")
         ->group(search);

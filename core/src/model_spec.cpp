@@ -34,6 +34,7 @@ MoeSpec moe_from_json(const Json& j, const std::string& path) {
         m.capacity_factor = r.number("capacity_factor", 1.0e-6, 1.0e6);
     }
     m.aux_loss_coeff = r.number_or("aux_loss_coeff", m.aux_loss_coeff, 0.0, 1.0e3);
+    if (const Json* lb = r.get("load_balance")) read_load_balance(*lb, r.field("load_balance"), m);
     r.finish();
     return m;
 }
@@ -111,8 +112,7 @@ ModelSpec model_from_json(const Json& j, const std::string& path) {
     m.position_embedding = read_enum<PositionEmbedding>(r, "position_embedding", kPositionNames);
     m.rotary_base = r.number_or("rotary_base", 10000.0, 2.0, 1e12);
     m.norm_epsilon = r.number_or("norm_epsilon", 1e-5, 1e-12, 1.0);
-    m.make_vocab_size_divisible_by =
-        r.integer_or("make_vocab_size_divisible_by", 128, 1, 1 << 20);
+    m.make_vocab_size_divisible_by = r.integer_or("make_vocab_size_divisible_by", 128, 1, 1 << 20);
     m.tied_embeddings = r.boolean("tied_embeddings");
     m.linear_bias = r.boolean("linear_bias");
     m.dropout = r.boolean_or("dropout", false);
@@ -205,6 +205,7 @@ Json to_json(const ModelSpec& m) {
         o["first_dense_layers"] = e.first_dense_layers;
         o["capacity_factor"] = e.capacity_factor ? Json(*e.capacity_factor) : Json(nullptr);
         o["aux_loss_coeff"] = e.aux_loss_coeff;
+        if (e.load_balance != LoadBalance::forced) o["load_balance"] = load_balance_json(e);
         j["moe"] = o;
     }
     if (m.mla) {

@@ -150,6 +150,9 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
     if (const Json* rc = r.get("recompute"))
         p.recompute = recompute_from_json(*rc, r.field("recompute"));
     if (const Json* fp8 = r.get("fp8")) p.fp8 = fp8_from_json(*fp8, r.field("fp8"));
+    p.token_dispatcher = static_cast<TokenDispatcher>(
+        enum_index(r.string_or("moe_token_dispatcher_type", "alltoall"), kTokenDispatcherNames,
+                   r.field("moe_token_dispatcher_type")));
     p.distributed_optimizer = r.boolean_or("distributed_optimizer", false);
     p.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", false);
     p.overlap_param_gather = r.boolean_or("overlap_param_gather", false);
@@ -227,6 +230,9 @@ Json to_json(const ParallelPlan& p) {
                       {"method", to_string(p.recompute.method)},
                       {"num_layers", p.recompute.num_layers}};
     if (p.fp8.enabled()) j["fp8"] = to_json(p.fp8);
+    if (p.token_dispatcher != TokenDispatcher::alltoall)
+        j["moe_token_dispatcher_type"] =
+            std::string(kTokenDispatcherNames[int(p.token_dispatcher)]);
     j["distributed_optimizer"] = p.distributed_optimizer;
     write_sharding(p, j);
     j["overlap_grad_reduce"] = p.overlap_grad_reduce;

@@ -63,6 +63,13 @@ std::vector<std::int64_t> RankGrid::group_of(GroupKind kind, std::int64_t r) con
     case GroupKind::expert:
         for (std::int64_t e = 0; e < ep_; ++e) members.push_back(at_j(e + ep_ * c.edp));
         break;
+    case GroupKind::tensor_expert:
+        for (std::int64_t e = 0; e < ep_; ++e)
+            for (std::int64_t t = 0; t < tp_; ++t) {
+                const std::int64_t j = e + ep_ * c.edp;
+                members.push_back(rank(t, j % cp_, j / cp_, c.pp));
+            }
+        break;
     case GroupKind::expert_data:
         for (std::int64_t d = 0; d < (cp_ * dp_) / ep_; ++d)
             members.push_back(at_j(c.ep + ep_ * d));

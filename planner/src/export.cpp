@@ -176,6 +176,11 @@ void parallel_arguments(const core::JobSpec& job, const Arg& arg) {
     split_arguments(job, arg);
     if (p.cp > 1) arg("--context-parallel-size", number(p.cp));
     if (p.ep > 1) arg("--expert-model-parallel-size", number(p.ep));
+    if (job.model.moe) {
+        arg("--moe-token-dispatcher-type",
+            std::string(core::kTokenDispatcherNames[int(p.token_dispatcher)]));
+        if (p.token_dispatcher == core::TokenDispatcher::flex) arg("--moe-enable-deepep", "");
+    }
     if (p.sequence_parallel) arg("--sequence-parallel", "");
     // PyTorch FSDP2 shards the optimizer itself: Megatron's distributed optimizer and its
     // parameter gather do not apply.

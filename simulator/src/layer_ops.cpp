@@ -26,6 +26,7 @@ LayerView LayerView::of(const core::ParallelPlan& plan, std::int64_t seq_length)
     v.seq = seq_length;
     v.recompute = plan.recompute.granularity;
     v.flash_attention = plan.flash_attention;
+    v.dispatcher = plan.token_dispatcher;
     return v;
 }
 
@@ -389,6 +390,64 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
     b.leave_tp("attention out", act);
 }
 
+// Distinct tp·ep ranks a token's top-k experts live on, the ranks holding num_experts / ep
+// experts each in contiguous blocks (every tp rank of an expert's ep rank takes the token):
+// tp·ep·(1 − C(E − E/ep, k) / C(E, k)), the chance that a rank holds none of k distinct experts.
+double destination_ranks(const core::MoeSpec& e, std::int64_t tp, std::int64_t ep) {
+    const double experts = double(e.num_experts), elsewhere = experts - experts / double(ep);
+    double none_here = 1.0;
+    for (std::int64_t i = 0; i < e.top_k; ++i)
+        none_here *= std::max(0.0, (elsewhere - double(i)) / (experts - double(i)));
+    return double(tp * ep) * (1.0 - none_here);
+}
+
+// What one MoE layer's token exchange moves on this rank: the hidden states it routes
+// (norm_tokens × hidden), the routed copies its experts take (the tp group's tokens × top-k,
+// padded to capacity, times the busiest rank's load, moe.load_balance), and those factors.
+struct Exchange {
+    double rank_bytes = 0, received_bytes = 0, norm_tokens = 0, capacity = 1, load = 1;
+};
+
+// Dispatch (its forward, and its gradient in the backward) or, `combine`, the way back, as
+// Megatron-Core's token dispatchers move the tokens.
+void token_exchange(Builder& b, const core::MoeSpec& e, const LayerView& v, const Exchange& x,
+                    bool combine) {
+    const std::string_view name = combine ? "combine" : "dispatch";
+    const auto both = [&](Collective forward, Collective backward, GroupKind g, double bytes) {
+        b.collective(name, forward, g, bytes, Phase::forward);
+        b.collective(name, backward, g, bytes, Phase::backward_input);
+    };
+    const auto gather = combine ? Collective::reduce_scatter : Collective::all_gather;
+    const auto scatter = combine ? Collective::all_gather : Collective::reduce_scatter;
+    switch (v.dispatcher) {
+    case core::TokenDispatcher::allgather:
+        // The tp·ep group gathers every token's hidden state — and its routing map and
+        // probabilities, a byte and four per expert — and keeps what its experts take; combine
+        // reduce-scatters the outputs back.
+        both(gather, scatter, GroupKind::tensor_expert, x.rank_bytes * double(v.tp * v.ep));
+        if (!combine)
+            b.collective("routing map", Collective::all_gather, GroupKind::tensor_expert,
+                         x.norm_tokens * double(e.num_experts) * 5.0 * double(v.tp * v.ep),
+                         Phase::forward);
+        return;
+    case core::TokenDispatcher::alltoall:
+        // Each routed copy crosses the ep group; the tp ranks all-gather what arrived.
+        if (v.ep > 1)
+            both(Collective::all_to_all, Collective::all_to_all, GroupKind::expert,
+                 x.rank_bytes * double(e.top_k) * x.capacity * x.load);
+        if (v.tp > 1) both(gather, scatter, GroupKind::tensor, x.received_bytes);
+        return;
+    case core::TokenDispatcher::flex:
+        // DeepEP: one fused all-to-all over tp·ep that sends a token once to each rank holding
+        // any of its experts, with its top-k probabilities (fp32).
+        both(Collective::all_to_all, Collective::all_to_all, GroupKind::tensor_expert,
+             (x.rank_bytes * destination_ranks(e, v.tp, v.ep) +
+              x.norm_tokens * double(e.top_k) * 4.0) *
+                 x.capacity * x.load);
+        return;
+    }
+}
+
 void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t tokens,
          std::int64_t norm_tokens) {
     const core::MoeSpec& e = *m.moe;
@@ -397,48 +456,33 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
     b.memory("router softmax", MemoryKernel::elementwise,
              double(norm_tokens) * double(e.num_experts) * 8.0,
              double(norm_tokens) * double(e.num_experts) * 8.0);
-    // Token copies routed to experts, padded to capacity when a capacity factor is set.
+    // Token copies routed to experts, padded to capacity when a capacity factor is set; the
+    // busiest expert-parallel rank (moe.load_balance) receives `load` times the mean.
     const double capacity = e.capacity_factor.value_or(1.0);
-    const double routed_bytes =
-        double(norm_tokens) * double(e.top_k) * double(h) * element_bytes(m);
-    b.memory("permute", MemoryKernel::elementwise, 2 * routed_bytes, 2 * routed_bytes);
-    if (v.ep > 1) {
-        b.collective("dispatch", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity,
-                     Phase::forward);
-        b.collective("dispatch", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity,
-                     Phase::backward_input);
-    }
-    if (v.tp > 1) { // experts are tensor-parallel too: every tp rank sees all routed tokens
-        b.collective("expert tp gather", Collective::all_gather, GroupKind::tensor,
-                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity,
-                     Phase::forward);
-        b.collective("expert tp gather", Collective::reduce_scatter, GroupKind::tensor,
-                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity,
-                     Phase::backward_input);
-    }
-    // Balanced routing: the ep ranks together receive ep·tokens·top_k copies, spread evenly over
-    // the num_experts experts, num_experts/ep of them local. The local experts run as one
-    // grouped GEMM (Megatron-Core --moe-grouped-gemm): timed as one GEMM over all their tokens.
+    const double load = e.slowest_rank_load(v.ep);
+    Exchange x{.rank_bytes = double(norm_tokens) * double(h) * element_bytes(m),
+               .norm_tokens = double(norm_tokens),
+               .capacity = capacity,
+               .load = load};
+    x.received_bytes =
+        double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity * load;
+    // alltoall sorts its own copies before sending them; the others sort what they received.
+    const double permuted = v.dispatcher == core::TokenDispatcher::alltoall
+                                ? x.rank_bytes * double(e.top_k)
+                                : x.received_bytes;
+    b.memory("permute", MemoryKernel::elementwise, 2 * permuted, 2 * permuted);
+    token_exchange(b, e, v, x, false);
+    // The ep ranks together receive ep·tokens·top_k copies, spread over the num_experts
+    // experts, num_experts/ep of them local, times the busiest rank's load. The local experts
+    // run as one grouped GEMM (Megatron-Core --moe-grouped-gemm): timed as one GEMM over all
+    // their tokens.
     const std::int64_t local_experts = e.num_experts / v.ep;
     const auto per_expert = std::int64_t(std::ceil(double(tokens) * double(e.top_k) * double(v.ep) *
-                                                   capacity / double(e.num_experts)));
+                                                   capacity * load / double(e.num_experts)));
     mlp(b, m, "expert fc1", "expert fc2", "expert activation", per_expert * local_experts,
         e.expert_ffn_hidden_size, v.tp);
-    if (v.tp > 1) {
-        b.collective("expert tp scatter", Collective::reduce_scatter, GroupKind::tensor,
-                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity,
-                     Phase::forward);
-        b.collective("expert tp scatter", Collective::all_gather, GroupKind::tensor,
-                     double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity,
-                     Phase::backward_input);
-    }
-    if (v.ep > 1) {
-        b.collective("combine", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity,
-                     Phase::forward);
-        b.collective("combine", Collective::all_to_all, GroupKind::expert, routed_bytes * capacity,
-                     Phase::backward_input);
-    }
-    b.memory("unpermute", MemoryKernel::elementwise, 2 * routed_bytes, 2 * routed_bytes);
+    token_exchange(b, e, v, x, true);
+    b.memory("unpermute", MemoryKernel::elementwise, 2 * permuted, 2 * permuted);
     if (e.shared_expert_ffn_hidden_size > 0) {
         const double act = double(tokens) * double(h) * element_bytes(m);
         b.enter_tp("shared expert input", act);

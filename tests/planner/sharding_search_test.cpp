@@ -149,3 +149,24 @@ TEST(OverlapSearch, TpCommOverlapFollowsSequenceParallelismUnlessPinned) {
     // Overlapping hides communication: the best layout is faster with it.
     EXPECT_LT(on.best.front().step_time_s, off.best.front().step_time_s);
 }
+
+TEST(MoeExport, MegatronArgumentsNameTheTokenDispatcher) {
+    core::JobInputs in;
+    in.model = "mixtral-8x7b";
+    in.cluster = "dgx-h100";
+    in.nodes = 1;
+    in.ep = 8;
+    in.micro_batch_size = 1;
+    in.global_batch_size = 8;
+    EXPECT_NE(planner::megatron_arguments(core::load_job(in))
+                  .find("--moe-token-dispatcher-type alltoall"),
+              std::string::npos);
+    in.moe_token_dispatcher = "flex";
+    const std::string flex = planner::megatron_arguments(core::load_job(in));
+    EXPECT_NE(flex.find("--moe-token-dispatcher-type flex"), std::string::npos);
+    EXPECT_NE(flex.find("--moe-enable-deepep"), std::string::npos);
+    in.model = "llama3-8b"; // dense: no dispatcher
+    in.ep.reset();
+    EXPECT_EQ(planner::megatron_arguments(core::load_job(in)).find("--moe-token-dispatcher-type"),
+              std::string::npos);
+}

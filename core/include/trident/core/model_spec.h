@@ -4,9 +4,12 @@
 #include "trident/core/dtype.h"
 #include "trident/core/json_io.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace trident::core {
 
@@ -19,6 +22,18 @@ std::string to_string(Normalization n);
 std::string to_string(PositionEmbedding p);
 
 // Mixture of experts (Shazeer et al. 2017; GShard; Switch; DeepSeekMoE shared experts).
+// How evenly the router spreads tokens over the experts (what sets the slowest expert-parallel
+// rank): `forced` — every expert equal, as Megatron's benchmarks force it; `aux_loss` — trained
+// with an auxiliary balancing loss, the hottest expert at 1 + kAuxLossMaxViolation times the
+// mean; `histogram` — measured tokens per expert.
+enum class LoadBalance { forced, aux_loss, histogram };
+inline constexpr std::array<std::string_view, 3> kLoadBalanceNames = {"forced", "aux-loss",
+                                                                      "histogram"};
+// Wang et al. 2024, "Auxiliary-Loss-Free Load Balancing Strategy for Mixture-of-Experts"
+// (arXiv:2408.15664), Table 2: the auxiliary-loss baseline's global MaxVio (max load over the
+// mean, minus 1) at 3B parameters (DeepSeekMoE, 64 routed experts, top-6) is 0.52.
+inline constexpr double kAuxLossMaxViolation = 0.52;
+
 struct MoeSpec {
     std::int64_t num_experts = 0; // routed experts per MoE layer
     std::int64_t top_k = 0;       // experts each token is routed to
@@ -28,7 +43,16 @@ struct MoeSpec {
     std::int64_t first_dense_layers = 0;   // leading layers that keep a dense MLP
     std::optional<double> capacity_factor; // nullopt: dropless
     double aux_loss_coeff = 0.01;          // load-balancing loss weight (Switch Transformer)
+    LoadBalance load_balance = LoadBalance::forced;
+    std::vector<double> tokens_per_expert; // the histogram (load_balance histogram)
+    // Routed tokens of the busiest of `ep` expert-parallel ranks over the mean rank's (>= 1);
+    // experts sit on ranks in contiguous blocks of num_experts / ep, as in Megatron-Core.
+    double slowest_rank_load(std::int64_t ep) const;
 };
+// moe.load_balance: "forced", "aux-loss", {"tokens_per_expert": [...]} or the path of a JSON
+// file holding that object.
+void read_load_balance(const Json& j, const std::string& path, MoeSpec& m);
+Json load_balance_json(const MoeSpec& m);
 
 // Multi-head latent attention (DeepSeek-V2 2024): low-rank Q and joint KV compression.
 struct MlaSpec {

@@ -68,6 +68,16 @@ enum class FsdpImplementation { megatron, torch };
 inline constexpr std::array<std::string_view, 2> kFsdpImplementationNames = {"megatron-fsdp",
                                                                              "torch-fsdp2"};
 
+// Megatron-Core's --moe-token-dispatcher-type: how routed tokens reach the experts.
+// allgather: every tp·ep rank all-gathers the hidden states (and routing map, probabilities)
+// and keeps the tokens its experts take; combine reduce-scatters. alltoall: each routed copy
+// (top-k per token) crosses the ep group in an all-to-all, tp ranks all-gather the ones they
+// received. flex (DeepEP, --moe-enable-deepep): a fused all-to-all over tp·ep that sends a
+// token once per destination rank, however many of its experts live there.
+enum class TokenDispatcher { allgather, alltoall, flex };
+inline constexpr std::array<std::string_view, 3> kTokenDispatcherNames = {"allgather", "alltoall",
+                                                                          "flex"};
+
 struct Sharding {
     DataSharding strategy = DataSharding::no_shard; // ZeRO-2/3 (ZeRO-1: distributed_optimizer)
     FsdpImplementation implementation = FsdpImplementation::megatron;
@@ -110,6 +120,8 @@ struct ParallelPlan {
     ScheduleKind schedule = ScheduleKind::one_f_one_b;
     Recompute recompute;
     Fp8 fp8;
+    // Trident's default is alltoall (Megatron's own is allgather; exports always name it).
+    TokenDispatcher token_dispatcher = TokenDispatcher::alltoall;
     bool distributed_optimizer = false; // ZeRO-1: optimizer state sharded over dp (·cp)
     Sharding sharding;                  // ZeRO-2/3, FSDP, hybrid sharding
     bool overlap_grad_reduce = false;   // reduce gradient buckets during the last backward

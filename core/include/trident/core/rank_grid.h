@@ -39,8 +39,11 @@ enum class GroupKind {
     data_replica,
     expert_data_shard,
     expert_data_replica,
+    // tp·ep ranks: Megatron's tp_ep group, over which the allgather and flex (DeepEP) token
+    // dispatchers move tokens.
+    tensor_expert,
 };
-inline constexpr std::array<std::string_view, 13> kGroupKindNames = {"tensor",
+inline constexpr std::array<std::string_view, 14> kGroupKindNames = {"tensor",
                                                                      "context",
                                                                      "data",
                                                                      "data_context",
@@ -52,7 +55,8 @@ inline constexpr std::array<std::string_view, 13> kGroupKindNames = {"tensor",
                                                                      "data_shard",
                                                                      "data_replica",
                                                                      "expert_data_shard",
-                                                                     "expert_data_replica"};
+                                                                     "expert_data_replica",
+                                                                     "tensor_expert"};
 
 class RankGrid {
 public:

@@ -41,6 +41,8 @@ struct SearchSpace {
     bool overlap = true; // overlap_grad_reduce, the param gather (ZeRO-1), tp_comm_overlap (SP)
     std::optional<bool> tp_comm_overlap; // pinned (with sequence parallelism); nullopt: `overlap`
     bool overlap_p2p_comm = true;        // Megatron's default (interleaved schedule only)
+    // The MoE token dispatcher (pinned; not searched yet): alltoall unless given.
+    core::TokenDispatcher token_dispatcher = core::TokenDispatcher::alltoall;
     bool flash_attention = true;
     // Uneven pipeline stages, pinned (any given: only that split). None given: the planner
     // tries the even split, Megatron-Core's embedding-and-loss-counted split and the split

@@ -50,12 +50,12 @@ using Fallbacks = std::map<std::string, std::int64_t>;
 
 // Per-layer F/B/W costs shared by the cost models of many layouts of one job (the planner's):
 // a layer's operations depend on tp, cp, ep, the micro-batch, sequence parallelism, flash
-// attention, tensor-parallel overlap (and whether the schedule defers W), the layer's kind,
-// recomputation and FP8 recipe and which of its groups cross nodes — not on pp, dp, the split or
-// the schedule. Not thread-safe.
+// attention, tensor-parallel overlap (and whether the schedule defers W), the MoE token dispatcher,
+// the layer's kind, recomputation and FP8 recipe and which of its groups cross nodes — not on pp,
+// dp, the split or the schedule. Not thread-safe.
 class LayerCostCache {
 public:
-    using Key = std::array<std::int64_t, 13>;
+    using Key = std::array<std::int64_t, 14>;
     std::map<Key, std::array<PassCost, 3>> entries;
     // Process groups' sizes and whether they leave the NVLink domain, by (tp, cp, dp, pp, ep,
     // hybrid-sharding replicas, group kind, pipeline rank): the same for every layout with

@@ -51,6 +51,7 @@ struct LayerView {
     std::int64_t seq = 1;         // full sequence length (before cp)
     core::RecomputeGranularity recompute = core::RecomputeGranularity::none;
     bool flash_attention = true;
+    core::TokenDispatcher dispatcher = core::TokenDispatcher::alltoall; // MoE layers
     // The FP8 recipe of this layer's linear layers (none: the parameters' dtype). Set per
     // layer by the callers (JobSpec::layer_fp8), not by of().
     core::Fp8Recipe fp8 = core::Fp8Recipe::none;

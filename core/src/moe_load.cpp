@@ -1,0 +1,81 @@
+// How evenly routed tokens fall on the expert-parallel ranks (moe.load_balance): the busiest
+// rank's share sets the experts' time.
+#include "trident/core/model_spec.h"
+#include "trident/core/spec_error.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace trident::core {
+namespace {
+
+std::vector<double> histogram_from(const Json& j, const std::string& path) {
+    ObjectReader r(j, path);
+    const Json& counts = r.require("tokens_per_expert");
+    if (!counts.is_array() || counts.empty())
+        throw SpecError(r.field("tokens_per_expert"), "must be a non-empty array of numbers");
+    std::vector<double> h;
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        if (!counts[i].is_number() || counts[i].get<double>() < 0)
+            throw SpecError(r.field("tokens_per_expert") + "[" + std::to_string(i) + "]",
+                            "must be a non-negative number");
+        h.push_back(counts[i].get<double>());
+    }
+    if (std::accumulate(h.begin(), h.end(), 0.0) <= 0)
+        throw SpecError(r.field("tokens_per_expert"), "counts no tokens");
+    r.finish();
+    return h;
+}
+
+} // namespace
+
+void read_load_balance(const Json& j, const std::string& path, MoeSpec& m) {
+    if (j.is_object()) {
+        m.load_balance = LoadBalance::histogram;
+        m.tokens_per_expert = histogram_from(j, path);
+    } else if (j.is_string() && j.get<std::string>().ends_with(".json")) {
+        m.load_balance = LoadBalance::histogram;
+        m.tokens_per_expert = histogram_from(read_json_file(j.get<std::string>(), path), path);
+    } else if (j.is_string()) {
+        // A histogram is given as {"tokens_per_expert": [...]} or a .json file holding it.
+        static constexpr std::array<std::string_view, 2> names = {kLoadBalanceNames[0],
+                                                                  kLoadBalanceNames[1]};
+        m.load_balance = static_cast<LoadBalance>(enum_index(j.get<std::string>(), names, path));
+    } else {
+        throw SpecError(path, "must be \"forced\", \"aux-loss\", {\"tokens_per_expert\": [...]} "
+                              "or a .json file");
+    }
+    if (m.load_balance == LoadBalance::histogram &&
+        std::int64_t(m.tokens_per_expert.size()) != m.num_experts)
+        throw SpecError(path, "tokens_per_expert has " +
+                                  std::to_string(m.tokens_per_expert.size()) + " entries for " +
+                                  std::to_string(m.num_experts) + " experts");
+}
+
+Json load_balance_json(const MoeSpec& m) {
+    if (m.load_balance == LoadBalance::histogram)
+        return {{"tokens_per_expert", m.tokens_per_expert}};
+    return std::string(kLoadBalanceNames[int(m.load_balance)]);
+}
+
+double MoeSpec::slowest_rank_load(std::int64_t ep) const {
+    const std::int64_t local = num_experts / std::max<std::int64_t>(1, ep);
+    switch (load_balance) {
+    case LoadBalance::forced:
+        return 1.0;
+    case LoadBalance::aux_loss:
+        // The hottest expert at 1 + MaxVio times the mean, the rest of its rank at the mean.
+        return 1.0 + kAuxLossMaxViolation / double(local);
+    case LoadBalance::histogram:
+        break;
+    }
+    const double total = std::accumulate(tokens_per_expert.begin(), tokens_per_expert.end(), 0.0);
+    double busiest = 0.0;
+    for (std::int64_t r = 0; r < ep; ++r)
+        busiest =
+            std::max(busiest, std::accumulate(tokens_per_expert.begin() + r * local,
+                                              tokens_per_expert.begin() + (r + 1) * local, 0.0));
+    return busiest / (total / double(ep));
+}
+
+} // namespace trident::core

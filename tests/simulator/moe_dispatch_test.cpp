@@ -1,0 +1,155 @@
+// MoE token dispatchers (Megatron-Core's allgather, alltoall, flex) move the bytes their
+// definitions say, and an uneven router makes the busiest expert-parallel rank slower.
+#include "../support/preset_profile.h"
+#include "trident/core/job_loader.h"
+#include "trident/core/presets.h"
+#include "trident/core/spec_error.h"
+#include "trident/simulator/layer_ops.h"
+#include "trident/simulator/simulate.h"
+
+#include <gtest/gtest.h>
+
+using namespace trident;
+using simulator::OpKind;
+using simulator::Phase;
+
+namespace {
+
+core::ModelSpec preset_model(const std::string& name) {
+    return core::model_from_json(core::resolve_reference(name, core::PresetKind::model, "m"));
+}
+
+// Bytes of the forward collectives named `name` over `group` in the first MoE layer.
+double forward_bytes(const core::ModelSpec& m, const simulator::LayerView& v, std::string_view name,
+                     core::GroupKind group) {
+    std::int64_t layer = 0;
+    while (!m.is_moe_layer(layer)) ++layer;
+    double bytes = 0;
+    for (const simulator::Op& op : simulator::layer_ops(m, v, layer))
+        if (op.kind == OpKind::collective && op.phase == Phase::forward && op.name == name &&
+            op.group == group)
+            bytes += op.bytes * double(op.count);
+    return bytes;
+}
+
+simulator::LayerView view(std::int64_t tp, std::int64_t ep, core::TokenDispatcher d) {
+    simulator::LayerView v;
+    v.tp = tp;
+    v.ep = ep;
+    v.sequence_parallel = tp > 1;
+    v.micro_batch = 1;
+    v.seq = 4096;
+    v.dispatcher = d;
+    return v;
+}
+
+} // namespace
+
+TEST(MoeDispatch, EachDispatcherMovesWhatItsDefinitionSays) {
+    // Mixtral 8x7B, 4,096 tokens on a rank, hidden 4,096 in BF16, top-2 of 8, ep 8 (one
+    // expert a rank).
+    const core::ModelSpec m = preset_model("mixtral-8x7b");
+    const double tokens = 4096, row = 4096 * 2.0; // bytes of one token's hidden state
+    using D = core::TokenDispatcher;
+    using G = core::GroupKind;
+    // alltoall: each of the top-2 copies crosses the ep group.
+    EXPECT_DOUBLE_EQ(forward_bytes(m, view(1, 8, D::alltoall), "dispatch", G::expert),
+                     tokens * 2 * row);
+    // allgather: the 8 ranks gather every token's row, plus 5 bytes per expert of routing.
+    EXPECT_DOUBLE_EQ(forward_bytes(m, view(1, 8, D::allgather), "dispatch", G::tensor_expert),
+                     tokens * row * 8);
+    EXPECT_DOUBLE_EQ(forward_bytes(m, view(1, 8, D::allgather), "routing map", G::tensor_expert),
+                     tokens * 8 * 5 * 8);
+    // flex: one expert per rank, so each token goes to exactly two ranks, with its 2 fp32
+    // probabilities.
+    EXPECT_NEAR(forward_bytes(m, view(1, 8, D::flex), "dispatch", G::tensor_expert),
+                tokens * (2 * row + 2 * 4.0), 1e-3);
+}
+
+TEST(MoeDispatch, FlexSendsATokenOncePerRankHoldingItsExperts) {
+    // DeepSeek-V3: 256 experts, top-8, ep 64 (4 experts a rank): a rank holds none of a
+    // token's 8 experts with probability prod_{i<8} (252 - i) / (256 - i).
+    const core::ModelSpec m = preset_model("deepseek-v3");
+    double none = 1;
+    for (int i = 0; i < 8; ++i) none *= (252.0 - i) / (256.0 - i);
+    const double ranks = 64 * (1 - none); // about 7.58 of the 8 copies alltoall sends
+    EXPECT_GT(ranks, 7.5);
+    EXPECT_LT(ranks, 7.7);
+    const double row = 7168 * 2.0;
+    EXPECT_NEAR(forward_bytes(m, view(1, 64, core::TokenDispatcher::flex), "dispatch",
+                              core::GroupKind::tensor_expert),
+                4096 * (ranks * row + 8 * 4.0), 1e-3 * 4096 * row);
+}
+
+TEST(MoeLoad, TheBusiestRankSetsTheExperts) {
+    core::MoeSpec e;
+    e.num_experts = 8;
+    e.top_k = 2;
+    EXPECT_DOUBLE_EQ(e.slowest_rank_load(2), 1.0); // forced
+    e.load_balance = core::LoadBalance::aux_loss;
+    // The hottest expert at 1.52 times the mean, its rank's 3 others at the mean.
+    EXPECT_DOUBLE_EQ(e.slowest_rank_load(2), 1.0 + 0.52 / 4);
+    EXPECT_DOUBLE_EQ(e.slowest_rank_load(8), 1.52);
+    // A measured histogram: ranks {0-3} and {4-7} take 7 and 4 of 11 tokens; mean 5.5.
+    e.load_balance = core::LoadBalance::histogram;
+    e.tokens_per_expert = {4, 1, 1, 1, 1, 1, 1, 1};
+    EXPECT_DOUBLE_EQ(e.slowest_rank_load(2), 7.0 / 5.5);
+    EXPECT_DOUBLE_EQ(e.slowest_rank_load(8), 4.0 / (11.0 / 8.0));
+}
+
+TEST(MoeLoad, AnUnevenRouterSlowsTheStep) {
+    core::JobInputs in;
+    in.model = "mixtral-8x7b";
+    in.cluster = "dgx-h100";
+    in.nodes = 1;
+    in.ep = 8;
+    in.tp = 1;
+    in.pp = 1;
+    in.dp = "auto";
+    in.micro_batch_size = 1;
+    in.global_batch_size = 8;
+    in.seq_length = 4096;
+    in.distributed_optimizer = true;
+    const core::JobSpec forced = core::load_job(in);
+    core::JobSpec uneven = forced;
+    uneven.model.moe->load_balance = core::LoadBalance::aux_loss;
+    const auto& h100 = test::preset_profile("h100-sxm5-80gb");
+    const double t0 = simulator::simulate(forced, h100).step_time_s;
+    const double t1 = simulator::simulate(uneven, h100).step_time_s;
+    EXPECT_GT(t1, 1.1 * t0); // the experts are most of the step, at 1.52 times the tokens
+    // The expert GEMMs of the busiest rank take 1.52 times the tokens.
+    const simulator::LayerView v = simulator::LayerView::of(forced.plan, 4096);
+    const auto expert_m = [&](const core::ModelSpec& m) {
+        for (const simulator::Op& op : simulator::layer_ops(m, v, 0))
+            if (op.name == "expert fc1" && op.phase == Phase::forward) return op.m;
+        return std::int64_t(0);
+    };
+    EXPECT_EQ(expert_m(forced.model), 4096 * 2);
+    EXPECT_EQ(expert_m(uneven.model), std::int64_t(std::ceil(4096 * 2 * 1.52)));
+}
+
+TEST(MoeLoad, TheFieldReadsNamesHistogramsAndRefusesTheRest) {
+    core::Json j = core::resolve_reference("mixtral-8x7b", core::PresetKind::model, "m");
+    j["moe"]["load_balance"] = "aux-loss";
+    EXPECT_EQ(core::model_from_json(j).moe->load_balance, core::LoadBalance::aux_loss);
+    j["moe"]["load_balance"] = {{"tokens_per_expert", {1, 2, 3, 4, 5, 6, 7, 8}}};
+    const core::ModelSpec m = core::model_from_json(j);
+    EXPECT_EQ(m.moe->tokens_per_expert.size(), 8u);
+    EXPECT_EQ(core::to_json(m)["moe"]["load_balance"], j["moe"]["load_balance"]);
+    const auto refusal = [&](const core::Json& value) -> std::string {
+        j["moe"]["load_balance"] = value;
+        try {
+            (void)core::model_from_json(j);
+        } catch (const core::SpecError& e) {
+            return e.what();
+        }
+        return "accepted";
+    };
+    EXPECT_NE(refusal("balanced").find("model.moe.load_balance"), std::string::npos);
+    EXPECT_NE(refusal(core::Json{{"tokens_per_expert", {1, 2}}}).find("2 entries for 8 experts"),
+              std::string::npos);
+    EXPECT_NE(refusal(core::Json{{"tokens_per_expert", {1, -2, 3, 4, 5, 6, 7, 8}}})
+                  .find("tokens_per_expert[1]"),
+              std::string::npos);
+    EXPECT_NE(refusal(3).find("must be"), std::string::npos);
+}
