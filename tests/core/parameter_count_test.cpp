@@ -66,6 +66,25 @@ TEST(ParameterCount, MixtralTotalAndActive) {
     EXPECT_EQ(c.routed_experts, 32 * 8 * expert);
 }
 
+TEST(ParameterCount, FineGrainedMoePresetsMatchTheirModelCards) {
+    // Qwen3-30B-A3B per layer: q 2048·4096, k and v 2048·512, o 4096·2048; 128 experts of
+    // 3·2048·768 (8 active); router 2048·128; 2 norms. Untied 151,936 × 2048 embeddings.
+    const std::int64_t q_attention = 2048LL * 4096 * 2 + 2 * 2048LL * 512;
+    const std::int64_t q_expert = 3 * 2048LL * 768;
+    const std::int64_t q_shared = q_attention + 2048 * 128 + 2 * 2048;
+    const ParameterCounts q = count_parameters(preset("qwen3-30b-a3b"));
+    EXPECT_EQ(q.total(), 48 * (q_shared + 128 * q_expert) + 2 * 151936LL * 2048 + 2048);
+    EXPECT_NEAR(double(q.total()), 30.5e9, 0.1e9);  // "30.5B in total"
+    EXPECT_NEAR(double(q.active()), 3.35e9, 0.1e9); // "3.3B activated"
+    EXPECT_NEAR(double(count_parameters(preset("qwen3-235b-a22b")).total()), 235e9, 1e9);
+    EXPECT_NEAR(double(count_parameters(preset("qwen3-235b-a22b")).active()), 22e9, 0.5e9);
+    // gpt-oss-120b: "117B parameters with 5.1B active" (the card's active count leaves out
+    // the 201,088 × 2,880 embedding table).
+    const ParameterCounts g = count_parameters(preset("gpt-oss-120b"));
+    EXPECT_NEAR(double(g.total()), 117e9, 0.5e9);
+    EXPECT_NEAR(double(g.active()) - 201088.0 * 2880.0, 5.1e9, 0.1e9);
+}
+
 TEST(ParameterCount, DeepSeekV3WithLatentAttention) {
     // MLA per layer: q_a 7168·1536 + norm 1536 + q_b 1536·128·192 + kv_a 7168·576 + norm 512
     // + kv_b 512·128·256 + o 128·128·7168. Three dense layers (SwiGLU 18432), 58 MoE layers of
