@@ -30,7 +30,7 @@ const CostModel::GroupShape& CostModel::group_shape(core::GroupKind kind,
     if (job_.plan.sharding.instances == 1) {
         if (kind == core::GroupKind::data_shard) kind = core::GroupKind::data_context;
         if (kind == core::GroupKind::expert_data_shard) kind = core::GroupKind::expert_data;
-        static const GroupShape single{1, false};
+        static const GroupShape single{1, false, 1};
         if (kind == core::GroupKind::data_replica || kind == core::GroupKind::expert_data_replica)
             return single;
     }
@@ -54,7 +54,7 @@ const CostModel::GroupShape& CostModel::group_shape(core::GroupKind kind,
         if (shared_) {
             const auto it = shared_->group_shapes.find(key);
             if (it != shared_->group_shapes.end()) {
-                g = {it->second.first, it->second.second};
+                g = {it->second.size, it->second.inter_node, it->second.domains};
                 return g;
             }
         }
@@ -63,10 +63,14 @@ const CostModel::GroupShape& CostModel::group_shape(core::GroupKind kind,
         g.size = std::int64_t(members.size());
         // Across the NVLink domain (a node, or an NVL72 rack): the inter-node fabric.
         const std::int64_t domain = job_.cluster.fabric_domain();
-        g.inter_node = std::any_of(members.begin(), members.end(), [&](std::int64_t m) {
-            return m / domain != members.front() / domain;
-        });
-        if (shared_) shared_->group_shapes.emplace(key, std::make_pair(g.size, g.inter_node));
+        // Members come in rank order: the domains are the changes of domain along the list.
+        g.domains = 1;
+        for (std::size_t i = 1; i < members.size(); ++i)
+            g.domains += members[i] / domain != members[i - 1] / domain;
+        g.inter_node = g.domains > 1;
+        if (shared_)
+            shared_->group_shapes.emplace(key,
+                                          LayerCostCache::Shape{g.size, g.inter_node, g.domains});
     }
     return g;
 }
@@ -77,18 +81,34 @@ double CostModel::collective_s(core::GroupKind kind, std::int32_t pipeline_rank,
     if (g.size < 2 || bytes <= 0) return 0.0;
     // Identical stages ask for the same collectives: each answered once.
     for (const TimedCollective& t : timed_collectives_)
-        if (t.size == g.size && t.inter_node == g.inter_node && t.collective == c &&
-            t.bytes == bytes) {
+        if (t.size == g.size && t.inter_node == g.inter_node && t.domains == g.domains &&
+            t.collective == c && t.bytes == bytes) {
             if (!t.fallback.empty()) ++fallbacks_[t.fallback];
             return t.seconds;
         }
     const std::string& fabric =
         g.inter_node ? job_.cluster.inter_node_fabric : job_.cluster.intra_node_fabric;
-    const core::Timing t = profile_.collective(fabric, c, g.size, bytes);
+    const bool spanning = c == core::Collective::all_to_all && g.domains > 1 &&
+                          g.size % g.domains == 0 && g.size > g.domains;
+    const core::Timing t =
+        spanning ? spanning_all_to_all(g, bytes) : profile_.collective(fabric, c, g.size, bytes);
     if (!t.fallback.empty()) ++fallbacks_[t.fallback];
     if (timed_collectives_.size() < 64)
-        timed_collectives_.push_back({g.size, g.inter_node, c, bytes, t.seconds, t.fallback});
+        timed_collectives_.push_back(
+            {g.size, g.inter_node, g.domains, c, bytes, t.seconds, t.fallback});
     return t.seconds;
+}
+
+core::Timing CostModel::spanning_all_to_all(const GroupShape& g, double bytes) const {
+    const core::Timing across = profile_.collective(job_.cluster.inter_node_fabric,
+                                                    core::Collective::all_to_all, g.domains, bytes);
+    const core::Timing within =
+        profile_.collective(job_.cluster.intra_node_fabric, core::Collective::all_to_all,
+                            g.size / g.domains, bytes / double(g.domains));
+    core::Timing t = across.seconds >= within.seconds ? across : within;
+    if (t.fallback.empty())
+        t.fallback = across.fallback.empty() ? within.fallback : across.fallback;
+    return t;
 }
 
 double CostModel::overlap_slowdown(core::GroupKind kind, std::int32_t pipeline_rank) const {

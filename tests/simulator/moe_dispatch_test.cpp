@@ -153,3 +153,38 @@ TEST(MoeLoad, TheFieldReadsNamesHistogramsAndRefusesTheRest) {
               std::string::npos);
     EXPECT_NE(refusal(3).find("must be"), std::string::npos);
 }
+
+TEST(MoeDispatch, AnAllToAllAcrossNodesSendsOnlyTheOtherNodesShareOverTheNics) {
+    // ep 16 over two DGX H100 nodes: each rank sends half its buffer to the other node over
+    // its NIC (an all-to-all among one rank per node) and the other half to its own node's 8
+    // ranks over NVLink; the slower of the two sets the time.
+    core::JobInputs in;
+    in.model = "qwen3-30b-a3b";
+    in.cluster = "dgx-h100";
+    in.nodes = 2;
+    in.tp = 1;
+    in.pp = 1;
+    in.ep = 16;
+    in.dp = "auto";
+    in.micro_batch_size = 1;
+    in.global_batch_size = 16;
+    in.seq_length = 4096;
+    const core::JobSpec job = core::load_job(in);
+    const core::Profile& h100 = test::preset_profile("h100-sxm5-80gb");
+    const simulator::CostModel cost(job, h100);
+    const double bytes = 64.0 * (1 << 20);
+    const double across =
+        h100.collective("infiniband", core::Collective::all_to_all, 2, bytes).seconds;
+    const double within =
+        h100.collective("nvlink", core::Collective::all_to_all, 8, bytes / 2).seconds;
+    EXPECT_DOUBLE_EQ(
+        cost.collective_s(core::GroupKind::expert, 0, core::Collective::all_to_all, bytes),
+        std::max(across, within));
+    // Less than timing all 16 ranks' exchange on the NICs, which would send 15/16 of it there.
+    EXPECT_LT(std::max(across, within),
+              h100.collective("infiniband", core::Collective::all_to_all, 16, bytes).seconds);
+    // Other collectives keep the ring over the NICs.
+    EXPECT_DOUBLE_EQ(
+        cost.collective_s(core::GroupKind::expert, 0, core::Collective::all_gather, bytes),
+        h100.collective("infiniband", core::Collective::all_gather, 16, bytes).seconds);
+}

@@ -60,7 +60,12 @@ public:
     // Process groups' sizes and whether they leave the NVLink domain, by (tp, cp, dp, pp, ep,
     // hybrid-sharding replicas, group kind, pipeline rank): the same for every layout with
     // those degrees.
-    std::map<std::array<std::int64_t, 8>, std::pair<std::int64_t, bool>> group_shapes;
+    struct Shape {
+        std::int64_t size;
+        bool inter_node;
+        std::int64_t domains; // NVLink domains (nodes, or NVL72 racks) the group spans
+    };
+    std::map<std::array<std::int64_t, 8>, Shape> group_shapes;
 };
 
 // One micro-batch's F + B + W seconds through the embedding, each layer (the plan's
@@ -125,13 +130,19 @@ private:
     std::array<PassCost, 3> unit_costs(const std::vector<Op>& ops,
                                        std::int32_t pipeline_rank) const;
 
-    // Size and whether it crosses nodes, of each group kind on each pipeline rank's
-    // representative: asked for every collective, computed once.
+    // Size, whether it crosses nodes and how many NVLink domains it spans, of each group kind
+    // on each pipeline rank's representative: asked for every collective, computed once.
     struct GroupShape {
         std::int64_t size = -1;
         bool inter_node = false;
+        std::int64_t domains = 1;
     };
     const GroupShape& group_shape(core::GroupKind kind, std::int32_t pipeline_rank) const;
+    // An all-to-all over a group spanning several NVLink domains: each rank sends the
+    // (domains−1)/domains of its buffer bound elsewhere over its NIC — an all-to-all among one
+    // rank per domain — while the 1/domains bound for its own domain crosses NVLink; the two
+    // run together, the slower sets the time.
+    core::Timing spanning_all_to_all(const GroupShape& g, double bytes) const;
 
     const core::JobSpec& job_;
     const core::Profile& profile_;
@@ -147,6 +158,7 @@ private:
     struct TimedCollective {
         std::int64_t size;
         bool inter_node;
+        std::int64_t domains;
         core::Collective collective;
         double bytes, seconds;
         std::string fallback;
