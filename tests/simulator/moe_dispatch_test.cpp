@@ -43,6 +43,23 @@ simulator::LayerView view(std::int64_t tp, std::int64_t ep, core::TokenDispatche
     return v;
 }
 
+// One MoE layout of `model` on `nodes` DGX H100 nodes: tp 1, pp 1, ep, one sequence a rank.
+core::JobSpec moe_job(const std::string& model, std::int64_t nodes, std::int64_t ep) {
+    core::JobInputs in;
+    in.model = model;
+    in.cluster = "dgx-h100";
+    in.nodes = nodes;
+    in.tp = 1;
+    in.pp = 1;
+    in.ep = ep;
+    in.dp = "auto";
+    in.micro_batch_size = 1;
+    in.global_batch_size = 8 * nodes;
+    in.seq_length = 4096;
+    in.distributed_optimizer = true;
+    return core::load_job(in);
+}
+
 } // namespace
 
 TEST(MoeDispatch, EachDispatcherMovesWhatItsDefinitionSays) {
@@ -98,19 +115,7 @@ TEST(MoeLoad, TheBusiestRankSetsTheExperts) {
 }
 
 TEST(MoeLoad, AnUnevenRouterSlowsTheStep) {
-    core::JobInputs in;
-    in.model = "mixtral-8x7b";
-    in.cluster = "dgx-h100";
-    in.nodes = 1;
-    in.ep = 8;
-    in.tp = 1;
-    in.pp = 1;
-    in.dp = "auto";
-    in.micro_batch_size = 1;
-    in.global_batch_size = 8;
-    in.seq_length = 4096;
-    in.distributed_optimizer = true;
-    const core::JobSpec forced = core::load_job(in);
+    const core::JobSpec forced = moe_job("mixtral-8x7b", 1, 8);
     core::JobSpec uneven = forced;
     uneven.model.moe->load_balance = core::LoadBalance::aux_loss;
     const auto& h100 = test::preset_profile("h100-sxm5-80gb");
@@ -158,18 +163,7 @@ TEST(MoeDispatch, AnAllToAllAcrossNodesSendsOnlyTheOtherNodesShareOverTheNics) {
     // ep 16 over two DGX H100 nodes: each rank sends half its buffer to the other node over
     // its NIC (an all-to-all among one rank per node) and the other half to its own node's 8
     // ranks over NVLink; the slower of the two sets the time.
-    core::JobInputs in;
-    in.model = "qwen3-30b-a3b";
-    in.cluster = "dgx-h100";
-    in.nodes = 2;
-    in.tp = 1;
-    in.pp = 1;
-    in.ep = 16;
-    in.dp = "auto";
-    in.micro_batch_size = 1;
-    in.global_batch_size = 16;
-    in.seq_length = 4096;
-    const core::JobSpec job = core::load_job(in);
+    const core::JobSpec job = moe_job("qwen3-30b-a3b", 2, 16);
     const core::Profile& h100 = test::preset_profile("h100-sxm5-80gb");
     const simulator::CostModel cost(job, h100);
     const double bytes = 64.0 * (1 << 20);
