@@ -230,6 +230,9 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
         const core::ParallelPlan& p = r.best.front().job.plan;
         out << "data-parallel sharding for #1: " << core::describe_sharding(p)
             << (p.tp_comm_overlap ? "; tensor-parallel communication overlapped" : "") << "\n";
+        if (r.best.front().job.model.moe)
+            out << "MoE token dispatcher for #1: "
+                << core::kTokenDispatcherNames[int(p.token_dispatcher)] << "\n";
     }
 }
 

@@ -270,6 +270,46 @@ std::vector<ParallelPlan> LayoutChecker::sharding_variants(const ParallelPlan& p
     return out;
 }
 
+// The MoE token dispatcher that makes the layout's MoE layers fastest (F + B + W of one micro-
+// batch on pipeline rank 0): only those layers' exchange differs between dispatchers, so the
+// step is fastest with it too. Candidates: alltoall, flex (DeepEP) where ep > 1, allgather where
+// the tp·ep group stays inside the NVLink domain. Chosen once per layer shape.
+core::TokenDispatcher LayoutChecker::best_dispatcher(const JobSpec& job) {
+    const ParallelPlan& p = job.plan;
+    if (space_.token_dispatcher) return *space_.token_dispatcher;
+    if (!specs_.model.moe || p.tp * p.ep == 1) return core::TokenDispatcher::alltoall;
+    const std::array<std::int64_t, 8> key = {p.tp,
+                                             p.cp,
+                                             p.ep,
+                                             p.micro_batch_size,
+                                             p.sequence_parallel * 2 + p.tp_comm_overlap,
+                                             std::int64_t(p.fp8.recipe),
+                                             std::int64_t(p.recompute.granularity),
+                                             job.training.seq_length};
+    const auto known = dispatchers_.find(key);
+    if (known != dispatchers_.end()) return known->second;
+    std::vector<core::TokenDispatcher> tried = {core::TokenDispatcher::alltoall};
+    if (p.ep > 1) tried.push_back(core::TokenDispatcher::flex);
+    if (p.tp * p.ep <= specs_.cluster.fabric_domain())
+        tried.push_back(core::TokenDispatcher::allgather);
+    core::TokenDispatcher best = tried.front();
+    double best_s = INFINITY;
+    JobSpec probe = job;
+    for (const core::TokenDispatcher d : tried) {
+        probe.plan.token_dispatcher = d;
+        const simulator::PipelineLoads loads = simulator::pipeline_loads(probe, profile_);
+        double moe_s = 0.0;
+        for (std::int64_t l = 0; l < probe.model.num_layers; ++l)
+            if (probe.model.is_moe_layer(l)) moe_s += loads.layer_s[std::size_t(l)];
+        if (moe_s < best_s) {
+            best_s = moe_s;
+            best = d;
+        }
+    }
+    dispatchers_.emplace(key, best);
+    return best;
+}
+
 void LayoutChecker::check_split(const JobSpec& split_job, const std::string& split_reason,
                                 CheckedLayouts& out) {
     const std::vector<ParallelPlan> variants = sharding_variants(split_job.plan);
@@ -289,6 +329,7 @@ void LayoutChecker::check_split(const JobSpec& split_job, const std::string& spl
             if (v > 0) ++out.result.layouts; // a sharding tried beyond the enumerated one
             job.plan = variants[v];
             job.plan.fp8 = precision;
+            job.plan.token_dispatcher = best_dispatcher(job);
             try {
                 core::validate(job.plan);
             } catch (const core::SpecError& e) {

@@ -148,6 +148,7 @@ private:
     // The layout, then — for an unpinned ZeRO-1 layout — the more sharded forms the planner
     // escalates to while memory stays tight (SearchSpace::sharding).
     std::vector<core::ParallelPlan> sharding_variants(const core::ParallelPlan& p) const;
+    core::TokenDispatcher best_dispatcher(const core::JobSpec& job);
 
     const core::JobSpec& specs_;
     const core::Profile& profile_;
@@ -156,6 +157,7 @@ private:
     InFlightCache in_flight_;
     ParameterCache parameters_;
     simulator::LayerCostCache layer_costs_;
+    std::map<std::array<std::int64_t, 8>, core::TokenDispatcher> dispatchers_; // by layer shape
     SplitChooser splits_;
     std::vector<core::Fp8> precisions_;
 };

@@ -165,7 +165,8 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                                         p.tp_comm_overlap =
                                             sp && space.tp_comm_overlap.value_or(space.overlap);
                                         p.overlap_p2p_comm = space.overlap_p2p_comm;
-                                        p.token_dispatcher = space.token_dispatcher;
+                                        p.token_dispatcher = space.token_dispatcher.value_or(
+                                            core::TokenDispatcher::alltoall);
                                         layouts.push_back(p);
                                     }
                         }

@@ -170,3 +170,43 @@ TEST(MoeExport, MegatronArgumentsNameTheTokenDispatcher) {
     EXPECT_EQ(planner::megatron_arguments(core::load_job(in)).find("--moe-token-dispatcher-type"),
               std::string::npos);
 }
+
+TEST(MoeSearch, TheDispatcherSearchFindsTheBestOfThePinnedOnes) {
+    // Qwen3-30B-A3B on two DGX H100 nodes at ep 8 and 16: the unpinned search gives each layout
+    // the dispatcher that makes its MoE layers fastest (alltoall, flex, allgather inside a
+    // node), and its best equals the best of pinning each.
+    core::JobInputs in;
+    in.model = "qwen3-30b-a3b";
+    in.cluster = "dgx-h100";
+    in.nodes = 2;
+    in.global_batch_size = 64;
+    in.seq_length = 4096;
+    const core::JobSpec specs = core::load_specs(in);
+    planner::SearchSpace space;
+    space.tp = {1};
+    space.pp = {1};
+    space.cp = {1};
+    space.ep = {8, 16};
+    space.micro_batch = {1};
+    space.precisions = {core::Fp8{}};
+    planner::PlanOptions options;
+    options.memory_budget_bytes = 72 * kGiB;
+    options.top_k = 40;
+    const auto& h100 = test::preset_profile("h100-sxm5-80gb");
+    const planner::PlanResult found = planner::plan(specs, h100, space, options);
+    ASSERT_FALSE(found.best.empty());
+    // At ep 8 inside a node and ep 16 across two, sending each token once per rank (flex)
+    // beats sending every routed copy (alltoall).
+    for (const planner::Candidate& c : found.best)
+        EXPECT_EQ(c.job.plan.token_dispatcher, core::TokenDispatcher::flex) << c.job.plan.ep;
+    double best_pinned = INFINITY;
+    for (const auto d : {core::TokenDispatcher::allgather, core::TokenDispatcher::alltoall,
+                         core::TokenDispatcher::flex}) {
+        planner::SearchSpace pinned = space;
+        pinned.token_dispatcher = d;
+        const planner::PlanResult r = planner::plan(specs, h100, pinned, options);
+        if (!r.best.empty()) best_pinned = std::min(best_pinned, r.best.front().step_time_s);
+        for (const planner::Candidate& c : r.best) EXPECT_EQ(c.job.plan.token_dispatcher, d);
+    }
+    EXPECT_DOUBLE_EQ(found.best.front().step_time_s, best_pinned);
+}

@@ -41,8 +41,10 @@ struct SearchSpace {
     bool overlap = true; // overlap_grad_reduce, the param gather (ZeRO-1), tp_comm_overlap (SP)
     std::optional<bool> tp_comm_overlap; // pinned (with sequence parallelism); nullopt: `overlap`
     bool overlap_p2p_comm = true;        // Megatron's default (interleaved schedule only)
-    // The MoE token dispatcher (pinned; not searched yet): alltoall unless given.
-    core::TokenDispatcher token_dispatcher = core::TokenDispatcher::alltoall;
+    // The MoE token dispatcher, pinned; nullopt: alltoall for every MoE layout, flex (DeepEP)
+    // beside it where ep > 1, and allgather where the tp·ep group stays inside the NVLink
+    // domain (across it, gathering every token everywhere cannot win).
+    std::optional<core::TokenDispatcher> token_dispatcher;
     bool flash_attention = true;
     // Uneven pipeline stages, pinned (any given: only that split). None given: the planner
     // tries the even split, Megatron-Core's embedding-and-loss-counted split and the split
