@@ -161,6 +161,8 @@ std::array<PassCost, 3> CostModel::by_phase(const std::vector<Op>& ops,
         if (op.kind == OpKind::collective) {
             c.collective_s += s;
             if (op.group == core::GroupKind::tensor) c.tp_collective_s += s;
+            if (op.name == "dispatch" || op.name == "combine" || op.name == "routing map")
+                c.moe_exchange_s += s;
         } else if (op.recompute)
             c.recompute_s += s;
         else
@@ -187,6 +189,7 @@ void accumulate(ChunkCost& chunk, const std::array<PassCost, 3>& add) {
         passes[phase]->fp8_cast_s += add[phase].fp8_cast_s;
         passes[phase]->tp_collective_s += add[phase].tp_collective_s;
         passes[phase]->tp_hidden_s += add[phase].tp_hidden_s;
+        passes[phase]->moe_exchange_s += add[phase].moe_exchange_s;
         passes[phase]->contention_s += add[phase].contention_s;
         passes[phase]->kernels += add[phase].kernels;
         passes[phase]->host_s += add[phase].host_s;

@@ -56,6 +56,19 @@ void print_host_bound(const Report& r, std::ostream& out) {
             << fmt("%11.1f%%", 100 * s.host_s / r.step_time_s) << "\n";
 }
 
+// MoE layouts: the token exchange per stage (what the dispatcher and the load cost).
+void print_moe(const Report& r, std::ostream& out) {
+    const auto& moe = r.job.model.moe;
+    if (!moe || r.job.plan.tp * r.job.plan.ep == 1) return;
+    out << "MoE token exchange (" << core::kTokenDispatcherNames[int(r.job.plan.token_dispatcher)]
+        << " dispatcher; busiest expert-parallel rank at "
+        << fmt("%.2f", moe->slowest_rank_load(r.job.plan.ep)) << "x the mean tokens):\n"
+        << "stage  exchange s  of the step\n";
+    for (const StageReport& s : r.stages)
+        out << fmt("%5.0f", double(s.stage)) << fmt("%12.3f", s.moe_exchange_s)
+            << fmt("%12.1f%%", 100 * s.moe_exchange_s / r.step_time_s) << "\n";
+}
+
 } // namespace
 
 void print_report(const Report& r, std::ostream& out) {
@@ -121,6 +134,7 @@ void print_report(const Report& r, std::ostream& out) {
                 << fmt("%18.3f", s.contention_s) << "\n";
     }
     print_host_bound(r, out);
+    print_moe(r, out);
     out << "profile " << r.profile_name << " (" << r.profile_kind << ")";
     if (r.fallbacks.empty()) {
         out << "; every lookup inside the tables\n";
@@ -170,6 +184,7 @@ core::Json report_json(const Report& r) {
                           {"contention_s", s.contention_s},
                           {"kernels", s.kernels},
                           {"host_s", s.host_s},
+                          {"moe_exchange_s", s.moe_exchange_s},
                           {"memory",
                            {{"weights_bytes", m.weights_bytes},
                             {"gradients_bytes", m.gradients_bytes},

@@ -218,6 +218,7 @@ StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& sp
             s.contention_s += pc->contention_s * report.microbatches;
             s.kernels += pc->kernels * report.microbatches;
             s.host_s += pc->host_s * report.microbatches;
+            s.moe_exchange_s += pc->moe_exchange_s * report.microbatches;
         }
     }
     s.pipeline_end_s = timeline.end_s[std::size_t(r)];

@@ -5,9 +5,11 @@
 #include "trident/core/presets.h"
 #include "trident/core/spec_error.h"
 #include "trident/simulator/layer_ops.h"
+#include "trident/simulator/report.h"
 #include "trident/simulator/simulate.h"
 
 #include <gtest/gtest.h>
+#include <sstream>
 
 using namespace trident;
 using simulator::OpKind;
@@ -181,4 +183,19 @@ TEST(MoeDispatch, AnAllToAllAcrossNodesSendsOnlyTheOtherNodesShareOverTheNics) {
     EXPECT_DOUBLE_EQ(
         cost.collective_s(core::GroupKind::expert, 0, core::Collective::all_gather, bytes),
         h100.collective("infiniband", core::Collective::all_gather, 16, bytes).seconds);
+}
+
+TEST(MoeDispatch, TheReportShowsEachStagesTokenExchange) {
+    const core::JobSpec job = moe_job("mixtral-8x7b", 1, 8);
+    const simulator::Report r = simulator::simulate(job, test::preset_profile("h100-sxm5-80gb"));
+    const simulator::StageReport& s = r.stages[0];
+    EXPECT_GT(s.moe_exchange_s, 0.0);
+    EXPECT_LE(s.moe_exchange_s, s.collective_s); // ep 8, tp 1: the exchange is all of it
+    EXPECT_NEAR(s.moe_exchange_s, s.collective_s, 1e-12);
+    std::ostringstream text;
+    simulator::print_report(r, text);
+    EXPECT_NE(text.str().find("MoE token exchange (alltoall dispatcher"), std::string::npos)
+        << text.str();
+    EXPECT_EQ(simulator::report_json(r)["stages"][0]["moe_exchange_s"].get<double>(),
+              s.moe_exchange_s);
 }

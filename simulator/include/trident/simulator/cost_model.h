@@ -30,6 +30,8 @@ struct PassCost {
     // The tensor-parallel collectives (within collective_s before any overlap); with
     // tp_comm_overlap, the part of them the GEMMs hide (taken out of collective_s).
     double tp_collective_s = 0.0, tp_hidden_s = 0.0;
+    // The MoE token exchange (dispatch, combine, routing map; within collective_s).
+    double moe_exchange_s = 0.0;
     // Compute lost to collectives overlapping it (their SMs: Profile::overlap_slowdown).
     double contention_s = 0.0;
     // Operations the host issues for the pass, and the time the GPU waits for it to issue

@@ -36,6 +36,7 @@ struct StageReport {
     // Kernels the host issued for the passes, and the time the GPU waited for it to issue them
     // (Profile::host_op_issue_s; not in compute_s).
     double kernels = 0.0, host_s = 0.0;
+    double moe_exchange_s = 0.0; // MoE token dispatch and combine (within collective_s)
     double pipeline_end_s = 0.0;
     StageMemory memory;
     double bubble_fraction(double step_s) const { return core::bubble_fraction(bubble_s, step_s); }
