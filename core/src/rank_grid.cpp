@@ -111,12 +111,15 @@ std::vector<std::int64_t> RankGrid::group_of(GroupKind kind, std::int64_t r) con
 
 std::int64_t RankGrid::nodes_spanned(GroupKind kind, std::int64_t r,
                                      std::int64_t devices_per_node) const {
-    // Members come in rank order (the planner asks this for groups of thousands of ranks), so
-    // the distinct nodes are the changes of node along the list.
-    std::vector<std::int64_t> nodes = group_of(kind, r);
-    for (auto& member : nodes) member /= devices_per_node;
-    if (!std::is_sorted(nodes.begin(), nodes.end())) std::sort(nodes.begin(), nodes.end());
-    return std::int64_t(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+    return domains_spanned(group_of(kind, r), devices_per_node);
+}
+
+std::int64_t domains_spanned(std::vector<std::int64_t> members, std::int64_t ranks_per_domain) {
+    // Members mostly come in rank order (the planner asks this for groups of thousands of
+    // ranks), so the distinct domains are the changes of domain along the list.
+    for (auto& member : members) member /= ranks_per_domain;
+    if (!std::is_sorted(members.begin(), members.end())) std::sort(members.begin(), members.end());
+    return std::int64_t(std::unique(members.begin(), members.end()) - members.begin());
 }
 
 std::vector<std::vector<std::int64_t>> RankGrid::groups(GroupKind kind) const {

@@ -58,15 +58,10 @@ const CostModel::GroupShape& CostModel::group_shape(core::GroupKind kind,
                 return g;
             }
         }
-        const std::vector<std::int64_t> members =
-            grid_.group_of(kind, representative(pipeline_rank));
+        std::vector<std::int64_t> members = grid_.group_of(kind, representative(pipeline_rank));
         g.size = std::int64_t(members.size());
         // Across the NVLink domain (a node, or an NVL72 rack): the inter-node fabric.
-        const std::int64_t domain = job_.cluster.fabric_domain();
-        // Members come in rank order: the domains are the changes of domain along the list.
-        g.domains = 1;
-        for (std::size_t i = 1; i < members.size(); ++i)
-            g.domains += members[i] / domain != members[i - 1] / domain;
+        g.domains = core::domains_spanned(std::move(members), job_.cluster.fabric_domain());
         g.inter_node = g.domains > 1;
         if (shared_)
             shared_->group_shapes.emplace(key,

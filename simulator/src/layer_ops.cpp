@@ -37,6 +37,11 @@ LayerView LayerView::global(std::int64_t sequences, std::int64_t seq_length) {
     return v;
 }
 
+double routed_copies(const core::MoeSpec& e, const LayerView& v) {
+    return double(v.tokens()) * double(e.top_k) * e.capacity_factor.value_or(1.0) *
+           e.slowest_rank_load(v.ep);
+}
+
 double fp8_weight_cast_bytes(const core::Fp8& fp8, double weights) {
     return fp8.param_gather ? 2.0 * weights : fp8_cast_bytes(fp8.recipe, weights);
 }
@@ -458,14 +463,12 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
              double(norm_tokens) * double(e.num_experts) * 8.0);
     // Token copies routed to experts, padded to capacity when a capacity factor is set; the
     // busiest expert-parallel rank (moe.load_balance) receives `load` times the mean.
-    const double capacity = e.capacity_factor.value_or(1.0);
-    const double load = e.slowest_rank_load(v.ep);
-    Exchange x{.rank_bytes = double(norm_tokens) * double(h) * element_bytes(m),
-               .norm_tokens = double(norm_tokens),
-               .capacity = capacity,
-               .load = load};
-    x.received_bytes =
-        double(tokens) * double(e.top_k) * double(h) * element_bytes(m) * capacity * load;
+    const double copies = routed_copies(e, v);
+    const Exchange x{.rank_bytes = double(norm_tokens) * double(h) * element_bytes(m),
+                     .received_bytes = copies * double(h) * element_bytes(m),
+                     .norm_tokens = double(norm_tokens),
+                     .capacity = e.capacity_factor.value_or(1.0),
+                     .load = e.slowest_rank_load(v.ep)};
     // alltoall sorts its own copies before sending them; the others sort what they received.
     const double permuted = v.dispatcher == core::TokenDispatcher::alltoall
                                 ? x.rank_bytes * double(e.top_k)
@@ -477,8 +480,7 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
     // run as one grouped GEMM (Megatron-Core --moe-grouped-gemm): timed as one GEMM over all
     // their tokens.
     const std::int64_t local_experts = e.num_experts / v.ep;
-    const auto per_expert = std::int64_t(std::ceil(double(tokens) * double(e.top_k) * double(v.ep) *
-                                                   capacity * load / double(e.num_experts)));
+    const auto per_expert = std::int64_t(std::ceil(copies / double(local_experts)));
     mlp(b, m, "expert fc1", "expert fc2", "expert activation", per_expert * local_experts,
         e.expert_ffn_hidden_size, v.tp);
     token_exchange(b, e, v, x, true);

@@ -13,13 +13,6 @@ namespace trident::simulator {
 
 namespace {
 
-// Routed token copies a rank's experts hold: top-k per token, padded to capacity, times the
-// busiest expert-parallel rank's load (moe.load_balance) — what the cost model times too.
-double routed_tokens(const core::MoeSpec& e, const LayerView& v) {
-    return double(v.tokens()) * double(e.top_k) * e.capacity_factor.value_or(1.0) *
-           e.slowest_rank_load(v.ep);
-}
-
 double mask_bytes(const core::ModelSpec& m, double elements) {
     return m.dropout ? elements : 0.0;
 }
@@ -74,7 +67,7 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
     double mlp = eb * T * h / sd + mask_bytes(m, T * h / sd);
     if (m.is_moe_layer(layer)) {
         const core::MoeSpec& e = *m.moe;
-        const double routed = routed_tokens(e, v);
+        const double routed = routed_copies(e, v);
         const double fe = double(e.expert_ffn_hidden_size);
         mlp += eb * T * h / sd                        // router input
                + 4.0 * T * double(e.num_experts) / sd // fp32 router probabilities
@@ -109,7 +102,7 @@ double weight_gradient_state_bytes(const core::ModelSpec& m, const LayerView& v,
     const double attention = lb * T * (h / sd + q / t) + eb * T * ((q + 2 * kv) / t + h);
     if (m.is_moe_layer(layer)) {
         const core::MoeSpec& e = *m.moe;
-        const double routed = routed_tokens(e, v);
+        const double routed = routed_copies(e, v);
         const double fe = double(e.expert_ffn_hidden_size);
         return attention + eb * T * h / sd + 4.0 * T * double(e.num_experts) / sd // router
                + lb * routed * (h + fe / t) + eb * routed * (gate * fe / t + h);  // experts
@@ -128,7 +121,7 @@ double backward_working_bytes(const core::ModelSpec& m, const LayerView& v, std:
     if (m.is_moe_layer(layer)) {
         // The experts' output and fc1-output gradients and the router's, before their W.
         const core::MoeSpec& e = *m.moe;
-        const double routed = routed_tokens(e, v);
+        const double routed = routed_copies(e, v);
         bytes = eb * routed * (h + gate * double(e.expert_ffn_hidden_size) / t) +
                 4.0 * T * double(e.num_experts) / sd;
     } else {

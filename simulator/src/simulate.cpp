@@ -27,10 +27,6 @@ double bucketed(const CostModel& cost, GroupKind group, std::int32_t stage, Coll
     return s;
 }
 
-} // namespace
-
-namespace {
-
 // What the step's tail works with on one stage.
 struct TailContext {
     const core::JobSpec& job;
@@ -71,6 +67,8 @@ void reduce_gradients(const TailContext& x, double last_backward_s, StepTail& t)
     // Megatron buckets the parameters in reverse order, so the last bucket to fill holds the
     // first layers' remainder and, on the first stage, the embedding (a table larger than a
     // bucket makes its bucket larger): it can start only when the backward is done.
+    // Without sharded gradients the buckets end in one all-reduce or reduce-scatter each.
+    const GroupKind reduced_over = zero == 0 ? GroupKind::data_context : GroupKind::data_shard;
     double last_bucket_s = 0.0;
     if (zero <= 1) {
         const double embedding = x.r == 0 && !params.units.empty() && !params.units[0].empty()
@@ -79,16 +77,14 @@ void reduce_gradients(const TailContext& x, double last_backward_s, StepTail& t)
         const double bucket = x.bucket_bytes / x.grad_b, rest = params.dense - embedding;
         const double remainder = rest > bucket ? std::fmod(rest, bucket) : rest;
         const double last = embedding + (remainder > 0 ? remainder : std::min(rest, bucket));
-        last_bucket_s =
-            x.cost.collective_s(zero == 0 ? GroupKind::data_context : GroupKind::data_shard, x.r,
-                                zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
-                                std::min(last, params.dense) * x.grad_b);
+        last_bucket_s = x.cost.collective_s(
+            reduced_over, x.r, zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
+            std::min(last, params.dense) * x.grad_b);
     }
     const double exposed =
         std::max(last_bucket_s, std::max(0.0, t.gradient_reduce_s - last_backward_s));
     t.contention_s +=
-        std::max(0.0, t.gradient_reduce_s - exposed) *
-        x.cost.overlap_slowdown(zero == 0 ? GroupKind::data_context : GroupKind::data_shard, x.r);
+        std::max(0.0, t.gradient_reduce_s - exposed) * x.cost.overlap_slowdown(reduced_over, x.r);
     t.gradient_reduce_s = exposed;
 }
 

@@ -83,4 +83,8 @@ private:
     std::int64_t instances_; // hybrid-sharding replicas
 };
 
+// Distinct domains of `ranks_per_domain` consecutive ranks (nodes, NVLink domains) that
+// `members` fall in.
+std::int64_t domains_spanned(std::vector<std::int64_t> members, std::int64_t ranks_per_domain);
+
 } // namespace trident::core

@@ -72,6 +72,11 @@ double fp8_cast_bytes(core::Fp8Recipe recipe, double elements);
 // under the FP8 parameter gather, where the weight already is FP8 — the transpose alone.
 double fp8_weight_cast_bytes(const core::Fp8& fp8, double weights);
 
+// Routed token copies one rank's experts take in an MoE layer: the tp group's tokens, top-k
+// each, padded to the capacity factor, times the busiest expert-parallel rank's load
+// (moe.load_balance). The cost model times them and the memory model holds them.
+double routed_copies(const core::MoeSpec& e, const LayerView& v);
+
 std::vector<Op> layer_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t layer);
 // Word (and learned position) embedding: first virtual stage.
 std::vector<Op> embedding_ops(const core::ModelSpec& m, const LayerView& v,
