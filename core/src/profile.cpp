@@ -1,5 +1,6 @@
 #include "trident/core/profile.h"
 
+#include "profile_rows.h"
 #include "trident/core/presets.h"
 #include "trident/core/spec_error.h"
 
@@ -9,32 +10,7 @@
 #include <set>
 
 namespace trident::core {
-namespace {
-
-// Index i and fraction f with axis[i] <= x <= axis[i+1] (log-space axis); false if outside.
-bool bracket(const std::vector<double>& axis, double x, std::size_t& i, double& f) {
-    if (axis.size() == 1) {
-        i = 0;
-        f = 0.0;
-        return std::fabs(x - axis[0]) < 1e-9;
-    }
-    if (x < axis.front() - 1e-9 || x > axis.back() + 1e-9) return false;
-    i = std::size_t(std::upper_bound(axis.begin(), axis.end(), x) - axis.begin());
-    i = std::clamp<std::size_t>(i, 1, axis.size() - 1) - 1;
-    f = std::clamp((x - axis[i]) / (axis[i + 1] - axis[i]), 0.0, 1.0);
-    return true;
-}
-
-std::vector<double> sorted_log_axis(const std::set<double>& values) {
-    std::vector<double> out;
-    for (double v : values) out.push_back(std::log(v));
-    return out;
-}
-
-std::size_t position(const std::vector<double>& axis, double log_value) {
-    return std::size_t(std::lower_bound(axis.begin(), axis.end(), log_value - 1e-12) -
-                       axis.begin());
-}
+namespace detail {
 
 const Json& array_field(ObjectReader& r, std::string_view key) {
     const Json& v = r.require(key);
@@ -56,7 +32,10 @@ std::vector<double> row(const Json& v, std::size_t n, const std::string& field) 
     return out;
 }
 
-} // namespace
+} // namespace detail
+
+using detail::array_field;
+using detail::row;
 
 double bus_bandwidth_factor(Collective c, std::int64_t n) {
     const double g = double(n);
@@ -78,7 +57,7 @@ double Profile::Curve::at(double x, bool* outside) const {
     const double lx = std::log(std::max(x, 1e-300));
     std::size_t i = 0;
     double f = 0.0;
-    if (bracket(log_x, lx, i, f)) {
+    if (bracket_log_axis(log_x, lx, i, f)) {
         *outside = false;
         if (log_x.size() == 1) return std::exp(log_y[0]);
         return std::exp(log_y[i] + f * (log_y[i + 1] - log_y[i]));
@@ -117,6 +96,7 @@ Profile Profile::from_json(const Json& j, const std::string& path) {
     p.read_device(top);
     ObjectReader kernels(top.require("kernels"), top.field("kernels"));
     p.read_gemm(kernels, top.field("device.peak_flops_per_s"));
+    p.read_grouped_gemm(kernels);
     p.read_attention(kernels);
     p.read_memory_bound(kernels);
     kernels.finish();
@@ -186,52 +166,6 @@ double Profile::fp8_gemm_rate(const std::string& recipe) const {
     return it == fp8_recipes_.end() ? 0.0 : it->second;
 }
 
-void Profile::read_gemm(ObjectReader& kernels, const std::string& peak_field) {
-    ObjectReader g(kernels.require("gemm"), kernels.field("gemm"));
-    for (auto name : kDtypeNames) {
-        if (!g.has(name)) continue;
-        const Dtype d = parse_dtype(std::string(name), g.field(name));
-        const Json& rows = array_field(g, name);
-        std::set<double> ms, ns, ks;
-        std::vector<std::vector<double>> parsed;
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            parsed.push_back(row(rows[i], 4, g.field(name) + "[" + std::to_string(i) + "]"));
-            if (parsed.back()[0] < 1 || parsed.back()[1] < 1 || parsed.back()[2] < 1 ||
-                parsed.back()[3] <= 0)
-                throw SpecError(g.field(name) + "[" + std::to_string(i) + "]",
-                                "needs positive m, n, k and time");
-            ms.insert(parsed.back()[0]);
-            ns.insert(parsed.back()[1]);
-            ks.insert(parsed.back()[2]);
-        }
-        GemmGrid grid;
-        grid.log_m = sorted_log_axis(ms);
-        grid.log_n = sorted_log_axis(ns);
-        grid.log_k = sorted_log_axis(ks);
-        const std::size_t total = ms.size() * ns.size() * ks.size();
-        if (parsed.size() != total)
-            throw SpecError(g.field(name), "must be a full m×n×k grid (" + std::to_string(total) +
-                                               " rows), got " + std::to_string(parsed.size()));
-        grid.log_t.assign(total, NAN);
-        const double peak = peak_.contains(d) ? peak_[d] : 0.0;
-        if (peak <= 0.0)
-            throw SpecError(peak_field, "has no " + std::string(name) + " peak for the gemm table");
-        for (const auto& rw : parsed) {
-            const std::size_t a = position(grid.log_m, std::log(rw[0])),
-                              b = position(grid.log_n, std::log(rw[1])),
-                              c = position(grid.log_k, std::log(rw[2]));
-            grid.log_t[(a * ns.size() + b) * ks.size() + c] = std::log(rw[3]);
-            grid.best_efficiency =
-                std::max(grid.best_efficiency, 2.0 * rw[0] * rw[1] * rw[2] / rw[3] / peak);
-        }
-        if (std::any_of(grid.log_t.begin(), grid.log_t.end(),
-                        [](double v) { return std::isnan(v); }))
-            throw SpecError(g.field(name), "has duplicate rows, so the grid has holes");
-        gemm_[d] = std::move(grid);
-    }
-    g.finish();
-}
-
 void Profile::read_attention(ObjectReader& kernels) {
     ObjectReader a(kernels.require("attention"), kernels.field("attention"));
     for (auto name : kDtypeNames) {
@@ -247,25 +181,15 @@ void Profile::read_attention(ObjectReader& kernels) {
             groups[{std::int64_t(rw[2]), rw[3] != 0.0}].push_back(rw);
         }
         for (auto& [key, list] : groups) {
-            std::set<double> bhs, seqs;
-            for (auto& rw : list) {
-                bhs.insert(rw[0]);
-                seqs.insert(rw[1]);
+            // Two grids over (batch_heads, seq): the forward and the backward time.
+            std::vector<std::vector<double>> forward, backward;
+            for (const auto& rw : list) {
+                forward.push_back({rw[0], rw[1], rw[4]});
+                backward.push_back({rw[0], rw[1], rw[5]});
             }
-            AttentionGrid grid;
-            grid.log_bh = sorted_log_axis(bhs);
-            grid.log_seq = sorted_log_axis(seqs);
-            if (list.size() != bhs.size() * seqs.size())
-                throw SpecError(a.field(name), "must be a full batch_heads×seq grid for head_dim " +
-                                                   std::to_string(key.first));
-            grid.log_forward.assign(list.size(), NAN);
-            grid.log_backward.assign(list.size(), NAN);
-            for (auto& rw : list) {
-                const std::size_t idx = position(grid.log_bh, std::log(rw[0])) * seqs.size() +
-                                        position(grid.log_seq, std::log(rw[1]));
-                grid.log_forward[idx] = std::log(rw[4]);
-                grid.log_backward[idx] = std::log(rw[5]);
-            }
+            const std::string what = "batch_heads×seq (head_dim " + std::to_string(key.first) + ")";
+            AttentionGrid grid{LogGrid::from_rows(forward, 2, a.field(name), what),
+                               LogGrid::from_rows(backward, 2, a.field(name), what)};
             attention_[d][key] = std::move(grid);
         }
     }
@@ -344,58 +268,6 @@ double Profile::peak_flops_per_s(Dtype d) const {
     return it->second;
 }
 
-Timing Profile::gemm(Dtype d, std::int64_t m, std::int64_t n, std::int64_t k) const {
-    auto it = gemm_.find(d);
-    if (it == gemm_.end())
-        throw SpecError("profile." + name_ + ".kernels.gemm", "has no " + to_string(d) + " table");
-    if (m <= 0 || n <= 0 || k <= 0) return {};
-    const GemmGrid& g = it->second;
-    std::size_t i, j, l;
-    double fi, fj, fl;
-    if (bracket(g.log_m, std::log(double(m)), i, fi) &&
-        bracket(g.log_n, std::log(double(n)), j, fj) &&
-        bracket(g.log_k, std::log(double(k)), l, fl)) {
-        const std::size_t N = g.log_n.size(), K = g.log_k.size();
-        const auto at = [&](std::size_t a, std::size_t b, std::size_t c) {
-            a = std::min(a, g.log_m.size() - 1);
-            b = std::min(b, N - 1);
-            c = std::min(c, K - 1);
-            return g.log_t[(a * N + b) * K + c];
-        };
-        double v = 0.0;
-        for (int da = 0; da < 2; ++da)
-            for (int db = 0; db < 2; ++db)
-                for (int dc = 0; dc < 2; ++dc)
-                    v += (da ? fi : 1 - fi) * (db ? fj : 1 - fj) * (dc ? fl : 1 - fl) *
-                         at(i + da, j + db, l + dc);
-        return {std::exp(v), ""};
-    }
-    // Smaller than the table in some dimension (and nowhere larger): small GEMMs run far below
-    // peak, so scale the nearest table point's time by FLOPs rather than trust a roofline.
-    const double lm = std::log(double(m)), ln = std::log(double(n)), lk = std::log(double(k));
-    if (lm <= g.log_m.back() + 1e-9 && ln <= g.log_n.back() + 1e-9 && lk <= g.log_k.back() + 1e-9) {
-        const auto clamp_up = [](std::int64_t v, const std::vector<double>& axis) {
-            return std::max<std::int64_t>(v, std::int64_t(std::llround(std::exp(axis.front()))));
-        };
-        const std::int64_t cm = clamp_up(m, g.log_m), cn = clamp_up(n, g.log_n),
-                           ck = clamp_up(k, g.log_k);
-        const Timing edge = gemm(d, cm, cn, ck);
-        const double scale =
-            double(m) * double(n) * double(k) / (double(cm) * double(cn) * double(ck));
-        return {edge.seconds * scale, "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                                          std::to_string(k) + " below the table: FLOP-scaled"};
-    }
-    // Larger than the table: roofline at its best achieved efficiency, never below its fastest
-    // entry.
-    const double flops = 2.0 * double(m) * double(n) * double(k);
-    const double bytes = double(dtype_bytes(d)) * (double(m) * k + double(k) * n + double(m) * n);
-    const double roof =
-        std::max(flops / (peak_flops_per_s(d) * g.best_efficiency), bytes / memory_bandwidth_);
-    const double floor = std::exp(*std::min_element(g.log_t.begin(), g.log_t.end()));
-    return {std::max(roof, floor), "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                                       std::to_string(k) + " outside the table: roofline"};
-}
-
 Timing Profile::attention(Dtype d, std::int64_t bh, std::int64_t seq, std::int64_t head_dim,
                           bool causal, bool backward) const {
     auto it = attention_.find(d);
@@ -420,30 +292,18 @@ Timing Profile::attention(Dtype d, std::int64_t bh, std::int64_t seq, std::int64
         fallback = "attention head_dim " + std::to_string(head_dim) + " scaled from " +
                    std::to_string(tab_dim);
     // Clamp into the table and scale by FLOPs (∝ bh · seq²) outside it.
-    const double lbh = std::log(double(bh)), lseq = std::log(double(seq));
-    const double cbh = std::clamp(lbh, grid->log_bh.front(), grid->log_bh.back());
-    const double cseq = std::clamp(lseq, grid->log_seq.front(), grid->log_seq.back());
-    if (cbh != lbh || cseq != lseq) {
+    const LogGrid& g = backward ? grid->backward : grid->forward;
+    const double cbh = std::clamp(double(bh), g.front(0), g.back(0));
+    const double cseq = std::clamp(double(seq), g.front(1), g.back(1));
+    if (cbh != double(bh) || cseq != double(seq)) {
         if (!fallback.empty()) fallback += "; ";
         fallback += "attention " + std::to_string(bh) + "x" + std::to_string(seq) +
                     " outside the table: FLOP-scaled";
     }
-    std::size_t i, j;
-    double fi, fj;
-    bracket(grid->log_bh, cbh, i, fi);
-    bracket(grid->log_seq, cseq, j, fj);
-    const auto& t = backward ? grid->log_backward : grid->log_forward;
-    const std::size_t S = grid->log_seq.size();
-    const auto at = [&](std::size_t a, std::size_t b) {
-        return t[std::min(a, grid->log_bh.size() - 1) * S + std::min(b, S - 1)];
-    };
-    double v = 0.0;
-    for (int da = 0; da < 2; ++da)
-        for (int db = 0; db < 2; ++db)
-            v += (da ? fi : 1 - fi) * (db ? fj : 1 - fj) * at(i + da, j + db);
+    const double point[2] = {cbh, cseq};
     const double scale =
-        std::exp(lbh - cbh) * std::exp(2.0 * (lseq - cseq)) * double(head_dim) / double(tab_dim);
-    return {std::exp(v) * scale, fallback};
+        double(bh) / cbh * std::pow(double(seq) / cseq, 2.0) * double(head_dim) / double(tab_dim);
+    return {*g.at(point) * scale, fallback};
 }
 
 Timing Profile::memory_bound(MemoryKernel kernel, double bytes) const {

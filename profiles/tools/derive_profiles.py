@@ -38,6 +38,11 @@ MEM_BYTES = [2 ** i for i in range(12, 39)]           # 4 KiB .. 256 GiB
 COLL_BYTES = [2 ** i for i in range(2, 35)]           # 4 B .. 16 GiB
 NVLINK_GROUPS = [2, 4, 8]
 IB_GROUPS = [2 ** i for i in range(1, 11)]            # 2 .. 1024
+# Grouped GEMMs (MoE experts): groups x m x n x k. m and k go down to 16 tokens per expert
+# (k is the token dimension of the weight-gradient GEMM); n is a weight dimension.
+GROUPED_GROUPS = [2 ** i for i in range(1, 9)]        # 2 .. 256
+GROUPED_MK = [2 ** i for i in range(4, 15)]           # 16 .. 16384
+GROUPED_N = [2 ** i for i in range(8, 15)]            # 256 .. 16384
 COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                "broadcast", "send_recv"]
 
@@ -101,6 +106,19 @@ SRC_FP8_GEMM = ("cuBLASLt FP8 GEMM cross-check report (gitea.d-robotics.cc/han.z
                 "PyTorch _scaled_mm reached ~1,175 on the same GPUs)")
 SRC_FP8_SPEC = ("NVIDIA H100/H200 datasheets: 1,979 TFLOP/s dense FP8 tensor (3,958 with sparsity), "
                 "twice the dense BF16 rate")
+SRC_GROUPED = ("Grouped-GEMM micro-benchmarks (H100 SXM unless said; TFLOP/s = 2*sum(m)nk/time): "
+               "TransformerEngine PR #2045 (github.com/NVIDIA/TransformerEngine/pull/2045, TE 2.7, "
+               "CUDA 12.9, BF16, m per group, host-timed incl. launch) groups x m x n x k = "
+               "8x4096x768x2048: 627.9 multi-stream cuBLAS / 650.6 CUTLASS grouped; 16x2048x768x2048: "
+               "553.9 / 636.9. TE runs GroupedLinear as one cuBLAS GEMM per group over "
+               "num_compute_streams = 4 streams (transformer_engine/common/util/multi_stream.cpp; "
+               "multi_stream_cublas_gemm in common/gemm/cublaslt_gemm.cu). Checks: Knarf04/"
+               "grouped_gemm run.log (tgale96/grouped_gemm PR #37), Qwen3-30B up_proj "
+               "128x512x1536x2048 fwd+bwd: cuBLAS loop 388, CUTLASS SM90 cooperative 482; pytorch/ao "
+               "PR #2490 torch._grouped_mm 16 experts x ~512 rows, n 8192 k 5120: ~522, n 5120 k 8192: "
+               "~547; DeepGEMM README (H800, FP8 1x128/128x128 scaling) contiguous 4x8192x4096x7168: "
+               "1297, 4x8192x7168x2048: 1099, masked 2x512x4096x7168: 1040, 4x256x4096x7168: 932, "
+               "4x256x7168x2048: 815")
 SRC_DEEPGEMM = ("DeepSeek-AI, DeepGEMM (github.com/deepseek-ai/DeepGEMM, Feb 2025): FP8 GEMMs with "
                 "fine-grained (1x128 activation, 128x128 weight) scaling and CUDA-core promotion, "
                 "'1350+ FP8 TFLOPS' on Hopper (H800: H100 compute) for dense shapes; the "
@@ -435,6 +453,77 @@ def gemm_core_eff(dev, anchor="gemm_anchor_eff"):
 
 
 # --------------------------------------------------------------------------
+# Grouped GEMM model (MoE experts: G GEMMs of one shape, each with its own weight)
+# --------------------------------------------------------------------------
+# Transformer Engine's GroupedLinear (what Megatron-Core's --moe-grouped-gemm runs) issues one
+# cuBLAS GEMM per group, round-robin over 4 compute streams (SRC_GROUPED): 4 GEMMs share the SMs
+# at a time, so their tiles form one wave-quantised grid and each round pays a launch.
+GROUPED_STREAMS = 4
+# Compute and memory time combine as (tc^p + tm^p)^(1/p) rather than max(): each group streams
+# its own weight, which its tiles cannot hide behind the math as a dense GEMM's reused operands
+# are. p from the two TE PR #2045 multi-stream points (SRC_GROUPED): 2.5 gives 626 and 586
+# TFLOP/s for their 628 and 554.
+GROUPED_OVERLAP_P = 2.5
+
+
+def grouped_raw_time(dev, core_eff, groups, m, n, k, dtype="bf16"):
+    peak, bw = dev["peak"][dtype], GEMM_HBM_EFF * dev["hbm_bw"]
+    in_bytes = 1.0 if dtype == "fp8" else 2.0
+    streams = min(groups, GROUPED_STREAMS)
+    rounds = _ceil_div(groups, streams)
+    base_bytes = streams * (in_bytes * (m * k + k * n) + 2.0 * m * n)
+    best = None
+    for tm, tn, rel in GEMM_TILES:
+        per_group = _ceil_div(m, tm) * _ceil_div(n, tn)
+        pad = (m * n) / float(per_group * tm * tn)
+        tiles = streams * per_group
+        wave = tiles / float(_ceil_div(tiles, dev["sms"]) * dev["sms"])
+        factor = rel * pad * wave * k / (k + dev["gemm_k0"])
+        tc = 2.0 * streams * m * n * k / (peak * core_eff * factor)
+        tmem = base_bytes / bw
+        t = (tc ** GROUPED_OVERLAP_P + tmem ** GROUPED_OVERLAP_P) ** (1.0 / GROUPED_OVERLAP_P)
+        best = t if best is None else min(best, t)
+    return rounds * (best + GEMM_LAUNCH_S)
+
+
+def grouped_gemm_table(dev, core_eff, dtype="bf16"):
+    """Full groups x m x n x k grid; like the GEMM table, a shape is never slower than a larger
+    one of the same group count containing it (zero padding)."""
+    rows = []
+    for g in GROUPED_GROUPS:
+        t = {}
+        for i, m in enumerate(GROUPED_MK):
+            for j, n in enumerate(GROUPED_N):
+                for l, k in enumerate(GROUPED_MK):
+                    t[(i, j, l)] = grouped_raw_time(dev, core_eff, g, m, n, k, dtype)
+        I, J, L = len(GROUPED_MK), len(GROUPED_N), len(GROUPED_MK)
+        for i in reversed(range(I)):
+            for j in reversed(range(J)):
+                for l in reversed(range(L)):
+                    v = t[(i, j, l)]
+                    if i + 1 < I:
+                        v = min(v, t[(i + 1, j, l)])
+                    if j + 1 < J:
+                        v = min(v, t[(i, j + 1, l)])
+                    if l + 1 < L:
+                        v = min(v, t[(i, j, l + 1)])
+                    t[(i, j, l)] = v
+        rows += [[g, GROUPED_MK[i], GROUPED_N[j], GROUPED_MK[l], t[(i, j, l)]]
+                 for i in range(I) for j in range(J) for l in range(L)]
+    return rows
+
+
+def grouped_method_text():
+    return (" grouped_gemm (MoE experts; rows groups, m, n, k per group, seconds): Transformer "
+            "Engine's GroupedLinear, one cuBLAS GEMM per group over %d streams: rounds of %d "
+            "concurrent GEMMs, each round the gemm tile model over their tiles together (wave "
+            "quantisation over all of them, no split-K) plus one launch; compute and memory "
+            "(every group reads its own weight) combine as (tc^p + tm^p)^(1/p), p = %.1f from "
+            "the TE PR #2045 grouped micro-benchmark; same monotone cap as gemm."
+            % (GROUPED_STREAMS, GROUPED_STREAMS, GROUPED_OVERLAP_P))
+
+
+# --------------------------------------------------------------------------
 # Attention model (FlashAttention-2 class, bf16)
 # --------------------------------------------------------------------------
 ATTN_BLOCK = 128                 # query block (fwd) / key block (bwd) per CTA
@@ -593,9 +682,12 @@ def fp8_method_text(dev):
 def build_profile(name, dev):
     gcore = gemm_core_eff(dev)
     gemm = {"bf16": gemm_table(dev, gcore)}
+    grouped = {"bf16": grouped_gemm_table(dev, gcore)}
     device_extra = {}
     if "fp8_gemm_anchor_eff" in dev:
-        gemm["fp8"] = gemm_table(dev, gemm_core_eff(dev, "fp8_gemm_anchor_eff"), "fp8")
+        fcore = gemm_core_eff(dev, "fp8_gemm_anchor_eff")
+        gemm["fp8"] = gemm_table(dev, fcore, "fp8")
+        grouped["fp8"] = grouped_gemm_table(dev, fcore, "fp8")
         device_extra["fp8_recipes"] = dict(dev["fp8_recipes"])
     cores = {(dr, d): attn_core_eff(dev, dr, d) for dr in ("fwd", "bwd") for d in ATTN_HD}
     attn = []
@@ -613,8 +705,10 @@ def build_profile(name, dev):
         "name": name,
         "provenance": {
             "kind": "derived",
-            "method": method_text(name, dev, gcore, cores) + fp8_method_text(dev),
-            "sources": dev["sources"] + [SRC_COMM_SMS, SRC_NCCL_SMS, SRC_TE_UB_SMS, SRC_HOST_OP],
+            "method": (method_text(name, dev, gcore, cores) + fp8_method_text(dev) +
+                       grouped_method_text()),
+            "sources": dev["sources"] + [SRC_COMM_SMS, SRC_NCCL_SMS, SRC_TE_UB_SMS, SRC_HOST_OP,
+                                         SRC_GROUPED],
             "generated_by": GENERATED_BY,
             "date": DATE,
         },
@@ -630,6 +724,7 @@ def build_profile(name, dev):
         },
         "kernels": {
             "gemm": gemm,
+            "grouped_gemm": grouped,
             "attention": {"bf16": attn},
             "memory_bound": mem,
         },

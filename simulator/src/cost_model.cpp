@@ -122,14 +122,17 @@ double CostModel::op_s(const Op& op, std::int32_t pipeline_rank) const {
     const core::Dtype dtype = job_.model.precision.params;
     core::Timing t;
     switch (op.kind) {
-    case OpKind::gemm:
-        if (op.fp8) {
-            t = profile_.gemm(core::Dtype::fp8, op.m, op.n, op.k);
-            t.seconds /= fp8_rate_;
+    case OpKind::gemm: {
+        const core::Dtype d = op.fp8 ? core::Dtype::fp8 : dtype;
+        if (op.grouped) {
+            t = profile_.grouped_gemm(d, op.count, op.m, op.n, op.k);
+            t.seconds /= double(op.count); // the groups' time, counted once below
         } else {
-            t = profile_.gemm(dtype, op.m, op.n, op.k);
+            t = profile_.gemm(d, op.m, op.n, op.k);
         }
+        if (op.fp8) t.seconds /= fp8_rate_;
         break;
+    }
     case OpKind::attention: {
         const bool backward = op.phase != Phase::forward && !op.recompute;
         t = profile_.attention(dtype, op.batch_heads, op.seq, op.head_dim, op.causal, backward);

@@ -89,45 +89,38 @@ struct Builder {
     // A linear layer: forward, input gradient (dgrad) and weight gradient (wgrad). Under an
     // FP8 recipe (and unless `bf16`: the router) its three GEMMs run in FP8 after casting the
     // input (forward) and the output gradient (backward), each with its transpose for wgrad.
+    // `groups` > 1: that many such layers (MoE experts), m tokens each, as one grouped GEMM.
     void linear(std::string_view name, std::int64_t m, std::int64_t n, std::int64_t k,
-                bool bf16 = false) {
+                bool bf16 = false, std::int64_t groups = 1) {
         if (m <= 0 || n <= 0 || k <= 0) return;
-        const double flops = 2.0 * double(m) * double(n) * double(k);
+        const double flops = 2.0 * double(m) * double(n) * double(k), g = double(groups);
         const bool fp8 = v.fp8 != core::Fp8Recipe::none && !bf16;
         if (fp8)
             memory("fp8 cast", MemoryKernel::elementwise,
-                   fp8_cast_bytes(v.fp8, double(m) * double(k)),
-                   fp8_cast_bytes(v.fp8, double(m) * double(n)));
-        Op f{.name = name,
-             .kind = OpKind::gemm,
-             .phase = Phase::forward,
-             .fp8 = fp8,
-             .m = m,
-             .n = n,
-             .k = k,
-             .flops = flops};
-        push(f);
-        ops.push_back({.name = name,
-                       .kind = OpKind::gemm,
-                       .phase = Phase::backward_input,
-                       .fp8 = fp8,
-                       .m = m,
-                       .n = k,
-                       .k = n,
-                       .flops = flops});
-        ops.push_back({.name = name,
-                       .kind = OpKind::gemm,
-                       .phase = Phase::backward_weight,
-                       .fp8 = fp8,
-                       .m = k,
-                       .n = n,
-                       .k = m,
-                       .flops = flops});
+                   fp8_cast_bytes(v.fp8, g * double(m) * double(k)),
+                   fp8_cast_bytes(v.fp8, g * double(m) * double(n)));
+        const auto gemm = [&](Phase phase, std::int64_t rows, std::int64_t cols,
+                              std::int64_t depth) {
+            return Op{.name = name,
+                      .kind = OpKind::gemm,
+                      .phase = phase,
+                      .fp8 = fp8,
+                      .grouped = groups > 1,
+                      .count = groups,
+                      .m = rows,
+                      .n = cols,
+                      .k = depth,
+                      .flops = flops};
+        };
+        push(gemm(Phase::forward, m, n, k));
+        ops.push_back(gemm(Phase::backward_input, m, k, n));
+        // wgrad reduces over the tokens: per group a k×n result of depth m.
+        ops.push_back(gemm(Phase::backward_weight, k, n, m));
         // A bias is broadcast over the output in the forward and summed over the tokens for
         // its gradient (memory traffic the GEMM tables do not hold).
         if (bias_bytes > 0)
-            memory(name, MemoryKernel::elementwise, bias_bytes * double(m) * double(n),
-                   bias_bytes * double(m) * double(n), Phase::backward_weight);
+            memory(name, MemoryKernel::elementwise, bias_bytes * g * double(m) * double(n),
+                   bias_bytes * g * double(m) * double(n), Phase::backward_weight);
     }
 
     void memory(std::string_view name, MemoryKernel kernel, double forward_bytes,
@@ -210,18 +203,18 @@ void residual(Builder& b, const core::ModelSpec& m, std::string_view name, doubl
 
 void mlp(Builder& b, const core::ModelSpec& m, std::string_view prefix_fc1,
          std::string_view prefix_fc2, std::string_view act_name, std::int64_t tokens,
-         std::int64_t width, std::int64_t tp) {
+         std::int64_t width, std::int64_t tp, std::int64_t groups = 1) {
     const bool swiglu = m.activation == core::Activation::swiglu;
     const std::int64_t local = width / tp;
-    b.linear(prefix_fc1, tokens, (swiglu ? 2 : 1) * local, m.hidden_size);
-    const double y = double(tokens) * double(local) * element_bytes(m);
+    b.linear(prefix_fc1, tokens, (swiglu ? 2 : 1) * local, m.hidden_size, false, groups);
+    const double y = double(groups) * double(tokens) * double(local) * element_bytes(m);
     // GeLU reads x, writes y; SwiGLU reads gate and up (2y), writes y. Backward reads what the
     // forward read plus dy and writes the input gradient.
     if (swiglu)
         b.memory(act_name, MemoryKernel::swiglu, 3 * y, 5 * y);
     else
         b.memory(act_name, MemoryKernel::gelu, 2 * y, 3 * y);
-    b.linear(prefix_fc2, tokens, m.hidden_size, local);
+    b.linear(prefix_fc2, tokens, m.hidden_size, local, false, groups);
 }
 
 // The projections into the attention core: QKV (GQA: fewer key and value groups), or MLA's
@@ -477,12 +470,12 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
     token_exchange(b, e, v, x, false);
     // The ep ranks together receive ep·tokens·top_k copies, spread over the num_experts
     // experts, num_experts/ep of them local, times the busiest rank's load. The local experts
-    // run as one grouped GEMM (Megatron-Core --moe-grouped-gemm): timed as one GEMM over all
-    // their tokens.
+    // run as one grouped GEMM (Megatron-Core --moe-grouped-gemm), timed at its per-expert
+    // shape: few tokens per expert is what makes fine-grained experts slow.
     const std::int64_t local_experts = e.num_experts / v.ep;
     const auto per_expert = std::int64_t(std::ceil(copies / double(local_experts)));
-    mlp(b, m, "expert fc1", "expert fc2", "expert activation", per_expert * local_experts,
-        e.expert_ffn_hidden_size, v.tp);
+    mlp(b, m, "expert fc1", "expert fc2", "expert activation", per_expert, e.expert_ffn_hidden_size,
+        v.tp, local_experts);
     token_exchange(b, e, v, x, true);
     b.memory("unpermute", MemoryKernel::elementwise, 2 * permuted, 2 * permuted);
     if (e.shared_expert_ffn_hidden_size > 0) {

@@ -7,6 +7,7 @@
 #include "trident/core/cluster_spec.h"
 #include "trident/core/dtype.h"
 #include "trident/core/json_io.h"
+#include "trident/core/log_grid.h"
 
 #include <array>
 #include <cstdint>
@@ -79,6 +80,11 @@ public:
 
     // C[m×n] = A[m×k]·B[k×n].
     Timing gemm(Dtype d, std::int64_t m, std::int64_t n, std::int64_t k) const;
+    // `groups` such GEMMs, each with its own B, in one grouped kernel (MoE experts:
+    // kernels.grouped_gemm). Without a table for `d`: the GEMMs one after another, said in
+    // the Timing's fallback.
+    Timing grouped_gemm(Dtype d, std::int64_t groups, std::int64_t m, std::int64_t n,
+                        std::int64_t k) const;
     // Flash attention over batch·heads sequences of length seq (queries and keys).
     Timing attention(Dtype d, std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
                      bool causal, bool backward) const;
@@ -93,11 +99,11 @@ private:
         double at(double x, bool* outside) const;
     };
     struct GemmGrid {
-        std::vector<double> log_m, log_n, log_k, log_t; // t[(i·N + j)·K + l]
-        double best_efficiency = 0.0;                   // fitted roofline: best FLOP/s ÷ peak
+        LogGrid time_s;               // over m × n × k
+        double best_efficiency = 0.0; // fitted roofline: best FLOP/s ÷ peak
     };
-    struct AttentionGrid { // one per (head_dim, causal)
-        std::vector<double> log_bh, log_seq, log_forward, log_backward;
+    struct AttentionGrid { // one per (head_dim, causal), over batch_heads × seq
+        LogGrid forward, backward;
     };
     struct Fabric {
         double alpha_s = 0.0;
@@ -110,6 +116,7 @@ private:
     void read_provenance(ObjectReader& top);
     void read_device(ObjectReader& top);
     void read_gemm(ObjectReader& kernels, const std::string& peak_field);
+    void read_grouped_gemm(ObjectReader& kernels);
     void read_attention(ObjectReader& kernels);
     void read_memory_bound(ObjectReader& kernels);
     void read_fabrics(ObjectReader& top);
@@ -124,6 +131,7 @@ private:
     double overlap_slowdown_ = 0.0, tp_overlap_slowdown_ = 0.0;
     double host_op_issue_s_ = 0.0;
     std::map<Dtype, GemmGrid> gemm_;
+    std::map<Dtype, LogGrid> grouped_gemm_; // over groups × m × n × k
     std::map<Dtype, std::map<std::pair<std::int64_t, bool>, AttentionGrid>> attention_;
     std::map<MemoryKernel, Curve> memory_bound_;
     std::map<std::string, Fabric> fabrics_;

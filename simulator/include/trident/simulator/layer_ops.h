@@ -25,6 +25,7 @@ struct Op {
     Phase phase = Phase::forward;
     bool recompute = false; // repeated forward work inside the backward (not model FLOPs)
     bool fp8 = false;       // a GEMM of an FP8 linear layer (timed on the fp8 table)
+    bool grouped = false;   // gemm: `count` GEMMs, each with its own B, in one grouped kernel
     std::int64_t count = 1; // identical repetitions (a batched GEMM's matrices)
     // gemm: C[m×n] = A[m×k]·B[k×n]
     std::int64_t m = 0, n = 0, k = 0;
