@@ -49,6 +49,7 @@ LogGrid LogGrid::from_rows(const std::vector<std::vector<double>>& rows, std::si
         for (double x : v) axis.push_back(std::log(x));
         total *= axis.size();
         g.log_axes_.push_back(std::move(axis));
+        g.axes_.emplace_back(v.begin(), v.end());
     }
     if (rows.size() != total)
         throw SpecError(field, "must be a full " + axes + " grid (" + std::to_string(total) +
@@ -67,10 +68,10 @@ LogGrid LogGrid::from_rows(const std::vector<std::vector<double>>& rows, std::si
 }
 
 double LogGrid::front(std::size_t d) const {
-    return std::exp(log_axes_.at(d).front());
+    return axes_.at(d).front();
 }
 double LogGrid::back(std::size_t d) const {
-    return std::exp(log_axes_.at(d).back());
+    return axes_.at(d).back();
 }
 
 double LogGrid::min_value() const {

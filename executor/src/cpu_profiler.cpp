@@ -95,42 +95,77 @@ std::string cpu_model() {
     return "unknown CPU";
 }
 
+// Operands for the GEMM sweeps: `groups` A, B and C blocks of up to `largest`² each.
+struct GemmOperands {
+    Vec a, b, c;
+    std::size_t block = 0;
+    std::vector<char> sweep = std::vector<char>(64u << 20); // evicts the caches
+    GemmOperands(std::int64_t groups, std::int64_t largest)
+        : a(filled(std::size_t(groups * largest * largest))),
+          b(filled(std::size_t(groups * largest * largest))),
+          c(std::size_t(groups * largest * largest)), block(std::size_t(largest * largest)) {}
+};
+
+// Seconds of `groups` GEMMs C[m×n] = A[m×k]·B[k×n], each on its own operands one after another
+// — how the CPU backend runs its local experts (groups 1: one GEMM) — in the three layouts a
+// linear layer uses, forward (A·Bᵀ), input gradient (A·B) and weight gradient (Aᵀ·B),
+// averaged, since the cost model times all three passes from one table. In training a GEMM's
+// operands arrive from other kernels, not warm from its last call: each repetition starts
+// with the caches flushed by a 64 MiB sweep.
+double gemm_seconds(GemmOperands& o, std::int64_t groups, std::int64_t m, std::int64_t n,
+                    std::int64_t kk) {
+    const auto flush = [&] {
+        for (std::size_t i = 0; i < o.sweep.size(); i += 64) o.sweep[i] = char(o.sweep[i] + 1);
+    };
+    const auto each = [&](auto&& gemm) {
+        return [&, gemm] {
+            for (std::int64_t g = 0; g < groups; ++g) {
+                const std::size_t at = std::size_t(g) * o.block;
+                gemm(o.c.data() + at, o.a.data() + at, o.b.data() + at);
+            }
+        };
+    };
+    const double forward = time_median(each([&](float* c, const float* a, const float* b) {
+                                           k::matmul_forward(c, a, b, nullptr, m, kk, n);
+                                       }),
+                                       3, flush);
+    const double input = time_median(each([&](float* c, const float* a, const float* b) {
+                                         k::matmul_backward_input(c, a, b, m, n, kk);
+                                     }),
+                                     3, flush);
+    const double weight = time_median(each([&](float* c, const float* a, const float* b) {
+                                          k::matmul_backward_weight(c, nullptr, a, b, kk, n, m);
+                                      }),
+                                      3, flush);
+    return (forward + input + weight) / 3.0;
+}
+
 std::vector<GemmTiming> measure_gemm(const std::vector<std::int64_t>& sizes,
                                      const std::function<void(double)>& progress) {
     std::vector<GemmTiming> rows;
     const std::size_t total = sizes.size() * sizes.size() * sizes.size();
-    std::size_t done = 0;
-    const std::int64_t largest = sizes.back();
-    const Vec a = filled(std::size_t(largest * largest)),
-              b = filled(std::size_t(largest * largest));
-    Vec c(std::size_t(largest * largest));
-    // In training a GEMM's operands arrive from other kernels, not warm from its last call:
-    // each repetition starts with the caches flushed by a 64 MiB sweep.
-    std::vector<char> sweep(64u << 20);
-    const auto flush = [&] {
-        for (std::size_t i = 0; i < sweep.size(); i += 64) sweep[i] = char(sweep[i] + 1);
-    };
+    GemmOperands operands(1, sizes.back());
     for (std::int64_t m : sizes)
         for (std::int64_t n : sizes)
             for (std::int64_t kk : sizes) {
-                // C[m×n] = A[m×k]·B[k×n] in the three layouts a linear layer uses — forward
-                // (A·Bᵀ), input gradient (A·B) and weight gradient (Aᵀ·B) — averaged, since the
-                // cost model times all three passes from this one table.
-                const double forward = time_median(
-                    [&] { k::matmul_forward(c.data(), a.data(), b.data(), nullptr, m, kk, n); }, 3,
-                    flush);
-                const double input = time_median(
-                    [&] { k::matmul_backward_input(c.data(), a.data(), b.data(), m, n, kk); }, 3,
-                    flush);
-                const double weight = time_median(
-                    [&] {
-                        k::matmul_backward_weight(c.data(), nullptr, a.data(), b.data(), kk, n, m);
-                    },
-                    3, flush);
-                const double s = (forward + input + weight) / 3.0;
-                rows.push_back({m, n, kk, s});
-                progress(double(++done) / double(total));
+                rows.push_back({m, n, kk, gemm_seconds(operands, 1, m, n, kk)});
+                progress(double(rows.size()) / double(total));
             }
+    return rows;
+}
+
+// The grouped-GEMM table (MoE experts): few tokens per expert (m, and k for the weight
+// gradient) against weight-sized n.
+std::vector<GroupedGemmTiming> measure_grouped_gemm(const std::vector<std::int64_t>& groups,
+                                                    const std::vector<std::int64_t>& tokens,
+                                                    const std::vector<std::int64_t>& widths) {
+    std::vector<GroupedGemmTiming> rows;
+    GemmOperands operands(groups.back(), std::max(tokens.back(), widths.back()));
+    for (std::int64_t g : groups)
+        for (std::int64_t m : tokens)
+            for (std::int64_t n : widths)
+                for (std::int64_t kk : tokens)
+                    rows.push_back({g, m, n, kk, gemm_seconds(operands, g, m, n, kk)});
     return rows;
 }
 
@@ -300,7 +335,11 @@ core::Json measure_cpu_profile(const CpuProfileOptions& o) {
     // bandwidth and clocks); rank 0's figures go into the profile.
     ProfileMeasurements m;
     report(0.0, "gemm");
-    m.gemm = measure_gemm(gemm_sizes, [&](double f) { report(0.4 * f, "gemm"); });
+    m.gemm = measure_gemm(gemm_sizes, [&](double f) { report(0.35 * f, "gemm"); });
+    report(0.35, "grouped gemm");
+    m.grouped_gemm = measure_grouped_gemm({2, 8}, {16, 64, 256},
+                                          o.quick ? std::vector<std::int64_t>{256}
+                                                  : std::vector<std::int64_t>{256, 1024});
     report(0.4, "attention");
     m.attention = measure_attention(o.quick ? std::vector<std::int64_t>{1, 8}
                                             : std::vector<std::int64_t>{1, 4, 16},

@@ -74,6 +74,11 @@ core::Json measured_profile_json(const ProfileMeasurements& m) {
         peak = std::max(peak, 2.0 * double(g.m) * double(g.n) * double(g.k) / g.seconds);
         gemm.push_back({g.m, g.n, g.k, g.seconds});
     }
+    core::Json grouped = core::Json::array();
+    for (const auto& g : m.grouped_gemm) {
+        require_positive(g.seconds, "grouped gemm time");
+        grouped.push_back({g.groups, g.m, g.n, g.k, g.seconds});
+    }
     core::Json attention = core::Json::array();
     for (const auto& a : m.attention) {
         require_positive(a.forward_s, "attention forward time");
@@ -114,6 +119,7 @@ core::Json measured_profile_json(const ProfileMeasurements& m) {
     if (m.host_op_issue_s > 0) j["device"]["host_op_issue_s"] = m.host_op_issue_s;
     j["kernels"] = {
         {"gemm", {{dtype, gemm}}}, {"attention", {{dtype, attention}}}, {"memory_bound", memory}};
+    if (!grouped.empty()) j["kernels"]["grouped_gemm"] = {{dtype, grouped}};
     j["fabrics"] = {{m.fabric,
                      {{"scope", "intra_node"},
                       {"alpha_s", fabric.alpha_s},

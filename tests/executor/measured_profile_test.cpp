@@ -76,6 +76,22 @@ TEST(MeasuredProfile, LookupsReturnTheMeasuredTimes) {
     EXPECT_NEAR(mb.seconds, 1e8 / 3e12 + 3e-6, 1e-9);
 }
 
+TEST(MeasuredProfile, GroupedGemmTimingsBecomeTheGroupedTable) {
+    ProfileMeasurements m = made_up(false);
+    EXPECT_FALSE(measured_profile_json(m)["kernels"].contains("grouped_gemm")); // optional
+    for (std::int64_t g : {2, 8})
+        for (std::int64_t a : {16, 256})
+            for (std::int64_t b : {256, 1024})
+                for (std::int64_t c : {16, 256})
+                    m.grouped_gemm.push_back({g, a, b, c, double(g) * (a * b * c / 1e14 + 5e-6)});
+    const core::Profile p = core::Profile::from_json(measured_profile_json(m));
+    const core::Timing t = p.grouped_gemm(core::Dtype::bf16, 8, 256, 1024, 16);
+    EXPECT_TRUE(t.fallback.empty()) << t.fallback;
+    EXPECT_NEAR(t.seconds, 8 * (256.0 * 1024 * 16 / 1e14 + 5e-6), 1e-12);
+    m.grouped_gemm[1].seconds = -1.0;
+    EXPECT_THROW(measured_profile_json(m), std::invalid_argument);
+}
+
 TEST(MeasuredProfile, CollectivesBecomeTheNvlinkFabric) {
     const core::Json j = measured_profile_json(made_up(true));
     const core::Profile p = core::Profile::from_json(j);

@@ -31,6 +31,7 @@ TEST(CpuProfiler, FinishesWithOneRankSlowedUnequally) {
     text << in.rdbuf();
     EXPECT_NE(text.str().find("\"trident.profile/1\""), std::string::npos);
     EXPECT_NE(text.str().find("\"all_to_all\""), std::string::npos); // the collectives finished
+    EXPECT_NE(text.str().find("\"grouped_gemm\""), std::string::npos); // the experts' GEMMs
     EXPECT_TRUE(fs::exists(copy)) << r.out;
     EXPECT_NE(r.out.find("wrote cpu-host.json and " + copy.string()), std::string::npos) << r.out;
     // Without a terminal, rank 0 says which phase it is in, once per phase.

@@ -199,3 +199,44 @@ TEST(MoeDispatch, TheReportShowsEachStagesTokenExchange) {
     EXPECT_EQ(simulator::report_json(r)["stages"][0]["moe_exchange_s"].get<double>(),
               s.moe_exchange_s);
 }
+
+// The local experts run as one grouped GEMM at the per-expert shape: Qwen3-30B-A3B (128
+// experts, top-8, expert FFN 768, SwiGLU, hidden 2048) at ep 8 holds 16 experts a rank, each
+// taking 8 ranks · 4096 tokens · 8 / 128 = 2048 tokens.
+TEST(MoeExperts, RunAsOneGroupedGemmAtTheirPerExpertShape) {
+    const core::ModelSpec m = preset_model("qwen3-30b-a3b");
+    const simulator::LayerView v = view(1, 8, core::TokenDispatcher::alltoall);
+    std::vector<simulator::Op> fc1;
+    for (const simulator::Op& op : simulator::layer_ops(m, v, 0))
+        if (op.name == "expert fc1") fc1.push_back(op);
+    ASSERT_EQ(fc1.size(), 3u);
+    for (const auto& op : fc1) {
+        EXPECT_TRUE(op.grouped);
+        EXPECT_EQ(op.count, 16);
+        EXPECT_DOUBLE_EQ(op.flops, 2.0 * 2048 * 1536 * 2048); // per expert
+    }
+    const auto shape = [](const simulator::Op& op) {
+        return std::array<std::int64_t, 3>{op.m, op.n, op.k};
+    };
+    EXPECT_EQ(shape(fc1[0]), (std::array<std::int64_t, 3>{2048, 1536, 2048})); // forward
+    EXPECT_EQ(shape(fc1[1]), (std::array<std::int64_t, 3>{2048, 2048, 1536})); // dgrad
+    EXPECT_EQ(shape(fc1[2]),
+              (std::array<std::int64_t, 3>{2048, 1536, 2048})); // wgrad: k × n, depth the tokens
+    EXPECT_EQ(fc1[2].phase, Phase::backward_weight);
+    // The grouped table runs them slower than one GEMM over all 16 experts' tokens would; finer
+    // experts (ep 1: 128 of 256 tokens each), the same FLOPs, slower still.
+    const auto& h100 = test::preset_profile("h100-sxm5-80gb");
+    const double grouped = h100.grouped_gemm(core::Dtype::bf16, 16, 2048, 1536, 2048).seconds;
+    EXPECT_GT(grouped, h100.gemm(core::Dtype::bf16, 16 * 2048, 1536, 2048).seconds);
+    EXPECT_GT(h100.grouped_gemm(core::Dtype::bf16, 128, 256, 1536, 2048).seconds, 1.3 * grouped);
+    // Over a whole layer's expert GEMMs (the same FLOPs a rank at either degree).
+    const auto experts_s = [&](std::int64_t ep) {
+        const simulator::LayerView w = view(1, ep, core::TokenDispatcher::alltoall);
+        double s = 0;
+        for (const simulator::Op& op : simulator::layer_ops(m, w, 0))
+            if (op.grouped)
+                s += h100.grouped_gemm(core::Dtype::bf16, op.count, op.m, op.n, op.k).seconds;
+        return s;
+    };
+    EXPECT_GT(experts_s(1), 1.3 * experts_s(8));
+}

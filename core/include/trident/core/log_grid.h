@@ -31,8 +31,8 @@ public:
     double min_value() const;
 
 private:
-    std::vector<std::vector<double>> log_axes_;
-    std::vector<double> log_values_; // row-major over the axes
+    std::vector<std::vector<double>> axes_, log_axes_; // the coordinates, and their logs
+    std::vector<double> log_values_;                   // row-major over the axes
 };
 
 } // namespace trident::core

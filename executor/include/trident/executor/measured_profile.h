@@ -20,6 +20,11 @@ struct GemmTiming {
     double seconds = 0.0; // mean of the forward, dgrad and wgrad layouts
 };
 
+struct GroupedGemmTiming { // `groups` GEMMs of one shape, each with its own operands
+    std::int64_t groups = 0, m = 0, n = 0, k = 0;
+    double seconds = 0.0; // all groups, mean of the three layouts
+};
+
 struct AttentionTiming {
     std::int64_t batch_heads = 0, seq = 0, head_dim = 0;
     double forward_s = 0.0, backward_s = 0.0; // causal
@@ -67,6 +72,7 @@ struct ProfileMeasurements {
     // Streaming rate: the CPU's element-wise kernel at its largest size, a GPU's device copy.
     double memory_bandwidth_bytes_per_s = 0.0;
     std::vector<GemmTiming> gemm;
+    std::vector<GroupedGemmTiming> grouped_gemm; // optional (kernels.grouped_gemm)
     std::vector<AttentionTiming> attention;
     std::map<std::string, std::vector<MemoryTiming>> memory_bound; // core::kMemoryKernelNames
     std::vector<CollectiveTiming> collectives;                     // empty with one rank or one GPU
