@@ -18,6 +18,32 @@ Enum read_enum(ObjectReader& r, std::string_view key,
     return static_cast<Enum>(enum_index(r.string(key), names, r.field(key)));
 }
 
+// moe.router_num_groups and moe.router_group_topk: both or neither, groups dividing the experts,
+// the chosen groups holding at least top_k experts.
+void read_router_groups(ObjectReader& r, MoeSpec& m) {
+    m.router_num_groups = r.integer_or("router_num_groups", 0, 0, m.num_experts);
+    m.router_group_topk = r.integer_or("router_group_topk", 0, 0, m.num_experts);
+    const auto s = [](std::int64_t v) { return std::to_string(v); };
+    if ((m.router_num_groups > 0) != (m.router_group_topk > 0))
+        throw SpecError(
+            r.field(m.router_num_groups > 0 ? "router_group_topk" : "router_num_groups"),
+            "is needed beside " +
+                std::string(m.router_num_groups > 0 ? "router_num_groups" : "router_group_topk"));
+    if (m.router_num_groups == 0) return;
+    if (m.num_experts % m.router_num_groups != 0)
+        throw SpecError(r.field("router_num_groups"),
+                        s(m.router_num_groups) + " must divide num_experts " + s(m.num_experts));
+    if (m.router_group_topk > m.router_num_groups)
+        throw SpecError(r.field("router_group_topk"), s(m.router_group_topk) +
+                                                          " exceeds router_num_groups " +
+                                                          s(m.router_num_groups));
+    if (m.router_group_topk * (m.num_experts / m.router_num_groups) < m.top_k)
+        throw SpecError(r.field("router_group_topk"), s(m.router_group_topk) + " groups of " +
+                                                          s(m.num_experts / m.router_num_groups) +
+                                                          " experts hold fewer than top_k " +
+                                                          s(m.top_k));
+}
+
 MoeSpec moe_from_json(const Json& j, const std::string& path) {
     using namespace limits;
     ObjectReader r(j, path);
@@ -35,6 +61,7 @@ MoeSpec moe_from_json(const Json& j, const std::string& path) {
     }
     m.aux_loss_coeff = r.number_or("aux_loss_coeff", m.aux_loss_coeff, 0.0, 1.0e3);
     if (const Json* lb = r.get("load_balance")) read_load_balance(*lb, r.field("load_balance"), m);
+    read_router_groups(r, m);
     r.finish();
     return m;
 }
@@ -206,6 +233,10 @@ Json to_json(const ModelSpec& m) {
         o["capacity_factor"] = e.capacity_factor ? Json(*e.capacity_factor) : Json(nullptr);
         o["aux_loss_coeff"] = e.aux_loss_coeff;
         if (e.load_balance != LoadBalance::forced) o["load_balance"] = load_balance_json(e);
+        if (e.router_num_groups > 0) {
+            o["router_num_groups"] = e.router_num_groups;
+            o["router_group_topk"] = e.router_group_topk;
+        }
         j["moe"] = o;
     }
     if (m.mla) {

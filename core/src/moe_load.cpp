@@ -27,6 +27,23 @@ std::vector<double> histogram_from(const Json& j, const std::string& path) {
     return h;
 }
 
+// The chance that k distinct experts drawn from `pool` all avoid `excluded` of them:
+// C(pool − excluded, k) / C(pool, k).
+double avoids(double pool, double excluded, std::int64_t k) {
+    double p = 1.0;
+    for (std::int64_t i = 0; i < k; ++i)
+        p *= std::max(0.0, (pool - excluded - double(i)) / (pool - double(i)));
+    return p;
+}
+
+// C(n, r) for small n (group counts).
+double choose(std::int64_t n, std::int64_t r) {
+    if (r < 0 || r > n) return 0.0;
+    double c = 1.0;
+    for (std::int64_t i = 1; i <= r; ++i) c = c * double(n - r + i) / double(i);
+    return c;
+}
+
 } // namespace
 
 void read_load_balance(const Json& j, const std::string& path, MoeSpec& m) {
@@ -76,6 +93,29 @@ double MoeSpec::slowest_rank_load(std::int64_t ep) const {
             std::max(busiest, std::accumulate(tokens_per_expert.begin() + r * local,
                                               tokens_per_expert.begin() + (r + 1) * local, 0.0));
     return busiest / (total / double(ep));
+}
+
+double MoeSpec::expected_destinations(std::int64_t holders) const {
+    const double experts = double(num_experts), per_holder = experts / double(holders);
+    const std::int64_t groups = router_num_groups, chosen = router_group_topk;
+    if (groups == 0 || chosen == groups)
+        return double(holders) * (1.0 - avoids(experts, per_holder, top_k));
+    const double per_group = experts / double(groups), pool = double(chosen) * per_group;
+    if (holders % groups == 0) {
+        // Each group spans holders / groups holders: only the chosen groups' are candidates.
+        const double candidates = double(chosen * (holders / groups));
+        return candidates * (1.0 - avoids(pool, per_holder, top_k));
+    }
+    if (groups % holders != 0) // groups straddle holders: the unlimited count bounds it
+        return double(holders) * (1.0 - avoids(experts, per_holder, top_k));
+    // Each holder holds groups / holders groups, j of them chosen (hypergeometric); it
+    // receives none when the token's k experts avoid those j groups' experts.
+    const std::int64_t held = groups / holders;
+    double none = 0.0;
+    for (std::int64_t j = 0; j <= std::min(held, chosen); ++j)
+        none += choose(held, j) * choose(groups - held, chosen - j) / choose(groups, chosen) *
+                avoids(pool, double(j) * per_group, top_k);
+    return double(holders) * (1.0 - none);
 }
 
 } // namespace trident::core

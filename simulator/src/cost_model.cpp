@@ -85,8 +85,8 @@ double CostModel::collective_s(core::GroupKind kind, std::int32_t pipeline_rank,
         g.inter_node ? job_.cluster.inter_node_fabric : job_.cluster.intra_node_fabric;
     const bool spanning = c == core::Collective::all_to_all && g.domains > 1 &&
                           g.size % g.domains == 0 && g.size > g.domains;
-    const core::Timing t =
-        spanning ? spanning_all_to_all(g, bytes) : profile_.collective(fabric, c, g.size, bytes);
+    const core::Timing t = spanning ? spanning_all_to_all(g, bytes, bytes / double(g.domains))
+                                    : profile_.collective(fabric, c, g.size, bytes);
     if (!t.fallback.empty()) ++fallbacks_[t.fallback];
     if (timed_collectives_.size() < 64)
         timed_collectives_.push_back(
@@ -94,16 +94,32 @@ double CostModel::collective_s(core::GroupKind kind, std::int32_t pipeline_rank,
     return t.seconds;
 }
 
-core::Timing CostModel::spanning_all_to_all(const GroupShape& g, double bytes) const {
-    const core::Timing across = profile_.collective(job_.cluster.inter_node_fabric,
-                                                    core::Collective::all_to_all, g.domains, bytes);
+core::Timing CostModel::spanning_all_to_all(const GroupShape& g, double across_bytes,
+                                            double within_bytes) const {
+    const core::Timing across = profile_.collective(
+        job_.cluster.inter_node_fabric, core::Collective::all_to_all, g.domains, across_bytes);
     const core::Timing within =
         profile_.collective(job_.cluster.intra_node_fabric, core::Collective::all_to_all,
-                            g.size / g.domains, bytes / double(g.domains));
+                            g.size / g.domains, within_bytes);
     core::Timing t = across.seconds >= within.seconds ? across : within;
     if (t.fallback.empty())
         t.fallback = across.fallback.empty() ? within.fallback : across.fallback;
     return t;
+}
+
+// DeepEP's internode dispatch and combine (github.com/deepseek-ai/DeepEP; DeepSeek-V3 report
+// §3.2.2): over a group spanning N NVLink domains a token crosses the network once per
+// destination domain — moe.expected_destinations(N), fewer under node-limited routing — and
+// NVLink forwards it to the ranks holding its experts; the legs pipeline, the slower sets the
+// time. Inside one domain it is one all-to-all of `bytes`.
+double CostModel::deepep_all_to_all_s(const Op& op, std::int32_t pipeline_rank) const {
+    const GroupShape& g = group_shape(op.group, pipeline_rank);
+    if (g.domains <= 1 || g.size % g.domains != 0 || g.size == g.domains || !job_.model.moe)
+        return collective_s(op.group, pipeline_rank, op.collective, op.bytes);
+    const double domains = job_.model.moe->expected_destinations(g.domains);
+    const core::Timing t = spanning_all_to_all(g, op.domain_copy_bytes * domains, op.bytes);
+    if (!t.fallback.empty()) ++fallbacks_[t.fallback];
+    return t.seconds;
 }
 
 double CostModel::overlap_slowdown(core::GroupKind kind, std::int32_t pipeline_rank) const {
@@ -143,6 +159,8 @@ double CostModel::op_s(const Op& op, std::int32_t pipeline_rank) const {
         t = profile_.memory_bound(op.kernel, op.bytes);
         break;
     case OpKind::collective:
+        if (op.domain_copy_bytes > 0)
+            return double(op.count) * deepep_all_to_all_s(op, pipeline_rank);
         return double(op.count) * collective_s(op.group, pipeline_rank, op.collective, op.bytes);
     }
     if (!t.fallback.empty()) ++fallbacks_[t.fallback];

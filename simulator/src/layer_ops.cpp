@@ -388,17 +388,6 @@ void attention(Builder& b, const core::ModelSpec& m, const LayerView& v, std::in
     b.leave_tp("attention out", act);
 }
 
-// Distinct tp·ep ranks a token's top-k experts live on, the ranks holding num_experts / ep
-// experts each in contiguous blocks (every tp rank of an expert's ep rank takes the token):
-// tp·ep·(1 − C(E − E/ep, k) / C(E, k)), the chance that a rank holds none of k distinct experts.
-double destination_ranks(const core::MoeSpec& e, std::int64_t tp, std::int64_t ep) {
-    const double experts = double(e.num_experts), elsewhere = experts - experts / double(ep);
-    double none_here = 1.0;
-    for (std::int64_t i = 0; i < e.top_k; ++i)
-        none_here *= std::max(0.0, (elsewhere - double(i)) / (experts - double(i)));
-    return double(tp * ep) * (1.0 - none_here);
-}
-
 // What one MoE layer's token exchange moves on this rank: the hidden states it routes
 // (norm_tokens × hidden), the routed copies its experts take (the tp group's tokens × top-k,
 // padded to capacity, times the busiest rank's load, moe.load_balance), and those factors.
@@ -435,14 +424,30 @@ void token_exchange(Builder& b, const core::MoeSpec& e, const LayerView& v, cons
                  x.rank_bytes * double(e.top_k) * x.capacity * x.load);
         if (v.tp > 1) both(gather, scatter, GroupKind::tensor, x.received_bytes);
         return;
-    case core::TokenDispatcher::flex:
+    case core::TokenDispatcher::flex: {
         // DeepEP: one fused all-to-all over tp·ep that sends a token once to each rank holding
-        // any of its experts, with its top-k probabilities (fp32).
-        both(Collective::all_to_all, Collective::all_to_all, GroupKind::tensor_expert,
-             (x.rank_bytes * destination_ranks(e, v.tp, v.ep) +
-              x.norm_tokens * double(e.top_k) * 4.0) *
-                 x.capacity * x.load);
+        // any of its experts (every tp rank of an expert's ep rank takes it), with its top-k
+        // probabilities (fp32). Across NVLink domains a token crosses the network once per
+        // destination domain and is forwarded inside it (the cost model counts the domains).
+        const double scale = x.capacity * x.load;
+        const double probabilities = x.norm_tokens * double(e.top_k) * 4.0;
+        for (Phase phase : {Phase::forward, Phase::backward_input}) {
+            Op op{.name = name,
+                  .kind = OpKind::collective,
+                  .phase = phase,
+                  .collective = Collective::all_to_all,
+                  .group = GroupKind::tensor_expert,
+                  .bytes = (x.rank_bytes * double(v.tp) * e.expected_destinations(v.ep) +
+                            probabilities) *
+                           scale,
+                  .domain_copy_bytes = (x.rank_bytes + probabilities) * scale};
+            if (phase == Phase::forward)
+                b.push(op);
+            else
+                b.ops.push_back(op);
+        }
         return;
+    }
     }
 }
 

@@ -165,6 +165,17 @@ TEST(MoeExport, MegatronArgumentsNameTheTokenDispatcher) {
     const std::string flex = planner::megatron_arguments(core::load_job(in));
     EXPECT_NE(flex.find("--moe-token-dispatcher-type flex"), std::string::npos);
     EXPECT_NE(flex.find("--moe-enable-deepep"), std::string::npos);
+    // Node-limited routing: Megatron's group-limited router flags.
+    EXPECT_EQ(flex.find("--moe-router-num-groups"), std::string::npos);
+    in.model = "deepseek-v3";
+    in.cluster = "hgx-h800";
+    in.nodes = 8;
+    in.ep = 64;
+    in.global_batch_size = 64;
+    const std::string v3 = planner::megatron_arguments(core::load_job(in));
+    EXPECT_NE(v3.find("--moe-router-num-groups 8 \\\n  --moe-router-group-topk 4"),
+              std::string::npos)
+        << v3;
     in.model = "llama3-8b"; // dense: no dispatcher
     in.ep.reset();
     EXPECT_EQ(planner::megatron_arguments(core::load_job(in)).find("--moe-token-dispatcher-type"),

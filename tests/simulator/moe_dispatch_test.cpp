@@ -8,7 +8,11 @@
 #include "trident/simulator/report.h"
 #include "trident/simulator/simulate.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
+#include <numeric>
+#include <random>
+#include <set>
 #include <sstream>
 
 using namespace trident;
@@ -86,14 +90,16 @@ TEST(MoeDispatch, EachDispatcherMovesWhatItsDefinitionSays) {
 }
 
 TEST(MoeDispatch, FlexSendsATokenOncePerRankHoldingItsExperts) {
-    // DeepSeek-V3: 256 experts, top-8, ep 64 (4 experts a rank): a rank holds none of a
-    // token's 8 experts with probability prod_{i<8} (252 - i) / (256 - i).
+    // DeepSeek-V3: 256 experts, top-8, ep 64 (4 experts a rank), node-limited to 4 of 8
+    // groups of 32: the token's 8 experts lie among the 32 ranks of its 4 groups' 128
+    // experts, and one of those ranks holds none with probability prod_{i<8} (124 - i) /
+    // (128 - i).
     const core::ModelSpec m = preset_model("deepseek-v3");
     double none = 1;
-    for (int i = 0; i < 8; ++i) none *= (252.0 - i) / (256.0 - i);
-    const double ranks = 64 * (1 - none); // about 7.58 of the 8 copies alltoall sends
-    EXPECT_GT(ranks, 7.5);
-    EXPECT_LT(ranks, 7.7);
+    for (int i = 0; i < 8; ++i) none *= (124.0 - i) / (128.0 - i);
+    const double ranks = 32 * (1 - none); // about 7.36 of the 8 copies alltoall sends
+    EXPECT_GT(ranks, 7.3);
+    EXPECT_LT(ranks, 7.45);
     const double row = 7168 * 2.0;
     EXPECT_NEAR(forward_bytes(m, view(1, 64, core::TokenDispatcher::flex), "dispatch",
                               core::GroupKind::tensor_expert),
@@ -239,4 +245,72 @@ TEST(MoeExperts, RunAsOneGroupedGemmAtTheirPerExpertShape) {
         return s;
     };
     EXPECT_GT(experts_s(1), 1.3 * experts_s(8));
+}
+
+namespace {
+
+// A token's expected destinations against a Monte-Carlo count: choose router_group_topk of the
+// contiguous groups at random, then top_k distinct experts among theirs, and count the holders
+// (num_experts / holders contiguous experts each) that receive any.
+double sampled_destinations(const core::MoeSpec& e, std::int64_t holders, std::mt19937& rng) {
+    const std::int64_t groups = e.router_num_groups > 0 ? e.router_num_groups : 1;
+    const std::int64_t chosen = e.router_num_groups > 0 ? e.router_group_topk : 1;
+    const std::int64_t per_group = e.num_experts / groups, per_holder = e.num_experts / holders;
+    double total = 0;
+    const int samples = 20000;
+    for (int s = 0; s < samples; ++s) {
+        std::vector<std::int64_t> g = std::vector<std::int64_t>(std::size_t(groups)), pool;
+        std::iota(g.begin(), g.end(), 0);
+        std::shuffle(g.begin(), g.end(), rng);
+        for (std::int64_t i = 0; i < chosen; ++i)
+            for (std::int64_t x = 0; x < per_group; ++x)
+                pool.push_back(g[std::size_t(i)] * per_group + x);
+        std::shuffle(pool.begin(), pool.end(), rng);
+        std::set<std::int64_t> hit;
+        for (std::int64_t i = 0; i < e.top_k; ++i) hit.insert(pool[std::size_t(i)] / per_holder);
+        total += double(hit.size());
+    }
+    return total / samples;
+}
+
+} // namespace
+
+TEST(MoeRouting, ExpectedDestinationsMatchSampledRouting) {
+    std::mt19937 rng(11);
+    core::MoeSpec e = preset_model("deepseek-v3").moe.value();
+    ASSERT_EQ(e.router_num_groups, 8);
+    ASSERT_EQ(e.router_group_topk, 4);
+    for (std::int64_t holders : {4, 8, 16, 64, 256})
+        EXPECT_NEAR(e.expected_destinations(holders), sampled_destinations(e, holders, rng),
+                    0.02 * e.expected_destinations(holders))
+            << holders << " holders";
+    // Node-limited: at most 4 of 8 nodes; unlimited, 5.29 of 8 (and 7.68 of 64 ranks):
+    // 8·(1 − C(224, 8)/C(256, 8)) and 64·(1 − C(252, 8)/C(256, 8)).
+    EXPECT_LT(e.expected_destinations(8), 4.0);
+    core::MoeSpec unlimited = e;
+    unlimited.router_num_groups = unlimited.router_group_topk = 0;
+    EXPECT_NEAR(unlimited.expected_destinations(64), sampled_destinations(unlimited, 64, rng),
+                0.02 * 7.68);
+    EXPECT_NEAR(unlimited.expected_destinations(64), 7.676, 0.001);
+    EXPECT_NEAR(unlimited.expected_destinations(8), 5.295, 0.001);
+}
+
+// DeepEP over 8 nodes (ep 64): a token crosses InfiniBand once per destination node, and
+// node-limited routing caps those at 4, so the exchange takes less than with unlimited routing
+// (and less than NCCL's all-to-all, which sends every copy).
+TEST(MoeRouting, DeepEpAcrossNodesSendsATokenOncePerDestinationNode) {
+    const auto step_exchange = [](bool node_limited, core::TokenDispatcher d) {
+        core::JobSpec job = moe_job("deepseek-v3", 8, 64);
+        job.plan.token_dispatcher = d;
+        if (!node_limited) job.model.moe->router_num_groups = job.model.moe->router_group_topk = 0;
+        const auto& h800 = test::preset_profile("h800-sxm5-80gb");
+        const simulator::Report r = simulator::simulate(job, h800);
+        double s = 0;
+        for (const auto& stage : r.stages) s = std::max(s, stage.moe_exchange_s);
+        return s;
+    };
+    const double limited = step_exchange(true, core::TokenDispatcher::flex);
+    const double unlimited = step_exchange(false, core::TokenDispatcher::flex);
+    EXPECT_LT(limited, 0.75 * unlimited);
+    EXPECT_LT(limited, step_exchange(true, core::TokenDispatcher::alltoall));
 }

@@ -45,9 +45,20 @@ struct MoeSpec {
     double aux_loss_coeff = 0.01;          // load-balancing loss weight (Switch Transformer)
     LoadBalance load_balance = LoadBalance::forced;
     std::vector<double> tokens_per_expert; // the histogram (load_balance histogram)
+    // Group-limited routing (DeepSeek-V2 §2.1.3 device-limited, DeepSeek-V3 §2.1.2 node-limited;
+    // Megatron --moe-router-num-groups / --moe-router-group-topk): the experts form
+    // router_num_groups contiguous groups and a token takes its top-k from the best
+    // router_group_topk of them. 0: unlimited.
+    std::int64_t router_num_groups = 0;
+    std::int64_t router_group_topk = 0;
     // Routed tokens of the busiest of `ep` expert-parallel ranks over the mean rank's (>= 1);
     // experts sit on ranks in contiguous blocks of num_experts / ep, as in Megatron-Core.
     double slowest_rank_load(std::int64_t ep) const;
+    // Expected number of `holders` (ranks or nodes holding num_experts / holders contiguous
+    // experts each) that receive at least one of a token's top-k experts, with routing limited
+    // to router_group_topk groups when set: what a dispatcher that sends a token once per
+    // holder (DeepEP) sends.
+    double expected_destinations(std::int64_t holders) const;
 };
 // moe.load_balance: "forced", "aux-loss", {"tokens_per_expert": [...]} or the path of a JSON
 // file holding that object.

@@ -140,11 +140,14 @@ private:
         std::int64_t domains = 1;
     };
     const GroupShape& group_shape(core::GroupKind kind, std::int32_t pipeline_rank) const;
-    // An all-to-all over a group spanning several NVLink domains: each rank sends the
-    // (domains−1)/domains of its buffer bound elsewhere over its NIC — an all-to-all among one
-    // rank per domain — while the 1/domains bound for its own domain crosses NVLink; the two
-    // run together, the slower sets the time.
-    core::Timing spanning_all_to_all(const GroupShape& g, double bytes) const;
+    // An all-to-all over a group spanning several NVLink domains: each rank sends what is
+    // bound elsewhere over its NIC — an all-to-all among one rank per domain of `across_bytes`
+    // (NCCL: the whole buffer; DeepEP: a copy per destination domain) — while `within_bytes`
+    // cross NVLink among the domain's ranks (NCCL: the 1/domains bound for its own domain;
+    // DeepEP: every copy, forwarded); the two run together, the slower sets the time.
+    core::Timing spanning_all_to_all(const GroupShape& g, double across_bytes,
+                                     double within_bytes) const;
+    double deepep_all_to_all_s(const Op& op, std::int32_t pipeline_rank) const;
 
     const core::JobSpec& job_;
     const core::Profile& profile_;

@@ -39,6 +39,10 @@ struct Op {
     core::Collective collective = core::Collective::all_reduce;
     core::GroupKind group = core::GroupKind::tensor;
     double bytes = 0.0; // memory-bound: bytes moved; collective: nccl-tests buffer size
+    // A DeepEP all-to-all (flex dispatcher): the bytes a rank sends to each destination NVLink
+    // domain when its group spans several — sent once per domain over the network and
+    // forwarded inside it (DeepEP's internode kernels); `bytes` then is the NVLink leg. 0: not.
+    double domain_copy_bytes = 0.0;
     // FLOPs in the Narayanan et al. convention (GEMMs and the attention core; the full s²
     // attention, not halved for the causal mask), per repetition.
     double flops = 0.0;
