@@ -203,6 +203,10 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
     flag(app, "--overlap-p2p-communication,!--no-overlap-p2p-communication", in.overlap_p2p_comm,
          "Run pipeline sends beside the next compute (Megatron: interleaved schedule only; default "
          "on)");
+    flag(app, "--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm",
+         in.overlap_moe_expert_parallel_comm,
+         "Merge one micro-batch's forward with another's backward, each one's MoE all-to-all "
+         "beside the other's compute (needs ep > 1, alltoall or flex)");
     flag(app, "--tp-comm-overlap,!--no-tp-comm-overlap", in.tp_comm_overlap,
          "Overlap the sequence-parallel collectives with the GEMMs (needs sequence parallelism)");
     flag(app, "--flash-attention,--use-flash-attn,!--no-flash-attention", in.flash_attention,

@@ -29,6 +29,7 @@ struct PlanCommandOptions {
     std::string profile;
     std::string tp, pp, cp, ep, vpp, mbs, schedule, token_dispatcher;
     std::optional<bool> sequence_parallel, distributed_optimizer, tp_comm_overlap;
+    std::optional<bool> overlap_moe_comm;
     std::string recompute = "auto", recompute_method = "block";
     std::optional<std::int64_t> recompute_num_layers;
     bool allow_cross_node_tp = false, no_overlap = false, no_flash_attention = false;
@@ -134,6 +135,7 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     s.overlap = !o.no_overlap;
     s.tp_comm_overlap = o.tp_comm_overlap;
     s.overlap_p2p_comm = !o.no_overlap_p2p;
+    s.overlap_moe_expert_parallel_comm = o.overlap_moe_comm;
     s.flash_attention = !o.no_flash_attention;
     return s;
 }
@@ -232,7 +234,11 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
             << (p.tp_comm_overlap ? "; tensor-parallel communication overlapped" : "") << "\n";
         if (r.best.front().job.model.moe)
             out << "MoE token dispatcher for #1: "
-                << core::kTokenDispatcherNames[int(p.token_dispatcher)] << "\n";
+                << core::kTokenDispatcherNames[int(p.token_dispatcher)]
+                << (p.overlap_moe_expert_parallel_comm
+                        ? "; its all-to-alls overlapped (merged forward-backward pairs)"
+                        : "")
+                << "\n";
     }
 }
 
@@ -309,6 +315,12 @@ void add_search_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
            "--tp-comm-overlap,!--no-tp-comm-overlap",
            [o](std::int64_t n) { o->tp_comm_overlap = n > 0; },
            "Pin tensor-parallel communication overlap on/off (with sequence parallelism)")
+        ->group(search);
+    app->add_flag_function(
+           "--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm",
+           [o](std::int64_t n) { o->overlap_moe_comm = n > 0; },
+           "Pin the MoE all-to-all overlap on/off (default: on where ep > 1 with alltoall or "
+           "flex, unless --no-overlap)")
         ->group(search);
     app->add_flag("--no-overlap-p2p-communication", o->no_overlap_p2p,
                   "Pipeline sends wait, as Megatron without overlap_p2p_comm (interleaved only)")

@@ -100,6 +100,14 @@ void validate(const JobSpec& job) {
     if (m.moe && m.moe->num_experts % p.ep != 0)
         throw SpecError("parallel.ep",
                         s(p.ep) + " must divide moe.num_experts " + s(m.moe->num_experts));
+    if (p.overlap_moe_expert_parallel_comm) {
+        if (!m.moe || p.ep < 2)
+            throw SpecError("parallel.overlap_moe_expert_parallel_comm",
+                            "needs expert parallelism (ep " + s(p.ep) + ")");
+        if (p.token_dispatcher == TokenDispatcher::allgather)
+            throw SpecError("parallel.overlap_moe_expert_parallel_comm",
+                            "needs the alltoall or flex dispatcher, not allgather (Megatron-Core)");
+    }
     validate_torch_fsdp2(m, p);
     if (c.devices() != p.devices()) {
         std::string reason = "tp·cp·dp·pp = " + s(p.tp) + "·" + s(p.cp) + "·" + s(p.dp) + "·" +

@@ -159,6 +159,7 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
     read_sharding(r, p); // after the overlap flags, which ZeRO-2/3 turn on
     p.tp_comm_overlap = r.boolean_or("tp_comm_overlap", false);
     p.overlap_p2p_comm = r.boolean_or("overlap_p2p_comm", true);
+    p.overlap_moe_expert_parallel_comm = r.boolean_or("overlap_moe_expert_parallel_comm", false);
     p.flash_attention = r.boolean_or("flash_attention", true);
     p.allow_cross_node_tp = r.boolean_or("allow_cross_node_tp", false);
     p.rank_order = r.string_or("rank_order", std::string(kDefaultRankOrder));
@@ -239,6 +240,7 @@ Json to_json(const ParallelPlan& p) {
     j["overlap_param_gather"] = p.overlap_param_gather;
     if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
     if (!p.overlap_p2p_comm) j["overlap_p2p_comm"] = false;
+    if (p.overlap_moe_expert_parallel_comm) j["overlap_moe_expert_parallel_comm"] = true;
     j["flash_attention"] = p.flash_attention;
     j["allow_cross_node_tp"] = p.allow_cross_node_tp;
     j["rank_order"] = p.rank_order;

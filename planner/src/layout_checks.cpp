@@ -2,6 +2,7 @@
 
 #include "trident/core/spec_error.h"
 #include "trident/core/units.h"
+#include "trident/simulator/moe_overlap.h"
 #include "trident/simulator/simulate.h"
 
 #include <algorithm>
@@ -135,25 +136,37 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
 // A lower bound on the simulated step time. Pipeline rank r cannot start before the first
 // micro-batch's forward has passed the ranks below it (chunk 0), must then do all its own
 // work and its step tail; and after its last input-gradient pass (chunk 0's, of the last
-// micro-batch) the ranks below must still run theirs. Point-to-point time is left out, so the
-// bound stays below what the discrete-event run finds.
+// micro-batch) the ranks below must still run theirs. Point-to-point time is left out, and
+// with the MoE all-to-all overlap the whole exchange of all but one micro-batch's passes (at
+// most that hides: the first forward and the last backward have no partner), less the SMs it
+// takes, so the bound stays below what the discrete-event run finds.
 double lower_bound_s(const JobSpec& job, const core::Profile& profile,
                      const std::vector<simulator::StageParameters>& parameters,
                      simulator::LayerCostCache& layer_costs) {
     const simulator::CostModel cost(job, profile, &parameters, &layer_costs);
     const double m = double(job.micro_batches_per_step());
+    const bool moe_overlap = job.plan.overlap_moe_expert_parallel_comm;
     double bound = 0.0, forward_below = 0.0, backward_below = 0.0;
     for (std::int32_t r = 0; r < job.plan.pp; ++r) {
-        double busy = 0.0, without_weight = 0.0;
+        double busy = 0.0, without_weight = 0.0, hideable = 0.0;
+        double alone_forward = INFINITY, alone_backward = INFINITY; // the unpaired passes' least
         for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
             const simulator::ChunkCost& cc = cost.chunk(r, c);
             without_weight += cc.forward.total_s() + cc.backward_input.total_s();
             busy +=
                 cc.forward.total_s() + cc.backward_input.total_s() + cc.backward_weight.total_s();
+            hideable += m * (cc.forward.moe_exchange_s + cc.backward_input.moe_exchange_s);
+            alone_forward = std::min(alone_forward, cc.forward.moe_exchange_s);
+            alone_backward = std::min(alone_backward, cc.backward_input.moe_exchange_s);
         }
+        if (moe_overlap)
+            hideable = (hideable - alone_forward - alone_backward) *
+                       (1.0 - cost.overlap_slowdown(simulator::moe_exchange_group(job.plan), r));
+        else
+            hideable = 0.0;
         const double tail = simulator::step_tail(job, cost, r).total_s();
-        bound = std::max({bound, forward_below + m * busy + tail,
-                          forward_below + m * without_weight + backward_below});
+        bound = std::max({bound, forward_below + m * busy - hideable + tail,
+                          forward_below + m * without_weight - hideable + backward_below});
         forward_below += cost.chunk(r, 0).forward.total_s();
         backward_below += cost.chunk(r, 0).backward_input.total_s();
     }
@@ -330,6 +343,10 @@ void LayoutChecker::check_split(const JobSpec& split_job, const std::string& spl
             job.plan = variants[v];
             job.plan.fp8 = precision;
             job.plan.token_dispatcher = best_dispatcher(job);
+            job.plan.overlap_moe_expert_parallel_comm =
+                specs_.model.moe && job.plan.ep > 1 &&
+                job.plan.token_dispatcher != core::TokenDispatcher::allgather &&
+                space_.overlap_moe_expert_parallel_comm.value_or(space_.overlap);
             try {
                 core::validate(job.plan);
             } catch (const core::SpecError& e) {

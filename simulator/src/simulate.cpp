@@ -3,6 +3,7 @@
 #include "trident/core/schedule.h"
 #include "trident/core/step_numbers.h"
 #include "trident/simulator/flops.h"
+#include "trident/simulator/moe_overlap.h"
 #include "trident/simulator/pipeline_timeline.h"
 
 #include <algorithm>
@@ -170,7 +171,7 @@ namespace {
 // The pipeline's discrete-event run: each compute action at its chunk's cost, each message at
 // its stage pair's transfer time (computed once: the event loop asks for every message).
 PipelineTimeline time_pipeline(const core::ParallelPlan& p, const CostModel& cost,
-                               const core::Schedule& schedule, bool trace) {
+                               const core::Schedule& schedule, const MoeOverlap& moe, bool trace) {
     std::vector<double> p2p(std::size_t(p.pp * p.pp), 0.0);
     for (std::int32_t a = 0; a < p.pp; ++a)
         for (std::int32_t b = 0; b < p.pp; ++b)
@@ -179,7 +180,8 @@ PipelineTimeline time_pipeline(const core::ParallelPlan& p, const CostModel& cos
     return time_schedule(
         schedule,
         [&](std::int32_t r, const core::Action& a) {
-            return cost.chunk(r, a.chunk).of(a.kind).total_s();
+            const std::size_t i = std::size_t(&a - schedule.ranks[std::size_t(r)].data());
+            return moe.pass_s(cost, r, i, a);
         },
         [&](std::int32_t from, std::int32_t to, const core::Action&) {
             return p2p[std::size_t(from * p.pp + to)];
@@ -191,7 +193,8 @@ PipelineTimeline time_pipeline(const core::ParallelPlan& p, const CostModel& cos
 // of its pipeline work, and the step's tail (data-parallel sync, optimizer), traced after it.
 StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& split,
                          const CostModel& cost, const PipelineTimeline& timeline,
-                         const SimulateOptions& options, std::int32_t r, Report& report) {
+                         const MoeOverlap& moe, const SimulateOptions& options, std::int32_t r,
+                         Report& report) {
     const core::Precision& prec = job.model.precision;
     StageReport s;
     s.stage = r;
@@ -217,6 +220,10 @@ StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& sp
             s.moe_exchange_s += pc->moe_exchange_s * report.microbatches;
         }
     }
+    // The exchange the merged forward-backward pairs hid, and the SMs it took from them.
+    s.moe_hidden_s = moe.hidden_total_s(r);
+    s.collective_s -= s.moe_hidden_s;
+    if (!moe.slowdown.empty()) s.contention_s += s.moe_hidden_s * moe.slowdown[std::size_t(r)];
     s.pipeline_end_s = timeline.end_s[std::size_t(r)];
     const StepTail tail = step_tail(job, cost, r, options.bucket_parameters);
     s.optimizer_s = tail.optimizer_s;
@@ -292,7 +299,8 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
     const core::Schedule schedule = core::make_schedule(p.schedule, std::int32_t(p.pp),
                                                         std::int32_t(p.vpp), report.microbatches);
     const CostModel cost(job, profile, options.parameters, options.layer_costs);
-    PipelineTimeline timeline = time_pipeline(p, cost, schedule, options.trace);
+    const MoeOverlap moe = moe_overlap(job, schedule, cost);
+    PipelineTimeline timeline = time_pipeline(p, cost, schedule, moe, options.trace);
     std::vector<core::InFlight> flights;
     if (!options.in_flight) flights = in_flight_per_rank(schedule);
     std::vector<StageParameters> parameters;
@@ -301,7 +309,7 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
         memory_per_stage(job, options.in_flight ? *options.in_flight : flights, &parameters);
     const core::PipelineSplit split = job.pipeline_split();
     for (std::int32_t r = 0; r < p.pp; ++r) {
-        report.stages.push_back(stage_report(job, split, cost, timeline, options, r, report));
+        report.stages.push_back(stage_report(job, split, cost, timeline, moe, options, r, report));
         report.stages.back().memory = memory[std::size_t(r)];
     }
     for (const StageReport& s : report.stages)

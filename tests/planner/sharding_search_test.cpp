@@ -176,6 +176,11 @@ TEST(MoeExport, MegatronArgumentsNameTheTokenDispatcher) {
     EXPECT_NE(v3.find("--moe-router-num-groups 8 \\\n  --moe-router-group-topk 4"),
               std::string::npos)
         << v3;
+    in.overlap_moe_expert_parallel_comm = true;
+    EXPECT_NE(
+        planner::megatron_arguments(core::load_job(in)).find("--overlap-moe-expert-parallel-comm"),
+        std::string::npos);
+    in.overlap_moe_expert_parallel_comm.reset();
     in.model = "llama3-8b"; // dense: no dispatcher
     in.ep.reset();
     EXPECT_EQ(planner::megatron_arguments(core::load_job(in)).find("--moe-token-dispatcher-type"),

@@ -133,6 +133,10 @@ struct ParallelPlan {
     // sends run beside the next compute. Megatron does so only in the interleaved schedule;
     // everywhere else (and in 2021's Megatron) a rank's stream waits for each send.
     bool overlap_p2p_comm = true;
+    // Megatron-Core's --overlap-moe-expert-parallel-comm: the forward of one micro-batch and the
+    // backward of another run merged (combined 1F1B), each one's MoE dispatch and combine
+    // beside the other's compute. Needs ep > 1 and the alltoall or flex dispatcher.
+    bool overlap_moe_expert_parallel_comm = false;
     bool p2p_overlapped() const {
         return overlap_p2p_comm && schedule == ScheduleKind::interleaved_1f1b;
     }

@@ -45,6 +45,9 @@ struct SearchSpace {
     // beside it where ep > 1, and allgather where the tp·ep group stays inside the NVLink
     // domain (across it, gathering every token everywhere cannot win).
     std::optional<core::TokenDispatcher> token_dispatcher;
+    // Megatron-Core's --overlap-moe-expert-parallel-comm, pinned; nullopt: `overlap` wherever
+    // it applies (ep > 1, the alltoall or flex dispatcher).
+    std::optional<bool> overlap_moe_expert_parallel_comm;
     bool flash_attention = true;
     // Uneven pipeline stages, pinned (any given: only that split). None given: the planner
     // tries the even split, Megatron-Core's embedding-and-loss-counted split and the split

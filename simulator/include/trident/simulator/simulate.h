@@ -37,6 +37,9 @@ struct StageReport {
     // (Profile::host_op_issue_s; not in compute_s).
     double kernels = 0.0, host_s = 0.0;
     double moe_exchange_s = 0.0; // MoE token dispatch and combine (within collective_s)
+    // Of it, what merged forward-backward pairs hid (overlap_moe_expert_parallel_comm; taken
+    // out of collective_s).
+    double moe_hidden_s = 0.0;
     double pipeline_end_s = 0.0;
     StageMemory memory;
     double bubble_fraction(double step_s) const { return core::bubble_fraction(bubble_s, step_s); }
