@@ -239,6 +239,19 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
                         ? "; its all-to-alls overlapped (merged forward-backward pairs)"
                         : "")
                 << "\n";
+        for (std::size_t i = 0; i < r.best.size(); ++i) {
+            const planner::Candidate& c = r.best[i];
+            if (!c.job.model.moe || c.moe_exchange_s <= 0) continue;
+            // Why a layout lost, or what #1 pays: the exchange's span and its exposed share.
+            char shares[64];
+            std::snprintf(shares, sizeof shares, "%.1f %% of the step, %.1f %% exposed",
+                          100 * c.moe_exchange_s / c.step_time_s,
+                          100 * c.moe_exposed_s / c.step_time_s);
+            out << "MoE exchange for #" << i + 1 << ": "
+                << (c.moe_domains > 1 ? "crosses " + std::to_string(c.moe_domains) + " nodes"
+                                      : std::string("inside one node"))
+                << ", " << shares << "\n";
+        }
     }
 }
 

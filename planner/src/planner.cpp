@@ -36,27 +36,6 @@ std::vector<std::int64_t> divisors_up_to(std::int64_t n, std::int64_t limit) {
     return out;
 }
 
-std::int32_t cross_node_groups(const JobSpec& job) {
-    const core::RankGrid grid(job.plan);
-    std::int32_t n = 0;
-    for (auto kind : {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert,
-                      core::GroupKind::data_context, core::GroupKind::pipeline}) {
-        n += grid.nodes_spanned(kind, 0, job.cluster.fabric_domain()) > 1;
-    }
-    return n;
-}
-
-// Ranking: faster first; equal times (within 1e-9) prefer less memory, then fewer groups
-// across the slow fabric.
-bool better(const Candidate& a, const Candidate& b) {
-    const double scale = std::max(a.step_time_s, b.step_time_s);
-    if (std::fabs(a.step_time_s - b.step_time_s) > 1e-9 * scale)
-        return a.step_time_s < b.step_time_s;
-    if (a.peak_memory_bytes != b.peak_memory_bytes)
-        return a.peak_memory_bytes < b.peak_memory_bytes;
-    return a.cross_node_groups < b.cross_node_groups;
-}
-
 // The candidate values of each dimension.
 struct Dimensions {
     std::vector<std::int64_t> tp, pp, cp, ep, vpp, mbs;
@@ -189,6 +168,18 @@ Candidate candidate(const Feasible& f, const simulator::Report& r) {
     c.peak_memory_bytes = f.peak.bytes;
     c.peak_stage = f.peak.stage;
     c.cross_node_groups = cross_node_groups(f.job);
+    for (const auto& s : r.stages)
+        if (s.moe_exchange_s > c.moe_exchange_s) {
+            c.moe_exchange_s = s.moe_exchange_s;
+            c.moe_exposed_s = s.moe_exchange_s - s.moe_hidden_s;
+        }
+    if (f.job.model.moe) {
+        const core::GroupKind g = f.job.plan.token_dispatcher == core::TokenDispatcher::alltoall
+                                      ? core::GroupKind::expert
+                                      : core::GroupKind::tensor_expert;
+        c.moe_domains =
+            core::RankGrid(f.job.plan).nodes_spanned(g, 0, f.job.cluster.fabric_domain());
+    }
     return c;
 }
 
@@ -297,8 +288,9 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
         sim.layer_costs = &first.layer_costs();
         Candidate c = candidate(f, simulator::simulate(f.job, profile, sim));
         ++result.simulated;
-        result.best.insert(std::upper_bound(result.best.begin(), result.best.end(), c, better),
-                           std::move(c));
+        result.best.insert(
+            std::upper_bound(result.best.begin(), result.best.end(), c, ranks_before),
+            std::move(c));
         if (result.best.size() > options.top_k) result.best.pop_back();
     }
     result.cancelled = cancelled();
@@ -306,6 +298,25 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result;
+}
+
+std::int32_t cross_node_groups(const JobSpec& job) {
+    const core::RankGrid grid(job.plan);
+    std::int32_t n = 0;
+    for (auto kind : {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert,
+                      core::GroupKind::data_context, core::GroupKind::pipeline}) {
+        n += grid.nodes_spanned(kind, 0, job.cluster.fabric_domain()) > 1;
+    }
+    return n;
+}
+
+bool ranks_before(const Candidate& a, const Candidate& b) {
+    const double scale = std::max(a.step_time_s, b.step_time_s);
+    if (std::fabs(a.step_time_s - b.step_time_s) > 1e-9 * scale)
+        return a.step_time_s < b.step_time_s;
+    if (a.peak_memory_bytes != b.peak_memory_bytes)
+        return a.peak_memory_bytes < b.peak_memory_bytes;
+    return a.cross_node_groups < b.cross_node_groups;
 }
 
 } // namespace trident::planner

@@ -226,3 +226,70 @@ TEST(MoeSearch, TheDispatcherSearchFindsTheBestOfThePinnedOnes) {
     }
     EXPECT_DOUBLE_EQ(found.best.front().step_time_s, best_pinned);
 }
+
+// All else equal, the planner prefers expert parallelism inside a node: Qwen3-30B-A3B on two
+// DGX H100 nodes, ep 8 (one node) against ep 16 (both), at one step time and memory.
+TEST(MoeSearch, ATieGoesToTheLayoutWhoseExpertGroupStaysInANode) {
+    core::JobInputs in;
+    in.model = "qwen3-30b-a3b";
+    in.cluster = "dgx-h100";
+    in.nodes = 2;
+    in.tp = 1;
+    in.pp = 1;
+    in.dp = "auto";
+    in.micro_batch_size = 1;
+    in.global_batch_size = 64;
+    in.ep = 8;
+    planner::Candidate inside, across;
+    inside.job = core::load_job(in);
+    in.ep = 16;
+    across.job = core::load_job(in);
+    inside.cross_node_groups = planner::cross_node_groups(inside.job);
+    across.cross_node_groups = planner::cross_node_groups(across.job);
+    EXPECT_EQ(across.cross_node_groups, inside.cross_node_groups + 1); // the expert group
+    inside.step_time_s = across.step_time_s = 1.0;
+    inside.peak_memory_bytes = across.peak_memory_bytes = 50e9;
+    EXPECT_TRUE(planner::ranks_before(inside, across));
+    EXPECT_FALSE(planner::ranks_before(across, inside));
+    // Time first, then memory.
+    across.step_time_s = 0.99;
+    EXPECT_TRUE(planner::ranks_before(across, inside));
+    across.step_time_s = 1.0;
+    across.peak_memory_bytes = 49e9;
+    EXPECT_TRUE(planner::ranks_before(across, inside));
+}
+
+// --explain's MoE line: the busiest stage's exchange, its span and what overlap left exposed.
+TEST(MoeSearch, CandidatesCarryTheirExchangeSpanAndExposure) {
+    const core::JobSpec specs = [] {
+        core::JobInputs in;
+        in.model = "qwen3-30b-a3b";
+        in.cluster = "dgx-h100";
+        in.nodes = 2;
+        in.global_batch_size = 64;
+        in.seq_length = 4096;
+        return core::load_specs(in);
+    }();
+    planner::SearchSpace space;
+    space.tp = {1};
+    space.pp = {1};
+    space.cp = {1};
+    space.ep = {8, 16};
+    space.micro_batch = {1};
+    space.precisions = {core::Fp8{}};
+    planner::PlanOptions options;
+    options.memory_budget_bytes = 72 * kGiB;
+    options.top_k = 40;
+    const planner::PlanResult r =
+        planner::plan(specs, test::preset_profile("h100-sxm5-80gb"), space, options);
+    ASSERT_FALSE(r.best.empty());
+    bool saw_inside = false, saw_across = false;
+    for (const planner::Candidate& c : r.best) {
+        EXPECT_GT(c.moe_exchange_s, 0.0);
+        EXPECT_LE(c.moe_exposed_s, c.moe_exchange_s);
+        EXPECT_LT(c.moe_exposed_s, c.moe_exchange_s); // overlapped by default
+        (c.job.plan.ep == 8 ? saw_inside : saw_across) = true;
+        EXPECT_EQ(c.moe_domains, c.job.plan.ep == 8 ? 1 : 2);
+    }
+    EXPECT_TRUE(saw_inside && saw_across);
+}

@@ -91,7 +91,17 @@ struct Candidate {
     double peak_memory_bytes = 0.0;
     std::int32_t peak_stage = 0;
     std::int32_t cross_node_groups = 0; // group kinds (tp, cp, ep, dp, pp) spanning nodes
+    // MoE: the busiest stage's token exchange over the step, the part of it left exposed (not
+    // hidden by overlap), and the NVLink domains its exchange group spans.
+    double moe_exchange_s = 0.0, moe_exposed_s = 0.0;
+    std::int64_t moe_domains = 1;
 };
+
+// The group kinds (tp, cp, ep, dp·cp, pp) of `job` whose groups span NVLink domains.
+std::int32_t cross_node_groups(const core::JobSpec& job);
+// The ranking: faster first; equal times (within 1e-9) prefer less memory, then fewer group
+// kinds across the slow fabric (so intra-node expert parallelism wins a tie).
+bool ranks_before(const Candidate& a, const Candidate& b);
 
 struct Rejection {
     core::ParallelPlan plan;
