@@ -417,6 +417,23 @@ def gemm_raw_time(dev, core_eff, m, n, k, dtype="bf16"):
     return best
 
 
+def cap_by_larger(t, I, J, L):
+    """In place: each entry of the I x J x L grid becomes the minimum over all entries at or
+    beyond it in every index (a shape is never slower than a larger one containing it: it
+    could run zero-padded with that kernel)."""
+    for i in reversed(range(I)):
+        for j in reversed(range(J)):
+            for l in reversed(range(L)):
+                v = t[(i, j, l)]
+                if i + 1 < I:
+                    v = min(v, t[(i + 1, j, l)])
+                if j + 1 < J:
+                    v = min(v, t[(i, j + 1, l)])
+                if l + 1 < L:
+                    v = min(v, t[(i, j, l + 1)])
+                t[(i, j, l)] = v
+
+
 def gemm_table(dev, core_eff, dtype="bf16"):
     """Full grid.  A problem is never modelled slower than a larger one that
     contains it (it could be run zero-padded with that kernel), so each entry
@@ -428,17 +445,7 @@ def gemm_table(dev, core_eff, dtype="bf16"):
         for j in range(N):
             for l in range(N):
                 t[(i, j, l)] = gemm_raw_time(dev, core_eff, D[i], D[j], D[l], dtype)
-    for i in reversed(range(N)):
-        for j in reversed(range(N)):
-            for l in reversed(range(N)):
-                v = t[(i, j, l)]
-                if i + 1 < N:
-                    v = min(v, t[(i + 1, j, l)])
-                if j + 1 < N:
-                    v = min(v, t[(i, j + 1, l)])
-                if l + 1 < N:
-                    v = min(v, t[(i, j, l + 1)])
-                t[(i, j, l)] = v
+    cap_by_larger(t, N, N, N)
     return [[D[i], D[j], D[l], t[(i, j, l)] + GEMM_LAUNCH_S]
             for i in range(N) for j in range(N) for l in range(N)]
 
@@ -497,17 +504,7 @@ def grouped_gemm_table(dev, core_eff, dtype="bf16"):
                 for l, k in enumerate(GROUPED_MK):
                     t[(i, j, l)] = grouped_raw_time(dev, core_eff, g, m, n, k, dtype)
         I, J, L = len(GROUPED_MK), len(GROUPED_N), len(GROUPED_MK)
-        for i in reversed(range(I)):
-            for j in reversed(range(J)):
-                for l in reversed(range(L)):
-                    v = t[(i, j, l)]
-                    if i + 1 < I:
-                        v = min(v, t[(i + 1, j, l)])
-                    if j + 1 < J:
-                        v = min(v, t[(i, j + 1, l)])
-                    if l + 1 < L:
-                        v = min(v, t[(i, j, l + 1)])
-                    t[(i, j, l)] = v
+        cap_by_larger(t, I, J, L)
         rows += [[g, GROUPED_MK[i], GROUPED_N[j], GROUPED_MK[l], t[(i, j, l)]]
                  for i in range(I) for j in range(J) for l in range(L)]
     return rows

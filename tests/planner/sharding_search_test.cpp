@@ -187,17 +187,20 @@ TEST(MoeExport, MegatronArgumentsNameTheTokenDispatcher) {
               std::string::npos);
 }
 
-TEST(MoeSearch, TheDispatcherSearchFindsTheBestOfThePinnedOnes) {
-    // Qwen3-30B-A3B on two DGX H100 nodes at ep 8 and 16: the unpinned search gives each layout
-    // the dispatcher that makes its MoE layers fastest (alltoall, flex, allgather inside a
-    // node), and its best equals the best of pinning each.
+namespace {
+
+// Qwen3-30B-A3B on two DGX H100 nodes, tp 1, pp 1, ep 8 (one node) or 16 (both), BF16.
+core::JobSpec qwen_two_nodes() {
     core::JobInputs in;
     in.model = "qwen3-30b-a3b";
     in.cluster = "dgx-h100";
     in.nodes = 2;
     in.global_batch_size = 64;
     in.seq_length = 4096;
-    const core::JobSpec specs = core::load_specs(in);
+    return core::load_specs(in);
+}
+
+planner::SearchSpace qwen_ep_8_and_16() {
     planner::SearchSpace space;
     space.tp = {1};
     space.pp = {1};
@@ -205,9 +208,25 @@ TEST(MoeSearch, TheDispatcherSearchFindsTheBestOfThePinnedOnes) {
     space.ep = {8, 16};
     space.micro_batch = {1};
     space.precisions = {core::Fp8{}};
+    return space;
+}
+
+planner::PlanOptions qwen_options() {
     planner::PlanOptions options;
     options.memory_budget_bytes = 72 * kGiB;
     options.top_k = 40;
+    return options;
+}
+
+} // namespace
+
+TEST(MoeSearch, TheDispatcherSearchFindsTheBestOfThePinnedOnes) {
+    // Qwen3-30B-A3B on two DGX H100 nodes at ep 8 and 16: the unpinned search gives each layout
+    // the dispatcher that makes its MoE layers fastest (alltoall, flex, allgather inside a
+    // node), and its best equals the best of pinning each.
+    const core::JobSpec specs = qwen_two_nodes();
+    const planner::SearchSpace space = qwen_ep_8_and_16();
+    const planner::PlanOptions options = qwen_options();
     const auto& h100 = test::preset_profile("h100-sxm5-80gb");
     const planner::PlanResult found = planner::plan(specs, h100, space, options);
     ASSERT_FALSE(found.best.empty());
@@ -261,27 +280,9 @@ TEST(MoeSearch, ATieGoesToTheLayoutWhoseExpertGroupStaysInANode) {
 
 // --explain's MoE line: the busiest stage's exchange, its span and what overlap left exposed.
 TEST(MoeSearch, CandidatesCarryTheirExchangeSpanAndExposure) {
-    const core::JobSpec specs = [] {
-        core::JobInputs in;
-        in.model = "qwen3-30b-a3b";
-        in.cluster = "dgx-h100";
-        in.nodes = 2;
-        in.global_batch_size = 64;
-        in.seq_length = 4096;
-        return core::load_specs(in);
-    }();
-    planner::SearchSpace space;
-    space.tp = {1};
-    space.pp = {1};
-    space.cp = {1};
-    space.ep = {8, 16};
-    space.micro_batch = {1};
-    space.precisions = {core::Fp8{}};
-    planner::PlanOptions options;
-    options.memory_budget_bytes = 72 * kGiB;
-    options.top_k = 40;
     const planner::PlanResult r =
-        planner::plan(specs, test::preset_profile("h100-sxm5-80gb"), space, options);
+        planner::plan(qwen_two_nodes(), test::preset_profile("h100-sxm5-80gb"), qwen_ep_8_and_16(),
+                      qwen_options());
     ASSERT_FALSE(r.best.empty());
     bool saw_inside = false, saw_across = false;
     for (const planner::Candidate& c : r.best) {
