@@ -7,6 +7,7 @@
 #include "trident/core/units.h"
 #include "trident/simulator/cost_model.h"
 #include "trident/simulator/memory.h"
+#include "trident/simulator/moe_overlap.h"
 #include "trident/simulator/simulate.h"
 
 #include <algorithm>
@@ -174,11 +175,9 @@ Candidate candidate(const Feasible& f, const simulator::Report& r) {
             c.moe_exposed_s = s.moe_exchange_s - s.moe_hidden_s;
         }
     if (f.job.model.moe) {
-        const core::GroupKind g = f.job.plan.token_dispatcher == core::TokenDispatcher::alltoall
-                                      ? core::GroupKind::expert
-                                      : core::GroupKind::tensor_expert;
-        c.moe_domains =
-            core::RankGrid(f.job.plan).nodes_spanned(g, 0, f.job.cluster.fabric_domain());
+        c.moe_domains = core::RankGrid(f.job.plan)
+                            .nodes_spanned(simulator::moe_exchange_group(f.job.plan), 0,
+                                           f.job.cluster.fabric_domain());
     }
     return c;
 }

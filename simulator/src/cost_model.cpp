@@ -83,8 +83,7 @@ double CostModel::collective_s(core::GroupKind kind, std::int32_t pipeline_rank,
         }
     const std::string& fabric =
         g.inter_node ? job_.cluster.inter_node_fabric : job_.cluster.intra_node_fabric;
-    const bool spanning = c == core::Collective::all_to_all && g.domains > 1 &&
-                          g.size % g.domains == 0 && g.size > g.domains;
+    const bool spanning = c == core::Collective::all_to_all && g.splits_by_domain();
     const core::Timing t = spanning ? spanning_all_to_all(g, bytes, bytes / double(g.domains))
                                     : profile_.collective(fabric, c, g.size, bytes);
     if (!t.fallback.empty()) ++fallbacks_[t.fallback];
@@ -114,7 +113,7 @@ core::Timing CostModel::spanning_all_to_all(const GroupShape& g, double across_b
 // time. Inside one domain it is one all-to-all of `bytes`.
 double CostModel::deepep_all_to_all_s(const Op& op, std::int32_t pipeline_rank) const {
     const GroupShape& g = group_shape(op.group, pipeline_rank);
-    if (g.domains <= 1 || g.size % g.domains != 0 || g.size == g.domains || !job_.model.moe)
+    if (!g.splits_by_domain() || !job_.model.moe)
         return collective_s(op.group, pipeline_rank, op.collective, op.bytes);
     const double domains = job_.model.moe->expected_destinations(g.domains);
     const core::Timing t = spanning_all_to_all(g, op.domain_copy_bytes * domains, op.bytes);

@@ -139,15 +139,17 @@ struct Builder {
                            .bytes = backward_bytes});
     }
 
-    void collective(std::string_view name, Collective c, GroupKind group, double bytes,
-                    Phase phase) {
+    // `domain_copy_bytes`: a DeepEP all-to-all's bytes per destination domain (Op).
+    void collective(std::string_view name, Collective c, GroupKind group, double bytes, Phase phase,
+                    double domain_copy_bytes = 0.0) {
         if (bytes <= 0) return;
         Op op{.name = name,
               .kind = OpKind::collective,
               .phase = phase,
               .collective = c,
               .group = group,
-              .bytes = bytes};
+              .bytes = bytes,
+              .domain_copy_bytes = domain_copy_bytes};
         if (phase == Phase::forward)
             push(op);
         else
@@ -400,9 +402,10 @@ struct Exchange {
 void token_exchange(Builder& b, const core::MoeSpec& e, const LayerView& v, const Exchange& x,
                     bool combine) {
     const std::string_view name = combine ? "combine" : "dispatch";
-    const auto both = [&](Collective forward, Collective backward, GroupKind g, double bytes) {
-        b.collective(name, forward, g, bytes, Phase::forward);
-        b.collective(name, backward, g, bytes, Phase::backward_input);
+    const auto both = [&](Collective forward, Collective backward, GroupKind g, double bytes,
+                          double domain_copy_bytes = 0.0) {
+        b.collective(name, forward, g, bytes, Phase::forward, domain_copy_bytes);
+        b.collective(name, backward, g, bytes, Phase::backward_input, domain_copy_bytes);
     };
     const auto gather = combine ? Collective::reduce_scatter : Collective::all_gather;
     const auto scatter = combine ? Collective::all_gather : Collective::reduce_scatter;
@@ -431,21 +434,9 @@ void token_exchange(Builder& b, const core::MoeSpec& e, const LayerView& v, cons
         // destination domain and is forwarded inside it (the cost model counts the domains).
         const double scale = x.capacity * x.load;
         const double probabilities = x.norm_tokens * double(e.top_k) * 4.0;
-        for (Phase phase : {Phase::forward, Phase::backward_input}) {
-            Op op{.name = name,
-                  .kind = OpKind::collective,
-                  .phase = phase,
-                  .collective = Collective::all_to_all,
-                  .group = GroupKind::tensor_expert,
-                  .bytes = (x.rank_bytes * double(v.tp) * e.expected_destinations(v.ep) +
-                            probabilities) *
-                           scale,
-                  .domain_copy_bytes = (x.rank_bytes + probabilities) * scale};
-            if (phase == Phase::forward)
-                b.push(op);
-            else
-                b.ops.push_back(op);
-        }
+        both(Collective::all_to_all, Collective::all_to_all, GroupKind::tensor_expert,
+             (x.rank_bytes * double(v.tp) * e.expected_destinations(v.ep) + probabilities) * scale,
+             (x.rank_bytes + probabilities) * scale);
         return;
     }
     }

@@ -138,6 +138,11 @@ private:
         std::int64_t size = -1;
         bool inter_node = false;
         std::int64_t domains = 1;
+        // Several domains with equal shares of more than one rank each: an all-to-all over it
+        // splits into a network leg and an NVLink leg (spanning_all_to_all).
+        bool splits_by_domain() const {
+            return domains > 1 && size % domains == 0 && size > domains;
+        }
     };
     const GroupShape& group_shape(core::GroupKind kind, std::int32_t pipeline_rank) const;
     // An all-to-all over a group spanning several NVLink domains: each rank sends what is

@@ -23,8 +23,8 @@ struct MoeOverlap {
     double hidden_total_s(std::int32_t rank) const;
 };
 
-// The group whose SMs an overlapped exchange takes: alltoall's expert group, flex's tensor ×
-// expert group.
+// The group a layout's MoE token exchange runs over (whose fabric an overlapped exchange takes
+// SMs from): alltoall's expert group, flex's and allgather's tensor × expert group.
 core::GroupKind moe_exchange_group(const core::ParallelPlan& plan);
 
 // Pairs each rank's consecutive forward and backward of different micro-batches (weight-
