@@ -1,4 +1,5 @@
 #include "trident/core/job.h"
+#include "trident/core/schedule.h"
 
 #include "trident/core/spec_error.h"
 
@@ -29,8 +30,8 @@ RecomputeGranularity JobSpec::layer_recompute(std::int64_t layer) const {
     const Recompute& rc = plan.recompute;
     if (rc.granularity != RecomputeGranularity::full || rc.method == RecomputeMethod::uniform)
         return recompute_at(0);
-    if (!uneven_split_requested(plan) && model.num_layers % (plan.pp * plan.vpp) == 0)
-        return recompute_at(layer % (model.num_layers / (plan.pp * plan.vpp)));
+    if (!uneven_split_requested(plan) && model.num_layers % plan.model_stages() == 0)
+        return recompute_at(layer % (model.num_layers / plan.model_stages()));
     return recompute_at(pipeline_split().position(layer));
 }
 
@@ -147,10 +148,7 @@ void validate(const JobSpec& job) {
                         s(t.seq_length) + " per context rank must be divisible by tp = " + s(p.tp) +
                             " with sequence parallelism");
     const std::int64_t m_batches = job.micro_batches_per_step();
-    if (p.schedule == ScheduleKind::interleaved_1f1b && m_batches % p.pp != 0)
-        throw SpecError("training.global_batch_size",
-                        "interleaved-1f1b needs micro-batches per step (" + s(m_batches) +
-                            ") divisible by pp = " + s(p.pp) + " (Megatron's rule)");
+    validate_schedule(p.schedule, p.pp, p.vpp, m_batches);
     if (p.recompute.granularity == RecomputeGranularity::full && p.recompute.num_layers < 1)
         throw SpecError("parallel.recompute.num_layers",
                         "full recomputation needs num_layers >= 1 (got " +

@@ -172,12 +172,12 @@ ChunkShape ChunkShape::of(const JobSpec& job, std::int32_t pipeline_rank, std::i
     ChunkShape s;
     s.pipeline_rank = pipeline_rank;
     s.chunk = chunk;
-    s.virtual_stage = core::virtual_stage(chunk, std::int32_t(p.pp), pipeline_rank);
+    s.virtual_stage = core::virtual_stage(p.schedule, chunk, std::int32_t(p.pp), pipeline_rank);
     s.tp = p.tp;
     s.tp_rank = tp_rank;
     s.ep_rank = ep_rank;
     s.first = s.virtual_stage == 0;
-    s.last = s.virtual_stage == p.pp * p.vpp - 1;
+    s.last = s.virtual_stage == p.model_stages() - 1;
     const PipelineSplit split = job.pipeline_split();
     s.layers = split.layers_of(s.virtual_stage);
     s.first_layer = split.first_layer(s.virtual_stage);

@@ -147,6 +147,8 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
     p.micro_batch_size = r.integer("micro_batch_size", 1, kMaxBatch);
     p.schedule = static_cast<ScheduleKind>(
         enum_index(r.string_or("schedule", "1f1b"), kScheduleNames, r.field("schedule")));
+    // ZB-V, DualPipe and DualPipeV hold two chunks per rank by definition.
+    if (holds_two_chunks(p.schedule) && !r.has("vpp")) p.vpp = 2;
     if (const Json* rc = r.get("recompute"))
         p.recompute = recompute_from_json(*rc, r.field("recompute"));
     if (const Json* fp8 = r.get("fp8")) p.fp8 = fp8_from_json(*fp8, r.field("fp8"));
@@ -180,11 +182,18 @@ void validate(const ParallelPlan& p, const std::string& path) {
     if (p.sequence_parallel && p.tp == 1)
         throw SpecError(f("sequence_parallel"), "needs tp > 1 (it splits the sequence over the "
                                                 "tensor-parallel group)");
-    if (p.vpp > 1 && p.schedule != ScheduleKind::interleaved_1f1b)
+    if (holds_two_chunks(p.schedule) && p.vpp != 2)
+        throw SpecError(f("vpp"), "schedule \"" + to_string(p.schedule) +
+                                      "\" holds 2 model chunks per rank; leave vpp out or give "
+                                      "2, got " + std::to_string(p.vpp));
+    if (p.vpp > 1 && p.schedule != ScheduleKind::interleaved_1f1b && !holds_two_chunks(p.schedule))
         throw SpecError(f("vpp"), std::to_string(p.vpp) +
                                       " virtual stages need schedule "
                                       "\"interleaved-1f1b\", got \"" +
                                       to_string(p.schedule) + "\"");
+    if (p.schedule == ScheduleKind::dualpipe && p.pp % 2 != 0)
+        throw SpecError(f("pp"), "schedule \"dualpipe\" needs an even pp (its two directions "
+                                 "meet in the middle), got " + std::to_string(p.pp));
     if (p.schedule == ScheduleKind::interleaved_1f1b) {
         if (p.vpp < 2) throw SpecError(f("vpp"), "schedule \"interleaved-1f1b\" needs vpp >= 2");
         if (p.pp < 2) throw SpecError(f("pp"), "schedule \"interleaved-1f1b\" needs pp >= 2");

@@ -21,17 +21,23 @@ const char* kHowToSplit =
     "--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split or "
     "--pipeline-layout, or let the planner split (trident plan)";
 
+// "pp·vpp = 4·2 = 8 virtual stages", or DualPipe's "pp = 4 stages (two copies of one split)".
+std::string stages_text(const ParallelPlan& p) {
+    if (placement_of(p.schedule) == StagePlacement::two_copies)
+        return "pp = " + s(p.pp) + " stages (dualpipe's two copies share one split)";
+    return "pp·vpp = " + s(p.pp) + "·" + s(p.vpp) + " = " + s(p.pp * p.vpp) + " virtual stages";
+}
+
 PipelineSplit listed_split(const ModelSpec& m, const ParallelPlan& p) {
     const std::string field = "parallel.pipeline_layout";
     if (p.first_stage_layers || p.last_stage_layers || p.account_for_embedding ||
         p.account_for_loss)
         throw SpecError(field, "lists every stage already; drop decoder_first/last_pipeline_num_"
                                "layers and account_for_embedding/loss_in_pipeline_split");
-    const std::int64_t stages = p.pp * p.vpp;
+    const std::int64_t stages = p.model_stages();
     const auto n = std::int64_t(p.pipeline_layout.size());
     if (n != stages)
-        throw SpecError(field, "has " + s(n) + " entries but pp·vpp = " + s(p.pp) + "·" + s(p.vpp) +
-                                   " = " + s(stages) + " virtual stages");
+        throw SpecError(field, "has " + s(n) + " entries but " + stages_text(p));
     for (std::int64_t vs = 0; vs < n; ++vs) {
         const std::int64_t layers = p.pipeline_layout[std::size_t(vs)];
         if (layers < 0)
@@ -71,15 +77,18 @@ PipelineSplit first_last_split(const ModelSpec& m, const ParallelPlan& p) {
     std::vector<std::int64_t> per_rank(std::size_t(p.pp), middle);
     if (p.first_stage_layers) per_rank.front() = *p.first_stage_layers;
     if (p.last_stage_layers) per_rank.back() = *p.last_stage_layers;
-    std::vector<std::int64_t> layers(std::size_t(p.pp * p.vpp));
+    // DualPipe's stage r is rank r's chunk of copy 0: the counts are per stage.
+    if (placement_of(p.schedule) == StagePlacement::two_copies) return split_of(per_rank);
+    std::vector<std::int64_t> layers(std::size_t(p.model_stages()));
     for (std::int64_t r = 0; r < p.pp; ++r) {
         const std::int64_t n = per_rank[std::size_t(r)];
         if (n % p.vpp != 0 || (r != 0 && r != p.pp - 1 && n < p.vpp))
             throw SpecError(field, "pipeline rank " + s(r) + "'s " + s(n) +
                                        " layers cannot be split evenly over its vpp " + s(p.vpp) +
                                        " model chunks");
-        // Virtual stage c·pp + r is rank r's chunk c (Narayanan et al. 2021, §2.2).
-        for (std::int64_t c = 0; c < p.vpp; ++c) layers[std::size_t(c * p.pp + r)] = n / p.vpp;
+        for (std::int32_t c = 0; c < std::int32_t(p.vpp); ++c)
+            layers[std::size_t(virtual_stage(p.schedule, c, std::int32_t(p.pp),
+                                             std::int32_t(r)))] = n / p.vpp;
     }
     return split_of(layers);
 }
@@ -88,7 +97,7 @@ PipelineSplit first_last_split(const ModelSpec& m, const ParallelPlan& p) {
 // (Megatron-Core's --account-for-embedding/loss-in-pipeline-split).
 PipelineSplit counted_split(const ModelSpec& m, const ParallelPlan& p) {
     const std::int64_t extra = std::int64_t(p.account_for_embedding) + p.account_for_loss;
-    const std::int64_t total = m.num_layers + extra, stages = p.pp * p.vpp;
+    const std::int64_t total = m.num_layers + extra, stages = p.model_stages();
     if (counted_split_fits(m, p)) {
         std::vector<std::int64_t> layers(std::size_t(stages), total / stages);
         if (p.account_for_embedding) --layers.front();
@@ -114,7 +123,7 @@ PipelineSplit counted_split(const ModelSpec& m, const ParallelPlan& p) {
 
 bool counted_split_fits(const ModelSpec& m, const ParallelPlan& p) {
     const std::int64_t extra = std::int64_t(p.account_for_embedding) + p.account_for_loss;
-    const std::int64_t total = m.num_layers + extra, stages = p.pp * p.vpp;
+    const std::int64_t total = m.num_layers + extra, stages = p.model_stages();
     if (stages < 1 || stages > m.num_layers || total % stages != 0) return false;
     const std::int64_t per_stage = total / stages;
     return per_stage - std::int64_t(p.account_for_embedding) >= 0 &&
@@ -162,10 +171,9 @@ bool uneven_split_requested(const ParallelPlan& p) {
 }
 
 PipelineSplit pipeline_split(const ModelSpec& m, const ParallelPlan& p) {
-    if (p.pp * p.vpp > m.num_layers && p.pipeline_layout.empty())
+    if (p.model_stages() > m.num_layers && p.pipeline_layout.empty())
         throw SpecError(p.vpp > 1 ? "parallel.vpp" : "parallel.pp",
-                        "pp·vpp = " + s(p.pp) + "·" + s(p.vpp) + " = " + s(p.pp * p.vpp) +
-                            " virtual stages exceed the " + s(m.num_layers) + " layers");
+                        stages_text(p) + " exceed the " + s(m.num_layers) + " layers");
     if (!p.pipeline_layout.empty()) return listed_split(m, p);
     if (p.first_stage_layers || p.last_stage_layers) return first_last_split(m, p);
     return counted_split(m, p);

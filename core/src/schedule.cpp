@@ -1,5 +1,6 @@
 #include "trident/core/schedule.h"
 
+#include "schedule_orders.h"
 #include "trident/core/spec_error.h"
 
 #include <algorithm>
@@ -105,33 +106,56 @@ Order zero_bubble_h1(std::int32_t p, std::int32_t r, std::int32_t m) {
     return o;
 }
 
-// Places the sends and receives around a compute order: a receive right before the action
-// that needs remote data, a send right after the action that produces it.
-std::vector<Action> with_communication(const Schedule& s, std::int32_t rank, const Order& order) {
+// Whether the schedule sends every input gradient as soon as its B ends, W or not behind it
+// (the zero-bubble schedules' point: the chain of B's upstream never waits for a W).
+bool splits_backward(ScheduleKind kind) {
+    return kind == ScheduleKind::zero_bubble_h1 || kind == ScheduleKind::zero_bubble_v;
+}
+
+// The compute actions that run as one unit from `i`: a B fused with its W (outside the
+// zero-bubble schedules), or the action alone.
+std::size_t unit_end(const Schedule& s, const Order& o, std::size_t i) {
+    const bool weight_next = i + 1 < o.size() && o[i].kind == ActionKind::backward_input &&
+                             o[i + 1].kind == ActionKind::backward_weight &&
+                             o[i + 1].microbatch == o[i].microbatch && o[i + 1].chunk == o[i].chunk;
+    return !splits_backward(s.kind) && weight_next ? i + 2 : i + 1;
+}
+
+// Places the sends and receives around a compute order: the receives a unit of compute needs
+// right before it, the sends of what it produced right after it (an activation after its F;
+// an input gradient after its B, or after the fused W: autograd interleaves dgrad and wgrad
+// layer by layer, so a fused backward's input gradient is ready only at its end). The
+// neighbours are those of the micro-batch's own path, wherever the placement puts them.
+std::vector<Action> with_communication(const Schedule& s, std::int32_t rank, const Order& o) {
     std::vector<Action> actions;
-    actions.reserve(order.size() * 2);
+    actions.reserve(o.size() * 2);
     const std::int32_t last = s.virtual_stages() - 1;
-    for (const Action& a : order) {
-        const std::int32_t vs = s.virtual_stage(rank, a.chunk);
-        if (a.kind == ActionKind::forward && vs > 0 && s.rank_of(vs - 1) != rank)
-            actions.push_back(
-                {ActionKind::recv_activation, a.microbatch, a.chunk, s.rank_of(vs - 1)});
-        if (a.kind == ActionKind::backward_input && vs < last && s.rank_of(vs + 1) != rank)
-            actions.push_back(
-                {ActionKind::recv_gradient, a.microbatch, a.chunk, s.rank_of(vs + 1)});
-        actions.push_back(a);
-        if (a.kind == ActionKind::forward && vs < last && s.rank_of(vs + 1) != rank)
-            actions.push_back(
-                {ActionKind::send_activation, a.microbatch, a.chunk, s.rank_of(vs + 1)});
-        // The input gradient leaves after B under zero-bubble schedules. The others run one
-        // fused backward (autograd interleaves dgrad and wgrad layer by layer, so a stage's
-        // input gradient is ready only at the end): it leaves after the W that follows B.
-        const ActionKind sends_gradient = s.kind == ScheduleKind::zero_bubble_h1
-                                              ? ActionKind::backward_input
-                                              : ActionKind::backward_weight;
-        if (a.kind == sends_gradient && vs > 0 && s.rank_of(vs - 1) != rank)
-            actions.push_back(
-                {ActionKind::send_gradient, a.microbatch, a.chunk, s.rank_of(vs - 1)});
+    const auto neighbour = [&](const Action& a, std::int32_t step) {
+        const std::int32_t vs = s.virtual_stage(rank, a.chunk) + step;
+        return vs >= 0 && vs <= last ? s.rank_of(a.microbatch, vs) : rank;
+    };
+    for (std::size_t i = 0, end = 0; i < o.size(); i = end) {
+        end = unit_end(s, o, i);
+        for (std::size_t j = i; j < end; ++j) {
+            const Action& a = o[j];
+            if (a.kind == ActionKind::forward && neighbour(a, -1) != rank)
+                actions.push_back({ActionKind::recv_activation, a.microbatch, a.chunk,
+                                   neighbour(a, -1)});
+            if (a.kind == ActionKind::backward_input && neighbour(a, +1) != rank)
+                actions.push_back(
+                    {ActionKind::recv_gradient, a.microbatch, a.chunk, neighbour(a, +1)});
+        }
+        actions.insert(actions.end(), o.begin() + std::ptrdiff_t(i),
+                       o.begin() + std::ptrdiff_t(end));
+        for (std::size_t j = i; j < end; ++j) {
+            const Action& a = o[j];
+            if (a.kind == ActionKind::forward && neighbour(a, +1) != rank)
+                actions.push_back(
+                    {ActionKind::send_activation, a.microbatch, a.chunk, neighbour(a, +1)});
+            if (a.kind == ActionKind::backward_input && neighbour(a, -1) != rank)
+                actions.push_back(
+                    {ActionKind::send_gradient, a.microbatch, a.chunk, neighbour(a, -1)});
+        }
     }
     return actions;
 }
@@ -165,38 +189,67 @@ std::string to_string(const Action& a) {
     return s + ")";
 }
 
-Schedule make_schedule(ScheduleKind kind, std::int32_t p, std::int32_t v, std::int32_t m) {
+void validate_schedule(ScheduleKind kind, std::int64_t p, std::int64_t v, std::int64_t m) {
+    const auto s = [](std::int64_t x) { return std::to_string(x); };
+    const std::string name(kScheduleNames[std::size_t(kind)]);
     if (p < 1) throw SpecError("parallel.pp", "must be a positive integer");
     if (v < 1) throw SpecError("parallel.vpp", "must be a positive integer");
     if (m < 1) throw SpecError("training.global_batch_size", "gives no micro-batch");
     if (kind == ScheduleKind::interleaved_1f1b) {
         if (m % p != 0)
             throw SpecError("training.global_batch_size",
-                            "interleaved-1f1b needs micro-batches (" + std::to_string(m) +
-                                ") divisible by pp = " + std::to_string(p));
+                            "interleaved-1f1b needs micro-batches per step (" + s(m) +
+                                ") divisible by pp = " + s(p) + " (Megatron's rule)");
+    } else if (holds_two_chunks(kind)) {
+        if (v != 2)
+            throw SpecError("parallel.vpp", name + " holds 2 model chunks per rank, got vpp " +
+                                                s(v));
     } else if (v != 1) {
         throw SpecError("parallel.vpp", "virtual stages need schedule \"interleaved-1f1b\"");
     }
+    if (kind == ScheduleKind::dualpipe && p % 2 != 0)
+        throw SpecError("parallel.pp", "dualpipe needs an even pp (its two directions meet in "
+                                       "the middle), got " + s(p));
+    if (kind == ScheduleKind::dualpipe && m % 2 != 0)
+        throw SpecError("training.global_batch_size",
+                        "dualpipe needs an even number of micro-batches (half go each way), got " +
+                            s(m));
+    if ((kind == ScheduleKind::dualpipe || kind == ScheduleKind::dualpipev) && m < 2 * p)
+        throw SpecError("training.global_batch_size",
+                        name + " needs at least 2·pp = " + s(2 * p) +
+                            " micro-batches per step (DeepSeek's rule), got " + s(m));
+}
+
+namespace {
+
+Order compute_order(ScheduleKind kind, std::int32_t p, std::int32_t r, std::int32_t v,
+                    std::int32_t m) {
+    switch (kind) {
+    case ScheduleKind::gpipe:
+        return gpipe(p, r, m);
+    case ScheduleKind::one_f_one_b:
+        return one_f_one_b(p, r, m);
+    case ScheduleKind::interleaved_1f1b:
+        return interleaved(p, r, v, m);
+    case ScheduleKind::zero_bubble_h1:
+        return zero_bubble_h1(p, r, m);
+    case ScheduleKind::zero_bubble_v:
+        return orders::zero_bubble_v(p, r, m);
+    case ScheduleKind::dualpipe:
+    case ScheduleKind::dualpipev:
+        return orders::dualpipe(kind, p, r, m);
+    }
+    return {};
+}
+
+} // namespace
+
+Schedule make_schedule(ScheduleKind kind, std::int32_t p, std::int32_t v, std::int32_t m) {
+    validate_schedule(kind, p, v, m);
     Schedule s{kind, p, v, m, {}};
     s.ranks.resize(std::size_t(p));
-    for (std::int32_t r = 0; r < p; ++r) {
-        Order order;
-        switch (kind) {
-        case ScheduleKind::gpipe:
-            order = gpipe(p, r, m);
-            break;
-        case ScheduleKind::one_f_one_b:
-            order = one_f_one_b(p, r, m);
-            break;
-        case ScheduleKind::interleaved_1f1b:
-            order = interleaved(p, r, v, m);
-            break;
-        case ScheduleKind::zero_bubble_h1:
-            order = zero_bubble_h1(p, r, m);
-            break;
-        }
-        s.ranks[std::size_t(r)] = with_communication(s, r, order);
-    }
+    for (std::int32_t r = 0; r < p; ++r)
+        s.ranks[std::size_t(r)] = with_communication(s, r, compute_order(kind, p, r, v, m));
     return s;
 }
 

@@ -49,16 +49,19 @@ void check_schedule(const Schedule& s) {
             const Action& a = actions[i];
             if (a.microbatch < 0 || a.microbatch >= m || a.chunk < 0 || a.chunk >= s.chunks)
                 fail(r, i, a, "micro-batch or chunk out of range");
+            if (!s.visits(a.microbatch, a.chunk))
+                fail(r, i, a, "micro-batch goes through the other model copy");
             const std::int32_t vs = s.virtual_stage(r, a.chunk);
             std::uint8_t& cell = done.at(a.microbatch, vs);
             const bool first = vs == 0, last = vs == nvs - 1;
-            const bool prev_local = !first && s.rank_of(vs - 1) == r;
-            const bool next_local = !last && s.rank_of(vs + 1) == r;
+            const bool prev_local = !first && s.rank_of(a.microbatch, vs - 1) == r;
+            const bool next_local = !last && s.rank_of(a.microbatch, vs + 1) == r;
             if (!is_compute(a.kind)) {
                 const bool to_next =
                     a.kind == ActionKind::send_activation || a.kind == ActionKind::recv_gradient;
                 const std::int32_t other = to_next ? vs + 1 : vs - 1;
-                if (other < 0 || other >= nvs || a.peer != s.rank_of(other) || a.peer == r)
+                if (other < 0 || other >= nvs || a.peer != s.rank_of(a.microbatch, other) ||
+                    a.peer == r)
                     fail(r, i, a, "peer is not the neighbouring stage on another rank");
             }
             switch (a.kind) {
@@ -109,17 +112,16 @@ void check_schedule(const Schedule& s) {
     for (std::int32_t mb = 0; mb < m; ++mb)
         for (std::int32_t vs = 0; vs < nvs; ++vs) {
             const std::uint8_t cell = done.at(mb, vs);
-            const Action probe{ActionKind::forward, mb, s.chunk_of(vs), -1};
+            const std::int32_t rank = s.rank_of(mb, vs);
+            const Action probe{ActionKind::forward, mb, s.chunk_of(mb, vs), -1};
             if ((cell & (kF | kB | kW)) != (kF | kB | kW))
-                fail(s.rank_of(vs), 0, probe, "missing forward, backward-input or backward-weight");
-            const bool remote_next = vs + 1 < nvs && s.rank_of(vs + 1) != s.rank_of(vs);
-            const bool remote_prev = vs > 0 && s.rank_of(vs - 1) != s.rank_of(vs);
+                fail(rank, 0, probe, "missing forward, backward-input or backward-weight");
+            const bool remote_next = vs + 1 < nvs && s.rank_of(mb, vs + 1) != rank;
+            const bool remote_prev = vs > 0 && s.rank_of(mb, vs - 1) != rank;
             if (bool(cell & kSentAct) != remote_next || bool(cell & kRecvGrad) != remote_next)
-                fail(s.rank_of(vs), 0, probe,
-                     "activation send / gradient receive missing or extra");
+                fail(rank, 0, probe, "activation send / gradient receive missing or extra");
             if (bool(cell & kRecvAct) != remote_prev || bool(cell & kSentGrad) != remote_prev)
-                fail(s.rank_of(vs), 0, probe,
-                     "activation receive / gradient send missing or extra");
+                fail(rank, 0, probe, "activation receive / gradient send missing or extra");
         }
 
     // Pass 2: run all ranks together. Sends are posted at once; a receive waits for its send.

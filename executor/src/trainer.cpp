@@ -37,6 +37,10 @@ void require_supported(const core::JobSpec& job) {
             no("model.moe.shared_expert_ffn_hidden_size", "shared experts");
     }
     if (job.model.mla) no("model.mla", "multi-head latent attention");
+    if (core::holds_two_chunks(p.schedule))
+        no("parallel.schedule", "schedule \"" + core::to_string(p.schedule) +
+                                    "\" (simulate and plan time it; run takes gpipe, 1f1b, "
+                                    "interleaved-1f1b or zero-bubble-h1)");
     if (p.zero_stage() >= 2)
         no("parallel.data_parallel_sharding_strategy",
            std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +

@@ -211,7 +211,33 @@ void parallel_arguments(const core::JobSpec& job, const Arg& arg) {
 
 } // namespace
 
-std::string megatron_arguments(const core::JobSpec& job) {
+namespace {
+
+// Megatron-LM has no ZB-V or DualPipe(V): the job as 1F1B with each rank's layers (the sum of
+// its two chunks) as the pipeline layout.
+core::JobSpec as_one_f_one_b(const core::JobSpec& job) {
+    core::JobSpec out = job;
+    core::ParallelPlan& p = out.plan;
+    const core::PipelineSplit split = job.pipeline_split();
+    std::vector<std::int64_t> per_rank(std::size_t(p.pp), 0);
+    for (std::int32_t r = 0; r < std::int32_t(p.pp); ++r)
+        for (std::int32_t c = 0; c < std::int32_t(p.vpp); ++c)
+            per_rank[std::size_t(r)] +=
+                split.layers_of(core::virtual_stage(p.schedule, c, std::int32_t(p.pp), r));
+    p.schedule = core::ScheduleKind::one_f_one_b;
+    p.vpp = 1;
+    p.first_stage_layers.reset();
+    p.last_stage_layers.reset();
+    p.account_for_embedding = p.account_for_loss = false;
+    p.pipeline_layout = std::move(per_rank);
+    return out;
+}
+
+} // namespace
+
+std::string megatron_arguments(const core::JobSpec& given) {
+    const bool two_chunks = core::holds_two_chunks(given.plan.schedule);
+    const core::JobSpec job = two_chunks ? as_one_f_one_b(given) : given;
     const core::ParallelPlan& p = job.plan;
     std::ostringstream a;
     const Arg arg = [&](const std::string& name, const std::string& value) {
@@ -219,6 +245,9 @@ std::string megatron_arguments(const core::JobSpec& job) {
     };
     a << "# " << job.model.name << ": " << job.cluster.devices() << " GPUs (" << job.cluster.nodes
       << " nodes x " << job.cluster.devices_per_node << ")";
+    if (two_chunks)
+        a << "\n# " << core::to_string(given.plan.schedule)
+          << " has no Megatron-LM flag: these arguments run 1F1B with each rank's layers";
     if (p.schedule == core::ScheduleKind::zero_bubble_h1)
         a << "\n# zero-bubble-h1 has no Megatron-LM flag: these arguments run 1F1B";
     if (p.schedule == core::ScheduleKind::gpipe)

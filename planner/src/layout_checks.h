@@ -51,14 +51,15 @@ private:
         cache_;
 };
 
-// A stage's parameters depend on tp, ep and which layers it holds, not on the batch, the
-// schedule or the optimizer: computed once per split.
+// A stage's parameters depend on tp, ep and which layers it holds (the split and the
+// schedule's placement of chunks), not on the batch or the optimizer: once per split.
 class ParameterCache {
 public:
     const std::vector<simulator::StageParameters>& get(const core::JobSpec& job) {
         const core::ParallelPlan& p = job.plan;
         auto key =
-            std::make_tuple(p.tp, p.ep, p.pp, p.vpp, job.pipeline_split().layers, p.fp8.enabled(),
+            std::make_tuple(p.tp, p.ep, p.pp, p.vpp, int(core::placement_of(p.schedule)),
+                            job.pipeline_split().layers, p.fp8.enabled(),
                             p.fp8.bf16_layers_at_start, p.fp8.bf16_layers_at_end);
         auto it = cache_.find(key);
         if (it == cache_.end())
@@ -67,7 +68,7 @@ public:
     }
 
 private:
-    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, int,
                         std::vector<std::int64_t>, bool, std::int64_t, std::int64_t>,
              std::vector<simulator::StageParameters>>
         cache_;

@@ -66,8 +66,10 @@ Dimensions dimensions(const JobSpec& specs, const SearchSpace& space) {
     d.schedules =
         !space.schedules.empty()
             ? space.schedules
-            : std::vector<ScheduleKind>{ScheduleKind::one_f_one_b, ScheduleKind::interleaved_1f1b,
-                                        ScheduleKind::zero_bubble_h1, ScheduleKind::gpipe};
+            : std::vector<ScheduleKind>{ScheduleKind::one_f_one_b,   ScheduleKind::interleaved_1f1b,
+                                        ScheduleKind::zero_bubble_h1, ScheduleKind::gpipe,
+                                        ScheduleKind::zero_bubble_v,  ScheduleKind::dualpipe,
+                                        ScheduleKind::dualpipev};
     return d;
 }
 
@@ -106,10 +108,18 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                 for (std::int64_t ep : dim.ep)
                     for (std::int64_t vpp : dim.vpp)
                         for (ScheduleKind schedule : dim.schedules) {
-                            // Virtual stages belong to the interleaved schedule only, and
-                            // without pipelining every schedule is the same: 1F1B stands for
-                            // them (unless the user pinned the schedule).
-                            if ((vpp > 1) != (schedule == ScheduleKind::interleaved_1f1b)) continue;
+                            // Virtual stages belong to the interleaved schedule, two chunks
+                            // to the V-shaped ones and DualPipe; without pipelining every
+                            // schedule is the same: 1F1B stands for them (unless the user
+                            // pinned the schedule).
+                            if (core::holds_two_chunks(schedule)
+                                    ? vpp != 2
+                                    : (vpp > 1) != (schedule == ScheduleKind::interleaved_1f1b))
+                                continue;
+                            // A pinned vpp means Megatron's virtual stages (interleaved).
+                            if (core::holds_two_chunks(schedule) && space.schedules.empty() &&
+                                !space.vpp.empty())
+                                continue;
                             if (pp == 1 && space.schedules.empty() &&
                                 schedule != ScheduleKind::one_f_one_b)
                                 continue;

@@ -40,13 +40,14 @@ std::vector<SplitChoice> SplitChooser::choices(const core::JobSpec& job) {
         }
         return {pinned};
     }
-    const std::int64_t stages = p.pp * p.vpp, layers = job.model.num_layers;
+    const std::int64_t stages = p.model_stages(), layers = job.model.num_layers;
     // Too many stages, or a grid that cannot be laid out: validation says why (and the choices
     // must not depend on which layout asked first).
     if (stages > layers || p.ep < 1 || (p.dp * p.cp) % p.ep != 0) return {};
     if (stages == 1) return {SplitChoice{{}, false, false, {}, {}, "one stage: every layer"}};
     const Key key{p.tp, p.cp, p.ep, p.micro_batch_size, p.sequence_parallel, p.flash_attention};
-    const auto known = choices_.find({key, p.pp, p.vpp});
+    const int placement = int(core::placement_of(p.schedule));
+    const auto known = choices_.find({key, p.pp, p.vpp, placement});
     if (known != choices_.end()) return known->second;
     auto it = loads_.find(key);
     if (it == loads_.end())
@@ -78,7 +79,7 @@ std::vector<SplitChoice> SplitChooser::choices(const core::JobSpec& job) {
     const std::vector<std::int64_t> balanced =
         core::balanced_layout(loads.embedding_s, loads.layer_s, loads.head_s, stages);
     if (!balanced.empty()) add({balanced, false, false, {}, {}, ""}, "balanced by cost");
-    choices_.emplace(std::make_tuple(key, p.pp, p.vpp), out);
+    choices_.emplace(std::make_tuple(key, p.pp, p.vpp, placement), out);
     return out;
 }
 

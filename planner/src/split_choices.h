@@ -41,7 +41,8 @@ private:
     using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool>;
     std::map<Key, simulator::PipelineLoads> loads_;
     // The choices per (loads, pp, vpp), asked again for every schedule, dp and ZeRO setting.
-    std::map<std::tuple<Key, std::int64_t, std::int64_t>, std::vector<SplitChoice>> choices_;
+    // By (key, pp, vpp, chunk placement): DualPipe splits over pp stages, V shapes over 2·pp.
+    std::map<std::tuple<Key, std::int64_t, std::int64_t, int>, std::vector<SplitChoice>> choices_;
 };
 
 } // namespace trident::planner

@@ -212,9 +212,9 @@ void accumulate(ChunkCost& chunk, const std::array<PassCost, 3>& add) {
 }
 
 // Whether the schedule runs a layer's W apart from its B (zero-bubble schedules fill the
-// pipeline's bubbles with deferred W passes).
+// pipeline's bubbles with deferred W passes; ZB-V, DualPipe and DualPipeV defer some).
 bool weight_deferred(const core::ParallelPlan& p) {
-    return p.schedule == core::ScheduleKind::zero_bubble_h1;
+    return p.schedule == core::ScheduleKind::zero_bubble_h1 || core::holds_two_chunks(p.schedule);
 }
 
 // --tp-comm-overlap on one layer's passes: each pass's tensor-parallel collectives run beside
@@ -292,7 +292,7 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
     const LayerView base = LayerView::of(p, job.training.seq_length);
     const core::PipelineSplit split = job.pipeline_split();
     const std::int64_t vocab = job.model.padded_vocab_size(p.tp);
-    const std::int32_t last = std::int32_t(p.pp * p.vpp - 1);
+    const std::int32_t last = std::int32_t(p.model_stages() - 1);
     // Megatron's scatter/gather: with tp > 1 each stage sends 1/tp of the activation and the
     // receiver all-gathers it over NVLink (Narayanan et al. 2021, §4.1); sequence parallelism
     // already holds 1/tp.
@@ -329,7 +329,7 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
              {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert})
             placement = placement * 2 + group_shape(kind, r).inter_node;
         for (std::int32_t c = 0; c < p.vpp; ++c) {
-            const std::int32_t vs = core::virtual_stage(c, std::int32_t(p.pp), r);
+            const std::int32_t vs = core::virtual_stage(p.schedule, c, std::int32_t(p.pp), r);
             ChunkCost& cost = chunks_[std::size_t(r * p.vpp + c)];
             units.clear();
             if (vs == 0)
@@ -509,15 +509,19 @@ const ChunkCost& CostModel::chunk(std::int32_t pipeline_rank, std::int32_t chunk
     return chunks_.at(std::size_t(pipeline_rank * job_.plan.vpp + chunk));
 }
 
-double CostModel::p2p_s(std::int32_t from_rank, std::int32_t to_rank) const {
+double CostModel::send_recv_s(std::int32_t from_rank, std::int32_t to_rank, double bytes) const {
     const std::int64_t a = representative(from_rank), b = representative(to_rank);
     const std::int64_t domain = job_.cluster.fabric_domain();
     const bool same_node = a / domain == b / domain;
     const std::string& fabric =
         same_node ? job_.cluster.intra_node_fabric : job_.cluster.inter_node_fabric;
-    const core::Timing t = profile_.collective(fabric, core::Collective::send_recv, 2, p2p_bytes_);
+    const core::Timing t = profile_.collective(fabric, core::Collective::send_recv, 2, bytes);
     if (!t.fallback.empty()) ++fallbacks_[t.fallback];
-    double seconds = t.seconds;
+    return t.seconds;
+}
+
+double CostModel::p2p_s(std::int32_t from_rank, std::int32_t to_rank) const {
+    double seconds = send_recv_s(from_rank, to_rank, p2p_bytes_);
     if (job_.plan.tp > 1 && !job_.plan.sequence_parallel) // the receiver's all-gather
         seconds += collective_s(core::GroupKind::tensor, to_rank, core::Collective::all_gather,
                                 p2p_bytes_ * double(job_.plan.tp));

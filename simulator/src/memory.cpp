@@ -212,7 +212,7 @@ ChunkActivations chunk_activations(const core::JobSpec& job, const core::Pipelin
     const std::int64_t first = split.first_layer(vs), per_chunk = split.layers_of(vs);
     const double eb = double(core::dtype_bytes(m.precision.params));
     const double T = double(LayerView::of(p, job.training.seq_length).tokens());
-    const LossBytes loss = vs == p.pp * p.vpp - 1 ? loss_bytes(job) : LossBytes{};
+    const LossBytes loss = vs == p.model_stages() - 1 ? loss_bytes(job) : LossBytes{};
     // W of the embedding: the gradient of its output, every row (the table is split by
     // vocabulary).
     const double embedding_state = vs == 0 ? eb * T * double(m.hidden_size) : 0.0;
@@ -369,7 +369,7 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
         LayerBytesTable& layers = flight.fused_backward ? fused_layers : split_layers;
         for (std::int64_t c = 0; c < p.vpp; ++c)
             chunk.push_back(chunk_activations(job, split, layers,
-                                              core::virtual_stage(c, std::int32_t(p.pp), r),
+                                              core::virtual_stage(p.schedule, c, std::int32_t(p.pp), r),
                                               flight.fused_backward));
         s.in_flight = flight.until_backward_input;
         for (const core::HeldPairs& held : flight.peaks) {

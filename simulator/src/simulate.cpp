@@ -1,5 +1,6 @@
 #include "trident/simulator/simulate.h"
 
+#include "trident/core/model_layout.h"
 #include "trident/core/schedule.h"
 #include "trident/core/step_numbers.h"
 #include "trident/simulator/flops.h"
@@ -161,6 +162,13 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
             cost.collective_s(GroupKind::embedding, r, Collective::all_reduce,
                               double(job.model.padded_vocab_size(p.tp)) *
                                   double(job.model.hidden_size) / double(p.tp) * grad_b);
+    // DualPipe: this rank's copy-1 chunk is stage p − 1 − r, whose copy-0 twin lives on rank
+    // p − 1 − r; the two swap those gradients and sum them (DeepSeek-AI 2024, §3.2.1).
+    if (core::placement_of(p.schedule) == core::StagePlacement::two_copies && p.pp > 1) {
+        const core::ChunkLayout copy(job, r, 1, 0, 0, 1, core::LayoutDetail::counts);
+        t.copy_sync_s = cost.send_recv_s(r, std::int32_t(p.pp) - 1 - r,
+                                         double(copy.parameters()) * grad_b);
+    }
     t.optimizer_s = optimizer_step_s(x);
     gather_parameters(x, t);
     return t;
@@ -200,7 +208,7 @@ StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& sp
     s.stage = r;
     s.representative_rank = cost.representative(r);
     for (std::int32_t c = 0; c < job.plan.vpp; ++c)
-        s.layers += split.layers_of(core::virtual_stage(c, std::int32_t(job.plan.pp), r));
+        s.layers += split.layers_of(core::virtual_stage(job.plan.schedule, c, std::int32_t(job.plan.pp), r));
     for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
         const ChunkCost& cc = cost.chunk(r, c);
         for (const PassCost* pc : {&cc.forward, &cc.backward_input, &cc.backward_weight}) {
@@ -227,8 +235,8 @@ StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& sp
     s.pipeline_end_s = timeline.end_s[std::size_t(r)];
     const StepTail tail = step_tail(job, cost, r, options.bucket_parameters);
     s.optimizer_s = tail.optimizer_s;
-    s.data_parallel_s = tail.gradient_reduce_s + tail.embedding_sync_s + tail.parameter_gather_s +
-                        tail.contention_s;
+    s.data_parallel_s = tail.gradient_reduce_s + tail.embedding_sync_s + tail.copy_sync_s +
+                        tail.parameter_gather_s + tail.contention_s;
     if (!options.trace) return s;
     const StageParameters& params = cost.parameters(r);
     double t = s.pipeline_end_s;
@@ -239,7 +247,7 @@ StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& sp
         t += seconds;
     };
     add(core::Stream::data_parallel, core::EventKind::gradient_reduce,
-        tail.gradient_reduce_s + tail.embedding_sync_s,
+        tail.gradient_reduce_s + tail.embedding_sync_s + tail.copy_sync_s,
         params.total() * double(core::dtype_bytes(prec.grads)));
     add(core::Stream::compute, core::EventKind::optimizer, s.optimizer_s, 0.0);
     add(core::Stream::data_parallel, core::EventKind::parameter_gather, tail.parameter_gather_s,

@@ -13,9 +13,55 @@
 
 namespace trident::core {
 
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zero_bubble_h1 };
-inline constexpr std::array<std::string_view, 4> kScheduleNames = {
-    "gpipe", "1f1b", "interleaved-1f1b", "zero-bubble-h1"};
+enum class ScheduleKind {
+    gpipe,
+    one_f_one_b,
+    interleaved_1f1b,
+    zero_bubble_h1,
+    zero_bubble_v,
+    dualpipe,
+    dualpipev
+};
+inline constexpr std::array<std::string_view, 7> kScheduleNames = {
+    "gpipe",          "1f1b",     "interleaved-1f1b", "zero-bubble-h1",
+    "zero-bubble-v", "dualpipe", "dualpipev"};
+
+// How a schedule places model chunks on the pipeline ranks.
+//  loop: chunk c of rank r is virtual stage c·p + r (Narayanan et al. 2021) — the one-chunk
+//    schedules and interleaved 1F1B.
+//  v_shape: chunk 0 of rank r is stage r and chunk 1 is stage 2p − 1 − r, so the model runs
+//    down the ranks and back up and rank 0 holds the first and the last stage (ZB-V, Qi et
+//    al. 2024, "Pipeline Parallelism with Controllable Memory"; DualPipeV, DeepSeek-AI 2025).
+//  two_copies: DualPipe (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", §3.2.1) keeps two
+//    copies of a p-stage model: chunk 0 of rank r is stage r of copy 0, chunk 1 is stage
+//    p − 1 − r of copy 1; the first half of the micro-batches go through copy 0, the rest
+//    through copy 1, from the other end.
+enum class StagePlacement { loop, v_shape, two_copies };
+constexpr StagePlacement placement_of(ScheduleKind k) {
+    if (k == ScheduleKind::zero_bubble_v || k == ScheduleKind::dualpipev)
+        return StagePlacement::v_shape;
+    return k == ScheduleKind::dualpipe ? StagePlacement::two_copies : StagePlacement::loop;
+}
+// The V-shaped schedules and DualPipe hold exactly two model chunks per rank (vpp = 2).
+constexpr bool holds_two_chunks(ScheduleKind k) {
+    return placement_of(k) != StagePlacement::loop;
+}
+
+// The stage that chunk `chunk` of pipeline rank `rank` of `stages` holds: the index of its
+// layers in the pipeline split (for DualPipe, in either copy). The one definition; Schedule
+// and every part without a Schedule at hand use it.
+constexpr std::int32_t virtual_stage(ScheduleKind kind, std::int32_t chunk, std::int32_t stages,
+                                     std::int32_t rank) {
+    switch (placement_of(kind)) {
+    case StagePlacement::v_shape:
+        return chunk == 0 ? rank : 2 * stages - 1 - rank;
+    case StagePlacement::two_copies:
+        return chunk == 0 ? rank : stages - 1 - rank;
+    case StagePlacement::loop:
+        break;
+    }
+    return chunk * stages + rank;
+}
 
 // Korthikanti et al. 2022: selective recomputes the attention core of every layer; full
 // recomputes whole layers from their input.
@@ -106,7 +152,7 @@ struct ParallelPlan {
     std::int64_t dp = 1;
     std::int64_t cp = 1;
     std::int64_t ep = 1;
-    std::int64_t vpp = 1; // virtual stages (model chunks) per pipeline rank
+    std::int64_t vpp = 1; // model chunks per pipeline rank (2 for V-shaped and DualPipe)
     // Uneven stages (core/pipeline_split.h): the layers of every virtual stage, or Megatron-
     // Core's first/last pipeline rank layer counts, or the embedding and loss counted as a
     // layer each. All absent: every virtual stage holds num_layers / (pp·vpp).
@@ -147,6 +193,11 @@ struct ParallelPlan {
     std::string rank_order = std::string(kDefaultRankOrder);
 
     std::int64_t devices() const { return tp * cp * dp * pp; }
+    // Stages the layers are split over: pp·vpp, but pp for DualPipe, whose two chunks per
+    // rank are stages of two copies of one pp-stage model.
+    std::int64_t model_stages() const {
+        return placement_of(schedule) == StagePlacement::two_copies ? pp : pp * vpp;
+    }
     std::int64_t expert_dp() const { return (dp * cp) / ep; }
     // ZeRO stage 0–3: distributed_optimizer decides ZeRO-1 (whatever the strategy field says
     // below optim_grads), the strategy ZeRO-2 and 3.

@@ -5,8 +5,9 @@
 // B and W are separate so zero-bubble schedules can move W (Qi et al., ICLR 2024). Point-to-
 // point actions carry activations downstream and gradients upstream.
 //
-// Virtual stage s = chunk · p + rank: model chunk `chunk` of pipeline rank `rank` holds layers
-// [s · L/(p·v), (s+1) · L/(p·v)) (Narayanan et al. 2021, interleaved schedule).
+// Virtual stage s of a micro-batch's path holds the layers of stage s of the pipeline split;
+// which rank and chunk hold it is the schedule's placement (core::StagePlacement): chunk · p +
+// rank for the looped schedules, a V for ZB-V and DualPipeV, two copies for DualPipe.
 //
 // Communication semantics (what the checker proves and the executor must honour): a send never
 // blocks (it is posted, like MPI_Isend, and completes later); a receive blocks until the
@@ -50,13 +51,6 @@ std::string to_string(const Action& a);
 // The trace event an action becomes (simulated or measured).
 EventKind to_event_kind(ActionKind kind);
 
-// Virtual stage of model chunk `chunk` on pipeline rank `rank` of `stages`: chunk · p + rank
-// (Narayanan et al. 2021). The one definition; Schedule::virtual_stage and every part without
-// a Schedule at hand use it.
-constexpr std::int32_t virtual_stage(std::int32_t chunk, std::int32_t stages, std::int32_t rank) {
-    return chunk * stages + rank;
-}
-
 struct Schedule {
     ScheduleKind kind = ScheduleKind::one_f_one_b;
     std::int32_t stages = 1;                // p
@@ -64,12 +58,45 @@ struct Schedule {
     std::int32_t microbatches = 1;          // m
     std::vector<std::vector<Action>> ranks; // actions of each pipeline rank, in order
 
-    std::int32_t virtual_stages() const { return stages * chunks; }
-    std::int32_t virtual_stage(std::int32_t rank, std::int32_t chunk) const {
-        return core::virtual_stage(chunk, stages, rank);
+    // Stages on one micro-batch's path: p·v, but p for DualPipe (each copy has p stages).
+    std::int32_t virtual_stages() const {
+        return placement_of(kind) == StagePlacement::two_copies ? stages : stages * chunks;
     }
-    std::int32_t rank_of(std::int32_t virtual_stage) const { return virtual_stage % stages; }
-    std::int32_t chunk_of(std::int32_t virtual_stage) const { return virtual_stage / stages; }
+    std::int32_t virtual_stage(std::int32_t rank, std::int32_t chunk) const {
+        return core::virtual_stage(kind, chunk, stages, rank);
+    }
+    // The model copy micro-batch `mb` goes through: under DualPipe the first half of the
+    // micro-batches take copy 0 (chunk 0 of every rank), the rest copy 1; 0 elsewhere.
+    std::int32_t copy_of(std::int32_t mb) const {
+        return placement_of(kind) == StagePlacement::two_copies && 2 * mb >= microbatches;
+    }
+    // Whether micro-batch `mb` passes through model chunk `chunk` at all.
+    bool visits(std::int32_t mb, std::int32_t chunk) const {
+        return placement_of(kind) != StagePlacement::two_copies || chunk == copy_of(mb);
+    }
+    // Where micro-batch `mb` meets virtual stage `vs`: the pipeline rank and its chunk.
+    std::int32_t rank_of(std::int32_t mb, std::int32_t vs) const {
+        switch (placement_of(kind)) {
+        case StagePlacement::v_shape:
+            return vs < stages ? vs : 2 * stages - 1 - vs;
+        case StagePlacement::two_copies:
+            return copy_of(mb) == 0 ? vs : stages - 1 - vs;
+        case StagePlacement::loop:
+            break;
+        }
+        return vs % stages;
+    }
+    std::int32_t chunk_of(std::int32_t mb, std::int32_t vs) const {
+        switch (placement_of(kind)) {
+        case StagePlacement::v_shape:
+            return vs < stages ? 0 : 1;
+        case StagePlacement::two_copies:
+            return copy_of(mb);
+        case StagePlacement::loop:
+            break;
+        }
+        return vs / stages;
+    }
 };
 
 class ScheduleError : public std::runtime_error {
@@ -79,9 +106,13 @@ public:
 
 // Builds the schedule of every pipeline rank: the compute order of the named schedule with the
 // point-to-point actions placed around it. Throws SpecError for impossible arguments (v > 1
-// outside interleaved-1f1b, interleaved with m % p != 0).
+// outside interleaved-1f1b and the two-chunk schedules, interleaved with m % p != 0, DualPipe
+// with an odd p or m, DualPipe(V) with m < 2p).
 Schedule make_schedule(ScheduleKind kind, std::int32_t stages, std::int32_t chunks,
                        std::int32_t microbatches);
+// make_schedule's argument rules alone, for validation before any schedule is built.
+void validate_schedule(ScheduleKind kind, std::int64_t stages, std::int64_t chunks,
+                       std::int64_t microbatches);
 
 // Proves a schedule complete (every micro-batch × virtual stage has one F, B and W, in that
 // order, each with the sends/receives its data needs, each send matched by one receive) and

@@ -95,6 +95,8 @@ public:
     const ChunkCost& chunk(std::int32_t pipeline_rank, std::int32_t chunk) const;
     // One activation or gradient message between adjacent pipeline ranks.
     double p2p_s(std::int32_t from_rank, std::int32_t to_rank) const;
+    // `bytes` sent between two pipeline ranks (and as many back) over the fabric between them.
+    double send_recv_s(std::int32_t from_rank, std::int32_t to_rank, double bytes) const;
     double p2p_bytes() const { return p2p_bytes_; }
     // A collective over `kind` groups of the ranks of `pipeline_rank`, on the fabric it crosses.
     double collective_s(core::GroupKind kind, std::int32_t pipeline_rank, core::Collective c,

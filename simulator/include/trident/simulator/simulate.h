@@ -94,13 +94,14 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
 struct StepTail {
     double gradient_reduce_s = 0.0;
     double embedding_sync_s = 0.0;
+    double copy_sync_s = 0.0; // DualPipe: the two model copies' gradients summed
     double optimizer_s = 0.0;
     double parameter_gather_s = 0.0;
     // The compute the overlapped reduction and gather slow down by taking its SMs.
     double contention_s = 0.0;
     double total_s() const {
-        return gradient_reduce_s + embedding_sync_s + optimizer_s + parameter_gather_s +
-               contention_s;
+        return gradient_reduce_s + embedding_sync_s + copy_sync_s + optimizer_s +
+               parameter_gather_s + contention_s;
     }
 };
 StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t stage,
