@@ -144,7 +144,11 @@ double lower_bound_s(const JobSpec& job, const core::Profile& profile,
                      const std::vector<simulator::StageParameters>& parameters,
                      simulator::LayerCostCache& layer_costs) {
     const simulator::CostModel cost(job, profile, &parameters, &layer_costs);
-    const double m = double(job.micro_batches_per_step());
+    // Each chunk runs m micro-batches (m/2 under DualPipe, whose second copy also starts from
+    // the last rank: no rank waits for the ranks before it there).
+    const double m = double(job.plan.chunk_microbatches(job.micro_batches_per_step()));
+    const bool one_direction =
+        core::placement_of(job.plan.schedule) != core::StagePlacement::two_copies;
     const bool moe_overlap = job.plan.overlap_moe_expert_parallel_comm;
     double bound = 0.0, forward_below = 0.0, backward_below = 0.0;
     for (std::int32_t r = 0; r < job.plan.pp; ++r) {
@@ -167,6 +171,7 @@ double lower_bound_s(const JobSpec& job, const core::Profile& profile,
         const double tail = simulator::step_tail(job, cost, r).total_s();
         bound = std::max({bound, forward_below + m * busy - hideable + tail,
                           forward_below + m * without_weight - hideable + backward_below});
+        if (!one_direction) continue;
         forward_below += cost.chunk(r, 0).forward.total_s();
         backward_below += cost.chunk(r, 0).backward_input.total_s();
     }

@@ -209,23 +209,24 @@ StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& sp
     s.representative_rank = cost.representative(r);
     for (std::int32_t c = 0; c < job.plan.vpp; ++c)
         s.layers += split.layers_of(core::virtual_stage(job.plan.schedule, c, std::int32_t(job.plan.pp), r));
+    const double m = double(job.plan.chunk_microbatches(report.microbatches));
     for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
         const ChunkCost& cc = cost.chunk(r, c);
         for (const PassCost* pc : {&cc.forward, &cc.backward_input, &cc.backward_weight}) {
-            s.compute_s += pc->compute_s * report.microbatches;
-            s.recompute_s += pc->recompute_s * report.microbatches;
-            s.collective_s += pc->collective_s * report.microbatches;
-            s.gemm_s += pc->gemm_s * report.microbatches;
-            s.fp8_gemm_s += pc->fp8_gemm_s * report.microbatches;
-            s.fp8_cast_s += pc->fp8_cast_s * report.microbatches;
-            s.sharding_s += pc->sharding_s * report.microbatches;
-            s.sharding_stream_s += pc->sharding_stream_s * report.microbatches;
-            s.tp_collective_s += pc->tp_collective_s * report.microbatches;
-            s.tp_hidden_s += pc->tp_hidden_s * report.microbatches;
-            s.contention_s += pc->contention_s * report.microbatches;
-            s.kernels += pc->kernels * report.microbatches;
-            s.host_s += pc->host_s * report.microbatches;
-            s.moe_exchange_s += pc->moe_exchange_s * report.microbatches;
+            s.compute_s += pc->compute_s * m;
+            s.recompute_s += pc->recompute_s * m;
+            s.collective_s += pc->collective_s * m;
+            s.gemm_s += pc->gemm_s * m;
+            s.fp8_gemm_s += pc->fp8_gemm_s * m;
+            s.fp8_cast_s += pc->fp8_cast_s * m;
+            s.sharding_s += pc->sharding_s * m;
+            s.sharding_stream_s += pc->sharding_stream_s * m;
+            s.tp_collective_s += pc->tp_collective_s * m;
+            s.tp_hidden_s += pc->tp_hidden_s * m;
+            s.contention_s += pc->contention_s * m;
+            s.kernels += pc->kernels * m;
+            s.host_s += pc->host_s * m;
+            s.moe_exchange_s += pc->moe_exchange_s * m;
         }
     }
     // The exchange the merged forward-backward pairs hid, and the SMs it took from them.

@@ -4,6 +4,7 @@
 #include "timeline_model.h"
 #include "timeline_test_traces.h"
 #include "trident/core/spec_error.h"
+#include "trident/simulator/pipeline_timeline.h"
 
 #include <gtest/gtest.h>
 #include <random>
@@ -222,6 +223,26 @@ TEST(CompareLanes, MatchesByStageWhenTheRanksDiffer) {
     EXPECT_EQ(differences[0].lane, "stage 0");
     EXPECT_EQ(differences[1].lane, "stage 1");
     EXPECT_DOUBLE_EQ(differences[1].bubble_a, differences[1].bubble_b);
+}
+
+TEST(TimelineModel, DualPipeLanesKeepEachRankOnItsStageWithBothChunks) {
+    // DualPipe's last rank starts copy 1 at once: by first-forward time alone it would look like
+    // stage 0. The simulated trace names each event's stage, and both chunks reach the lanes.
+    const core::Schedule s = core::make_schedule(core::ScheduleKind::dualpipe, 4, 2, 8);
+    core::Trace trace;
+    trace.source = "simulated";
+    trace.events = simulator::time_schedule(
+                       s, [](std::int32_t, const core::Action&) { return 1.0; },
+                       [](std::int32_t, std::int32_t, const core::Action&) { return 0.0; }, true)
+                       .events;
+    const TimelineModel model(trace);
+    ASSERT_EQ(model.stage_count(), 4);
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(model.lanes(false)[std::size_t(r)].stage, r);
+    bool copy_one_first_on_last_rank = false;
+    for (const auto& e : trace.events)
+        if (e.rank == 3 && e.start_s == 0.0 && e.stream == core::Stream::compute)
+            copy_one_first_on_last_rank = e.chunk == 1;
+    EXPECT_TRUE(copy_one_first_on_last_rank);
 }
 
 } // namespace

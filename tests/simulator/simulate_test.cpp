@@ -179,3 +179,27 @@ TEST(Simulate, H800IsAnH100WithSlowerNvlink) {
     }
     EXPECT_GT(h800.step_time_s, h100.step_time_s);
 }
+
+TEST(Simulate, TwoChunkSchedulesCostWhatTheirRanksHold) {
+    // GPT-3 175B, pp 8, 64 micro-batches: ZB-V and DualPipeV split the 96 layers over 16
+    // stages (6 a chunk), DualPipe keeps two 8-stage copies (12 a chunk, each chunk seeing half
+    // the micro-batches). Every rank runs the same layer passes as under 1F1B; DualPipe holds
+    // twice the weights and swaps its copy's gradients with the mirror rank.
+    const auto one = run(gpt3("1f1b"));
+    const auto zbv = run(gpt3("zero-bubble-v", 8, 2));
+    const auto dual = run(gpt3("dualpipe", 8, 2));
+    const auto dual_v = run(gpt3("dualpipev", 8, 2));
+    const auto& base = one.stages[3];
+    for (const auto* r : {&zbv, &dual, &dual_v}) {
+        ASSERT_EQ(r->stages.size(), 8u);
+        EXPECT_NEAR(r->stages[3].compute_s, base.compute_s, 1e-3 * base.compute_s);
+        EXPECT_EQ(r->stages[3].layers, 24 - 12 * (r != &dual)); // DualPipe: two 12-layer chunks
+        EXPECT_LT(r->stages[3].bubble_s, base.bubble_s);
+        EXPECT_LT(r->step_time_s, one.step_time_s);
+    }
+    EXPECT_NEAR(zbv.stages[3].memory.weights_bytes, base.memory.weights_bytes,
+                1e-3 * base.memory.weights_bytes);
+    EXPECT_NEAR(dual.stages[3].memory.weights_bytes, 2 * base.memory.weights_bytes,
+                1e-3 * base.memory.weights_bytes);
+    EXPECT_GT(dual.stages[3].data_parallel_s, base.data_parallel_s);
+}

@@ -198,6 +198,11 @@ struct ParallelPlan {
     std::int64_t model_stages() const {
         return placement_of(schedule) == StagePlacement::two_copies ? pp : pp * vpp;
     }
+    // Micro-batches each model chunk runs in a step of m: m, but m/2 for DualPipe (each copy
+    // takes half of them).
+    std::int64_t chunk_microbatches(std::int64_t m) const {
+        return placement_of(schedule) == StagePlacement::two_copies ? m / 2 : m;
+    }
     std::int64_t expert_dp() const { return (dp * cp) / ep; }
     // ZeRO stage 0–3: distributed_optimizer decides ZeRO-1 (whatever the strategy field says
     // below optim_grads), the strategy ZeRO-2 and 3.
