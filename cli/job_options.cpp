@@ -178,7 +178,8 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
     add_fp8_options(app, in);
     add_sharding_options(app, in);
     integer(app, "--mbs,--micro-batch-size", in.micro_batch_size, "Micro-batch size");
-    text(app, "--schedule", in.schedule, "gpipe | 1f1b | interleaved-1f1b | zero-bubble-h1 | zero-bubble-v | dualpipe | dualpipev",
+    text(app, "--schedule", in.schedule,
+         "gpipe | 1f1b | interleaved-1f1b | zero-bubble-h1 | zero-bubble-v | dualpipe | dualpipev",
          "Plan overrides");
     text(app, "--recompute,--recompute-granularity", in.recompute, "none | selective | full",
          "Plan overrides");

@@ -301,8 +301,9 @@ void add_search_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
     app->add_option("--moe-token-dispatcher-type", o->token_dispatcher,
                     "MoE token dispatcher: allgather | alltoall (default) | flex (DeepEP)")
         ->group(search);
-    app->add_option("--schedule", o->schedule,
-                    "Schedules: gpipe,1f1b,interleaved-1f1b,zero-bubble-h1,zero-bubble-v,dualpipe,dualpipev")
+    app->add_option(
+           "--schedule", o->schedule,
+           "Schedules: gpipe,1f1b,interleaved-1f1b,zero-bubble-h1,zero-bubble-v,dualpipe,dualpipev")
         ->group(search);
     app->add_flag_function(
            "--sequence-parallel,!--no-sequence-parallel",

@@ -1,6 +1,6 @@
 #include "trident/core/job.h"
-#include "trident/core/schedule.h"
 
+#include "trident/core/schedule.h"
 #include "trident/core/spec_error.h"
 
 namespace trident::core {

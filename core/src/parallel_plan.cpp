@@ -185,7 +185,8 @@ void validate(const ParallelPlan& p, const std::string& path) {
     if (holds_two_chunks(p.schedule) && p.vpp != 2)
         throw SpecError(f("vpp"), "schedule \"" + to_string(p.schedule) +
                                       "\" holds 2 model chunks per rank; leave vpp out or give "
-                                      "2, got " + std::to_string(p.vpp));
+                                      "2, got " +
+                                      std::to_string(p.vpp));
     if (p.vpp > 1 && p.schedule != ScheduleKind::interleaved_1f1b && !holds_two_chunks(p.schedule))
         throw SpecError(f("vpp"), std::to_string(p.vpp) +
                                       " virtual stages need schedule "
@@ -193,7 +194,8 @@ void validate(const ParallelPlan& p, const std::string& path) {
                                       to_string(p.schedule) + "\"");
     if (p.schedule == ScheduleKind::dualpipe && p.pp % 2 != 0)
         throw SpecError(f("pp"), "schedule \"dualpipe\" needs an even pp (its two directions "
-                                 "meet in the middle), got " + std::to_string(p.pp));
+                                 "meet in the middle), got " +
+                                     std::to_string(p.pp));
     if (p.schedule == ScheduleKind::interleaved_1f1b) {
         if (p.vpp < 2) throw SpecError(f("vpp"), "schedule \"interleaved-1f1b\" needs vpp >= 2");
         if (p.pp < 2) throw SpecError(f("pp"), "schedule \"interleaved-1f1b\" needs pp >= 2");

@@ -36,8 +36,7 @@ PipelineSplit listed_split(const ModelSpec& m, const ParallelPlan& p) {
                                "layers and account_for_embedding/loss_in_pipeline_split");
     const std::int64_t stages = p.model_stages();
     const auto n = std::int64_t(p.pipeline_layout.size());
-    if (n != stages)
-        throw SpecError(field, "has " + s(n) + " entries but " + stages_text(p));
+    if (n != stages) throw SpecError(field, "has " + s(n) + " entries but " + stages_text(p));
     for (std::int64_t vs = 0; vs < n; ++vs) {
         const std::int64_t layers = p.pipeline_layout[std::size_t(vs)];
         if (layers < 0)
@@ -87,8 +86,8 @@ PipelineSplit first_last_split(const ModelSpec& m, const ParallelPlan& p) {
                                        " layers cannot be split evenly over its vpp " + s(p.vpp) +
                                        " model chunks");
         for (std::int32_t c = 0; c < std::int32_t(p.vpp); ++c)
-            layers[std::size_t(virtual_stage(p.schedule, c, std::int32_t(p.pp),
-                                             std::int32_t(r)))] = n / p.vpp;
+            layers[std::size_t(virtual_stage(p.schedule, c, std::int32_t(p.pp), std::int32_t(r)))] =
+                n / p.vpp;
     }
     return split_of(layers);
 }

@@ -139,8 +139,8 @@ std::vector<Action> with_communication(const Schedule& s, std::int32_t rank, con
         for (std::size_t j = i; j < end; ++j) {
             const Action& a = o[j];
             if (a.kind == ActionKind::forward && neighbour(a, -1) != rank)
-                actions.push_back({ActionKind::recv_activation, a.microbatch, a.chunk,
-                                   neighbour(a, -1)});
+                actions.push_back(
+                    {ActionKind::recv_activation, a.microbatch, a.chunk, neighbour(a, -1)});
             if (a.kind == ActionKind::backward_input && neighbour(a, +1) != rank)
                 actions.push_back(
                     {ActionKind::recv_gradient, a.microbatch, a.chunk, neighbour(a, +1)});
@@ -202,14 +202,15 @@ void validate_schedule(ScheduleKind kind, std::int64_t p, std::int64_t v, std::i
                                 ") divisible by pp = " + s(p) + " (Megatron's rule)");
     } else if (holds_two_chunks(kind)) {
         if (v != 2)
-            throw SpecError("parallel.vpp", name + " holds 2 model chunks per rank, got vpp " +
-                                                s(v));
+            throw SpecError("parallel.vpp",
+                            name + " holds 2 model chunks per rank, got vpp " + s(v));
     } else if (v != 1) {
         throw SpecError("parallel.vpp", "virtual stages need schedule \"interleaved-1f1b\"");
     }
     if (kind == ScheduleKind::dualpipe && p % 2 != 0)
         throw SpecError("parallel.pp", "dualpipe needs an even pp (its two directions meet in "
-                                       "the middle), got " + s(p));
+                                       "the middle), got " +
+                                           s(p));
     if (kind == ScheduleKind::dualpipe && m % 2 != 0)
         throw SpecError("training.global_batch_size",
                         "dualpipe needs an even number of micro-batches (half go each way), got " +

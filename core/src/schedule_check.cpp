@@ -33,6 +33,46 @@ enum : std::uint8_t {
     kRecvGrad = 64
 };
 
+// Pass 2 of the checker: run all ranks together. Sends are posted at once; a receive waits
+// for its send. Throws ScheduleError naming every blocked rank when none can move.
+void run_all_ranks(const Schedule& s) {
+    const std::int32_t p = s.stages, m = s.microbatches, nvs = s.virtual_stages();
+    Grid posted(m, nvs); // kSentAct / kSentGrad posted by the sender's virtual stage
+    std::vector<std::size_t> next(std::size_t(p), 0);
+    std::size_t remaining = 0;
+    for (const auto& r : s.ranks) remaining += r.size();
+    while (remaining > 0) {
+        bool progress = false;
+        for (std::int32_t r = 0; r < p; ++r) {
+            const auto& actions = s.ranks[std::size_t(r)];
+            std::size_t& i = next[std::size_t(r)];
+            while (i < actions.size()) {
+                const Action& a = actions[i];
+                const std::int32_t vs = s.virtual_stage(r, a.chunk);
+                if (a.kind == ActionKind::recv_activation &&
+                    !(posted.at(a.microbatch, vs - 1) & kSentAct))
+                    break;
+                if (a.kind == ActionKind::recv_gradient &&
+                    !(posted.at(a.microbatch, vs + 1) & kSentGrad))
+                    break;
+                if (a.kind == ActionKind::send_activation) posted.at(a.microbatch, vs) |= kSentAct;
+                if (a.kind == ActionKind::send_gradient) posted.at(a.microbatch, vs) |= kSentGrad;
+                ++i;
+                --remaining;
+                progress = true;
+            }
+        }
+        if (!progress) {
+            std::string blocked;
+            for (std::int32_t r = 0; r < p; ++r)
+                if (next[std::size_t(r)] < s.ranks[std::size_t(r)].size())
+                    blocked += " rank " + std::to_string(r) + " at " +
+                               to_string(s.ranks[std::size_t(r)][next[std::size_t(r)]]) + ";";
+            throw ScheduleError("deadlock:" + blocked);
+        }
+    }
+}
+
 } // namespace
 
 void check_schedule(const Schedule& s) {
@@ -124,41 +164,7 @@ void check_schedule(const Schedule& s) {
                 fail(rank, 0, probe, "activation receive / gradient send missing or extra");
         }
 
-    // Pass 2: run all ranks together. Sends are posted at once; a receive waits for its send.
-    Grid posted(m, nvs); // kSentAct / kSentGrad posted by the sender's virtual stage
-    std::vector<std::size_t> next(std::size_t(p), 0);
-    std::size_t remaining = 0;
-    for (const auto& r : s.ranks) remaining += r.size();
-    while (remaining > 0) {
-        bool progress = false;
-        for (std::int32_t r = 0; r < p; ++r) {
-            const auto& actions = s.ranks[std::size_t(r)];
-            std::size_t& i = next[std::size_t(r)];
-            while (i < actions.size()) {
-                const Action& a = actions[i];
-                const std::int32_t vs = s.virtual_stage(r, a.chunk);
-                if (a.kind == ActionKind::recv_activation &&
-                    !(posted.at(a.microbatch, vs - 1) & kSentAct))
-                    break;
-                if (a.kind == ActionKind::recv_gradient &&
-                    !(posted.at(a.microbatch, vs + 1) & kSentGrad))
-                    break;
-                if (a.kind == ActionKind::send_activation) posted.at(a.microbatch, vs) |= kSentAct;
-                if (a.kind == ActionKind::send_gradient) posted.at(a.microbatch, vs) |= kSentGrad;
-                ++i;
-                --remaining;
-                progress = true;
-            }
-        }
-        if (!progress) {
-            std::string blocked;
-            for (std::int32_t r = 0; r < p; ++r)
-                if (next[std::size_t(r)] < s.ranks[std::size_t(r)].size())
-                    blocked += " rank " + std::to_string(r) + " at " +
-                               to_string(s.ranks[std::size_t(r)][next[std::size_t(r)]]) + ";";
-            throw ScheduleError("deadlock:" + blocked);
-        }
-    }
+    run_all_ranks(s);
 }
 
 } // namespace trident::core

@@ -1,6 +1,5 @@
 // Compute orders of ZB-V, DualPipe and DualPipeV: two model chunks per pipeline rank.
 #include "schedule_orders.h"
-
 #include "trident/core/internal_error.h"
 
 #include <algorithm>
@@ -120,7 +119,7 @@ Order dualpipe(ScheduleKind kind, std::int32_t p, std::int32_t r, std::int32_t m
     const std::int32_t half = two_copies ? std::min(r, p - 1 - r) : r;
     const std::int32_t per_phase = two_copies ? m / 2 : m;
     OrderWriter o(two_copies && r >= p / 2, two_copies ? m / 2 : 0);
-    const std::int32_t before = ranks - half - 1; // ranks further from this one's end
+    const std::int32_t before = ranks - half - 1;               // ranks further from this one's end
     for (std::int32_t i = 0; i < 2 * before; ++i) o.forward(0); // 1: F0
     for (std::int32_t i = 0; i < half + 1; ++i) {               // 2: F0 F1
         o.forward(0);

@@ -57,10 +57,9 @@ class ParameterCache {
 public:
     const std::vector<simulator::StageParameters>& get(const core::JobSpec& job) {
         const core::ParallelPlan& p = job.plan;
-        auto key =
-            std::make_tuple(p.tp, p.ep, p.pp, p.vpp, int(core::placement_of(p.schedule)),
-                            job.pipeline_split().layers, p.fp8.enabled(),
-                            p.fp8.bf16_layers_at_start, p.fp8.bf16_layers_at_end);
+        auto key = std::make_tuple(p.tp, p.ep, p.pp, p.vpp, int(core::placement_of(p.schedule)),
+                                   job.pipeline_split().layers, p.fp8.enabled(),
+                                   p.fp8.bf16_layers_at_start, p.fp8.bf16_layers_at_end);
         auto it = cache_.find(key);
         if (it == cache_.end())
             it = cache_.emplace(std::move(key), simulator::parameters_per_stage(job)).first;

@@ -63,13 +63,13 @@ Dimensions dimensions(const JobSpec& specs, const SearchSpace& space) {
     d.vpp = !space.vpp.empty() ? space.vpp : std::vector<std::int64_t>{1, 2, 3, 4, 6, 8};
     d.mbs =
         !space.micro_batch.empty() ? space.micro_batch : std::vector<std::int64_t>{1, 2, 4, 8, 16};
-    d.schedules =
-        !space.schedules.empty()
-            ? space.schedules
-            : std::vector<ScheduleKind>{ScheduleKind::one_f_one_b,   ScheduleKind::interleaved_1f1b,
-                                        ScheduleKind::zero_bubble_h1, ScheduleKind::gpipe,
-                                        ScheduleKind::zero_bubble_v,  ScheduleKind::dualpipe,
-                                        ScheduleKind::dualpipev};
+    d.schedules = !space.schedules.empty()
+                      ? space.schedules
+                      : std::vector<ScheduleKind>{
+                            ScheduleKind::one_f_one_b,    ScheduleKind::interleaved_1f1b,
+                            ScheduleKind::zero_bubble_h1, ScheduleKind::gpipe,
+                            ScheduleKind::zero_bubble_v,  ScheduleKind::dualpipe,
+                            ScheduleKind::dualpipev};
     return d;
 }
 

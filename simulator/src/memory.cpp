@@ -368,9 +368,9 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
         std::vector<ChunkActivations> chunk;
         LayerBytesTable& layers = flight.fused_backward ? fused_layers : split_layers;
         for (std::int64_t c = 0; c < p.vpp; ++c)
-            chunk.push_back(chunk_activations(job, split, layers,
-                                              core::virtual_stage(p.schedule, c, std::int32_t(p.pp), r),
-                                              flight.fused_backward));
+            chunk.push_back(chunk_activations(
+                job, split, layers, core::virtual_stage(p.schedule, c, std::int32_t(p.pp), r),
+                flight.fused_backward));
         s.in_flight = flight.until_backward_input;
         for (const core::HeldPairs& held : flight.peaks) {
             double held_bytes = 0.0;

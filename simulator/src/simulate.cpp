@@ -166,8 +166,8 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
     // p − 1 − r; the two swap those gradients and sum them (DeepSeek-AI 2024, §3.2.1).
     if (core::placement_of(p.schedule) == core::StagePlacement::two_copies && p.pp > 1) {
         const core::ChunkLayout copy(job, r, 1, 0, 0, 1, core::LayoutDetail::counts);
-        t.copy_sync_s = cost.send_recv_s(r, std::int32_t(p.pp) - 1 - r,
-                                         double(copy.parameters()) * grad_b);
+        t.copy_sync_s =
+            cost.send_recv_s(r, std::int32_t(p.pp) - 1 - r, double(copy.parameters()) * grad_b);
     }
     t.optimizer_s = optimizer_step_s(x);
     gather_parameters(x, t);
@@ -208,7 +208,8 @@ StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& sp
     s.stage = r;
     s.representative_rank = cost.representative(r);
     for (std::int32_t c = 0; c < job.plan.vpp; ++c)
-        s.layers += split.layers_of(core::virtual_stage(job.plan.schedule, c, std::int32_t(job.plan.pp), r));
+        s.layers += split.layers_of(
+            core::virtual_stage(job.plan.schedule, c, std::int32_t(job.plan.pp), r));
     const double m = double(job.plan.chunk_microbatches(report.microbatches));
     for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
         const ChunkCost& cc = cost.chunk(r, c);

@@ -110,10 +110,10 @@ TEST(TwoChunkSchedule, ActivationPeaksMatchThePapers) {
 }
 
 TEST(TwoChunkSchedule, RejectsImpossibleArguments) {
-    EXPECT_THROW(make_schedule(ScheduleKind::dualpipe, 3, 2, 12), SpecError);  // odd pp
-    EXPECT_THROW(make_schedule(ScheduleKind::dualpipe, 4, 2, 9), SpecError);   // odd m
-    EXPECT_THROW(make_schedule(ScheduleKind::dualpipe, 4, 2, 6), SpecError);   // m < 2p
-    EXPECT_THROW(make_schedule(ScheduleKind::dualpipev, 4, 2, 7), SpecError);  // m < 2p
+    EXPECT_THROW(make_schedule(ScheduleKind::dualpipe, 3, 2, 12), SpecError);     // odd pp
+    EXPECT_THROW(make_schedule(ScheduleKind::dualpipe, 4, 2, 9), SpecError);      // odd m
+    EXPECT_THROW(make_schedule(ScheduleKind::dualpipe, 4, 2, 6), SpecError);      // m < 2p
+    EXPECT_THROW(make_schedule(ScheduleKind::dualpipev, 4, 2, 7), SpecError);     // m < 2p
     EXPECT_THROW(make_schedule(ScheduleKind::zero_bubble_v, 4, 1, 8), SpecError); // vpp != 2
     EXPECT_NO_THROW(make_schedule(ScheduleKind::zero_bubble_v, 4, 2, 3));
 }

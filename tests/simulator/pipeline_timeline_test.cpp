@@ -158,13 +158,14 @@ std::vector<double> idle_within_span(const simulator::PipelineTimeline& t, int p
     }
     std::vector<double> idle(static_cast<std::size_t>(p), 0.0);
     for (int r = 0; r < p; ++r)
-        idle[std::size_t(r)] = last[std::size_t(r)] - first[std::size_t(r)] - t.busy_s[std::size_t(r)];
+        idle[std::size_t(r)] =
+            last[std::size_t(r)] - first[std::size_t(r)] - t.busy_s[std::size_t(r)];
     return idle;
 }
 
 simulator::PipelineTimeline run_recorded(ScheduleKind kind, int p, int m) {
-    return simulator::time_schedule(core::make_schedule(kind, p, 2, m), unit_cost(1),
-                                    free_transfer, true);
+    return simulator::time_schedule(core::make_schedule(kind, p, 2, m), unit_cost(1), free_transfer,
+                                    true);
 }
 
 } // namespace

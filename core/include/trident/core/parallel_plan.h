@@ -23,7 +23,7 @@ enum class ScheduleKind {
     dualpipev
 };
 inline constexpr std::array<std::string_view, 7> kScheduleNames = {
-    "gpipe",          "1f1b",     "interleaved-1f1b", "zero-bubble-h1",
+    "gpipe",         "1f1b",     "interleaved-1f1b", "zero-bubble-h1",
     "zero-bubble-v", "dualpipe", "dualpipev"};
 
 // How a schedule places model chunks on the pipeline ranks.
