@@ -1,3 +1,4 @@
+#include "../support/schedule_text.h"
 #include "trident/core/schedule.h"
 #include "trident/core/spec_error.h"
 
@@ -5,21 +6,7 @@
 
 using namespace trident::core;
 
-namespace {
-
-// Compute actions of one rank as text, e.g. "F0 F1 B0 W0".
-std::string compute_order(const Schedule& s, int rank) {
-    std::string out;
-    for (const Action& a : s.ranks[std::size_t(rank)]) {
-        if (!is_compute(a.kind)) continue;
-        if (!out.empty()) out += ' ';
-        out += std::string(kActionKindNames[int(a.kind)]) + std::to_string(a.microbatch);
-        if (s.chunks > 1) out += "." + std::to_string(a.chunk);
-    }
-    return out;
-}
-
-} // namespace
+using trident::test::compute_order;
 
 TEST(Schedule, EveryScheduleIsCompleteAndDeadlockFree) {
     // p <= 16, m <= 64, v <= 4, as the simulator and executor will use them.

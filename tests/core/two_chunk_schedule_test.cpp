@@ -1,6 +1,7 @@
 // ZB-V, DualPipe and DualPipeV: placements, orders against the reference implementations,
 // completeness and deadlock freedom for p <= 16 and m <= 64, and activation peaks against the
 // papers' tables.
+#include "../support/schedule_text.h"
 #include "trident/core/schedule.h"
 #include "trident/core/spec_error.h"
 
@@ -9,18 +10,9 @@
 
 using namespace trident::core;
 
-namespace {
+using trident::test::compute_order;
 
-std::string compute_order(const Schedule& s, int rank) {
-    std::string out;
-    for (const Action& a : s.ranks[std::size_t(rank)]) {
-        if (!is_compute(a.kind)) continue;
-        if (!out.empty()) out += ' ';
-        out += std::string(kActionKindNames[int(a.kind)]) + std::to_string(a.microbatch) + "." +
-               std::to_string(a.chunk);
-    }
-    return out;
-}
+namespace {
 
 bool valid_micro_batches(ScheduleKind kind, int p, int m) {
     if (kind == ScheduleKind::dualpipe) return p % 2 == 0 && m % 2 == 0 && m >= 2 * p;
