@@ -155,6 +155,14 @@ void add_spec_options(CLI::App& app, core::JobInputs& in) {
            "--norm-epsilon", [&in](const double& v) { in.norm_epsilon = v; },
            "Epsilon of every norm (overrides the model's; default 1e-5)")
         ->group(job);
+    app.add_option_function<double>(
+           "--moe-aux-loss-coeff", [&in](const double& v) { in.moe_aux_loss_coeff = v; },
+           "Load-balancing loss weight (overrides the model's moe.aux_loss_coeff; 0: none)")
+        ->group(job);
+    app.add_option_function<double>(
+           "--moe-z-loss-coeff", [&in](const double& v) { in.moe_z_loss_coeff = v; },
+           "Router z-loss weight (overrides the model's moe.z_loss_coeff; default none)")
+        ->group(job);
     integer(app, "--gbs,--global-batch-size", in.global_batch_size, "Global batch (sequences)");
     integer(app, "--seq-length", in.seq_length, "Sequence length (tokens)");
     integer(app, "--train-iters", in.train_iters, "Training iterations");

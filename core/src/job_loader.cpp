@@ -113,6 +113,14 @@ void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
         if (in.make_vocab_size_divisible_by)
             model["make_vocab_size_divisible_by"] = *in.make_vocab_size_divisible_by;
         if (in.norm_epsilon) model["norm_epsilon"] = *in.norm_epsilon;
+        for (const auto& [given, key] : {std::pair{&in.moe_aux_loss_coeff, "aux_loss_coeff"},
+                                         std::pair{&in.moe_z_loss_coeff, "z_loss_coeff"}}) {
+            if (!*given) continue;
+            if (!model.contains("moe") || !model["moe"].is_object())
+                throw SpecError(std::string("model.moe.") + key,
+                                "the router losses need a mixture-of-experts model");
+            model["moe"][key] = **given;
+        }
         return model_from_json(model);
     });
 

@@ -60,6 +60,7 @@ MoeSpec moe_from_json(const Json& j, const std::string& path) {
         m.capacity_factor = r.number("capacity_factor", 1.0e-6, 1.0e6);
     }
     m.aux_loss_coeff = r.number_or("aux_loss_coeff", m.aux_loss_coeff, 0.0, 1.0e3);
+    m.z_loss_coeff = r.number_or("z_loss_coeff", m.z_loss_coeff, 0.0, 1.0e3);
     if (const Json* lb = r.get("load_balance")) read_load_balance(*lb, r.field("load_balance"), m);
     read_router_groups(r, m);
     r.finish();
@@ -232,6 +233,7 @@ Json to_json(const ModelSpec& m) {
         o["first_dense_layers"] = e.first_dense_layers;
         o["capacity_factor"] = e.capacity_factor ? Json(*e.capacity_factor) : Json(nullptr);
         o["aux_loss_coeff"] = e.aux_loss_coeff;
+        if (e.z_loss_coeff > 0) o["z_loss_coeff"] = e.z_loss_coeff;
         if (e.load_balance != LoadBalance::forced) o["load_balance"] = load_balance_json(e);
         if (e.router_num_groups > 0) {
             o["router_num_groups"] = e.router_num_groups;

@@ -35,6 +35,7 @@ void require_supported(const core::JobSpec& job) {
                "the distributed optimizer with mixture of experts");
         if (e.shared_expert_ffn_hidden_size > 0)
             no("model.moe.shared_expert_ffn_hidden_size", "shared experts");
+        if (e.z_loss_coeff > 0) no("model.moe.z_loss_coeff", "the router z-loss");
     }
     if (job.model.mla) no("model.mla", "multi-head latent attention");
     if (core::holds_two_chunks(p.schedule))

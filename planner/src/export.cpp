@@ -101,6 +101,7 @@ void moe_and_mla_arguments(const core::ModelSpec& m, const Arg& arg) {
         if (m.moe->capacity_factor)
             arg("--moe-expert-capacity-factor", std::to_string(*m.moe->capacity_factor));
         arg("--moe-aux-loss-coeff", std::to_string(m.moe->aux_loss_coeff));
+        if (m.moe->z_loss_coeff > 0) arg("--moe-z-loss-coeff", std::to_string(m.moe->z_loss_coeff));
         if (m.moe->router_num_groups > 0) {
             arg("--moe-router-num-groups", number(m.moe->router_num_groups));
             arg("--moe-router-group-topk", number(m.moe->router_group_topk));

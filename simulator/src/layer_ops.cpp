@@ -447,9 +447,21 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
     const core::MoeSpec& e = *m.moe;
     const std::int64_t h = m.hidden_size;
     b.linear("router", norm_tokens, e.num_experts, h, /*bf16=*/true);
-    b.memory("router softmax", MemoryKernel::elementwise,
-             double(norm_tokens) * double(e.num_experts) * 8.0,
-             double(norm_tokens) * double(e.num_experts) * 8.0);
+    // The router's fp32 tokens × experts scores: softmax; top-k (its backward scatters the k
+    // gradients back into a tokens × experts tensor); the load-balancing loss when weighted
+    // (Fedus et al. 2022, Switch Transformer: the scores summed per expert, their gradient
+    // broadcast back); the z-loss when weighted (Zoph et al. 2022, ST-MoE: each token's
+    // logsumexp squared, its gradient tokens × experts). Megatron-Core runs each as its own
+    // memory-bound kernel.
+    const double scores_b = double(norm_tokens) * double(e.num_experts) * 4.0;
+    const double chosen_b = double(norm_tokens) * double(e.top_k) * (4.0 + 8.0); // prob, index
+    b.memory("router softmax", MemoryKernel::elementwise, 2 * scores_b, 2 * scores_b);
+    b.memory("router top-k", MemoryKernel::elementwise, scores_b + chosen_b,
+             scores_b + double(norm_tokens) * double(e.top_k) * 4.0);
+    if (e.aux_loss_coeff > 0)
+        b.memory("router aux loss", MemoryKernel::elementwise, scores_b, scores_b);
+    if (e.z_loss_coeff > 0)
+        b.memory("router z-loss", MemoryKernel::elementwise, scores_b, 2 * scores_b);
     // Token copies routed to experts, padded to capacity when a capacity factor is set; the
     // busiest expert-parallel rank (moe.load_balance) receives `load` times the mean.
     const double copies = routed_copies(e, v);

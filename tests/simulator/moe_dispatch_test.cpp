@@ -314,3 +314,57 @@ TEST(MoeRouting, DeepEpAcrossNodesSendsATokenOncePerDestinationNode) {
     EXPECT_LT(limited, 0.75 * unlimited);
     EXPECT_LT(limited, step_exchange(true, core::TokenDispatcher::alltoall));
 }
+
+namespace {
+
+// Bytes of the memory passes named `name` in the first MoE layer, forward and backward.
+std::pair<double, double> memory_bytes(const core::ModelSpec& m, const simulator::LayerView& v,
+                                       std::string_view name) {
+    std::int64_t layer = 0;
+    while (!m.is_moe_layer(layer)) ++layer;
+    std::pair<double, double> bytes{0.0, 0.0};
+    for (const simulator::Op& op : simulator::layer_ops(m, v, layer))
+        if (op.kind == OpKind::memory_bound && op.name == name)
+            (op.phase == Phase::forward ? bytes.first : bytes.second) +=
+                op.bytes * double(op.count);
+    return bytes;
+}
+
+} // namespace
+
+TEST(MoeRouter, TopKAndTheRouterLossesPassOverTheScores) {
+    // Qwen3-30B-A3B, one 4096-token sequence: scores are 4096 × 128 fp32; top-8 writes a
+    // probability (fp32) and an index (int64) per choice and scatters 8 gradients back.
+    core::ModelSpec m = preset_model("qwen3-30b-a3b");
+    const simulator::LayerView v = view(1, 8, core::TokenDispatcher::alltoall);
+    const double scores = 4096.0 * 128 * 4;
+    const auto top_k = memory_bytes(m, v, "router top-k");
+    EXPECT_DOUBLE_EQ(top_k.first, scores + 4096.0 * 8 * 12);
+    EXPECT_DOUBLE_EQ(top_k.second, scores + 4096.0 * 8 * 4);
+    m.moe->aux_loss_coeff = 0.01;
+    m.moe->z_loss_coeff = 0.0;
+    EXPECT_DOUBLE_EQ(memory_bytes(m, v, "router aux loss").first, scores);
+    EXPECT_DOUBLE_EQ(memory_bytes(m, v, "router z-loss").first, 0.0);
+    m.moe->aux_loss_coeff = 0.0;
+    m.moe->z_loss_coeff = 1e-3;
+    EXPECT_DOUBLE_EQ(memory_bytes(m, v, "router aux loss").first, 0.0);
+    EXPECT_DOUBLE_EQ(memory_bytes(m, v, "router z-loss").second, 2 * scores);
+    // The flags set the model's fields; a dense model has no router to weigh.
+    core::JobInputs in;
+    in.model = "qwen3-30b-a3b";
+    in.cluster = "dgx-h100";
+    in.tp = 1;
+    in.pp = 1;
+    in.ep = 8;
+    in.dp = "auto";
+    in.micro_batch_size = 1;
+    in.global_batch_size = 8;
+    in.moe_z_loss_coeff = 1e-3;
+    in.moe_aux_loss_coeff = 0.0;
+    const core::JobSpec job = core::load_job(in);
+    EXPECT_DOUBLE_EQ(job.model.moe->z_loss_coeff, 1e-3);
+    EXPECT_DOUBLE_EQ(job.model.moe->aux_loss_coeff, 0.0);
+    in.model = "gpt3-1.3b";
+    in.ep = 1;
+    EXPECT_THROW(core::load_job(in), core::SpecError);
+}

@@ -21,6 +21,8 @@ struct JobInputs {
     // model overrides (Megatron's --make-vocab-size-divisible-by, --norm-epsilon)
     std::optional<std::int64_t> make_vocab_size_divisible_by;
     std::optional<double> norm_epsilon;
+    std::optional<double> moe_aux_loss_coeff; // --moe-aux-loss-coeff
+    std::optional<double> moe_z_loss_coeff;   // --moe-z-loss-coeff
 
     // training overrides
     std::optional<std::int64_t> global_batch_size;

@@ -43,6 +43,7 @@ struct MoeSpec {
     std::int64_t first_dense_layers = 0;   // leading layers that keep a dense MLP
     std::optional<double> capacity_factor; // nullopt: dropless
     double aux_loss_coeff = 0.01;          // load-balancing loss weight (Switch Transformer)
+    double z_loss_coeff = 0.0; // router z-loss weight (ST-MoE; Megatron --moe-z-loss-coeff)
     LoadBalance load_balance = LoadBalance::forced;
     std::vector<double> tokens_per_expert; // the histogram (load_balance histogram)
     // Group-limited routing (DeepSeek-V2 §2.1.3 device-limited, DeepSeek-V3 §2.1.2 node-limited;
