@@ -50,7 +50,7 @@ simulator::LayerView view(std::int64_t tp, std::int64_t ep, core::TokenDispatche
 }
 
 // One MoE layout of `model` on `nodes` DGX H100 nodes: tp 1, pp 1, ep, one sequence a rank.
-core::JobSpec moe_job(const std::string& model, std::int64_t nodes, std::int64_t ep) {
+core::JobInputs moe_inputs(const std::string& model, std::int64_t nodes, std::int64_t ep) {
     core::JobInputs in;
     in.model = model;
     in.cluster = "dgx-h100";
@@ -63,7 +63,11 @@ core::JobSpec moe_job(const std::string& model, std::int64_t nodes, std::int64_t
     in.global_batch_size = 8 * nodes;
     in.seq_length = 4096;
     in.distributed_optimizer = true;
-    return core::load_job(in);
+    return in;
+}
+
+core::JobSpec moe_job(const std::string& model, std::int64_t nodes, std::int64_t ep) {
+    return core::load_job(moe_inputs(model, nodes, ep));
 }
 
 } // namespace
@@ -350,15 +354,7 @@ TEST(MoeRouter, TopKAndTheRouterLossesPassOverTheScores) {
     EXPECT_DOUBLE_EQ(memory_bytes(m, v, "router aux loss").first, 0.0);
     EXPECT_DOUBLE_EQ(memory_bytes(m, v, "router z-loss").second, 2 * scores);
     // The flags set the model's fields; a dense model has no router to weigh.
-    core::JobInputs in;
-    in.model = "qwen3-30b-a3b";
-    in.cluster = "dgx-h100";
-    in.tp = 1;
-    in.pp = 1;
-    in.ep = 8;
-    in.dp = "auto";
-    in.micro_batch_size = 1;
-    in.global_batch_size = 8;
+    core::JobInputs in = moe_inputs("qwen3-30b-a3b", 1, 8);
     in.moe_z_loss_coeff = 1e-3;
     in.moe_aux_loss_coeff = 0.0;
     const core::JobSpec job = core::load_job(in);
