@@ -2,6 +2,7 @@
 
 #include "limits.h"
 #include "trident/core/pipeline_split.h"
+#include "trident/core/schedule.h"
 #include "trident/core/spec_error.h"
 
 namespace trident::core {
@@ -182,20 +183,12 @@ void validate(const ParallelPlan& p, const std::string& path) {
     if (p.sequence_parallel && p.tp == 1)
         throw SpecError(f("sequence_parallel"), "needs tp > 1 (it splits the sequence over the "
                                                 "tensor-parallel group)");
-    if (holds_two_chunks(p.schedule) && p.vpp != 2)
-        throw SpecError(f("vpp"), "schedule \"" + to_string(p.schedule) +
-                                      "\" holds 2 model chunks per rank; leave vpp out or give "
-                                      "2, got " +
-                                      std::to_string(p.vpp));
     if (p.vpp > 1 && p.schedule != ScheduleKind::interleaved_1f1b && !holds_two_chunks(p.schedule))
         throw SpecError(f("vpp"), std::to_string(p.vpp) +
                                       " virtual stages need schedule "
                                       "\"interleaved-1f1b\", got \"" +
                                       to_string(p.schedule) + "\"");
-    if (p.schedule == ScheduleKind::dualpipe && p.pp % 2 != 0)
-        throw SpecError(f("pp"), "schedule \"dualpipe\" needs an even pp (its two directions "
-                                 "meet in the middle), got " +
-                                     std::to_string(p.pp));
+    validate_schedule_shape(p.schedule, p.pp, p.vpp); // the two-chunk and DualPipe rules
     if (p.schedule == ScheduleKind::interleaved_1f1b) {
         if (p.vpp < 2) throw SpecError(f("vpp"), "schedule \"interleaved-1f1b\" needs vpp >= 2");
         if (p.pp < 2) throw SpecError(f("pp"), "schedule \"interleaved-1f1b\" needs pp >= 2");

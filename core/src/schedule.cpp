@@ -189,28 +189,33 @@ std::string to_string(const Action& a) {
     return s + ")";
 }
 
-void validate_schedule(ScheduleKind kind, std::int64_t p, std::int64_t v, std::int64_t m) {
+void validate_schedule_shape(ScheduleKind kind, std::int64_t p, std::int64_t v) {
     const auto s = [](std::int64_t x) { return std::to_string(x); };
     const std::string name(kScheduleNames[std::size_t(kind)]);
     if (p < 1) throw SpecError("parallel.pp", "must be a positive integer");
     if (v < 1) throw SpecError("parallel.vpp", "must be a positive integer");
-    if (m < 1) throw SpecError("training.global_batch_size", "gives no micro-batch");
-    if (kind == ScheduleKind::interleaved_1f1b) {
-        if (m % p != 0)
-            throw SpecError("training.global_batch_size",
-                            "interleaved-1f1b needs micro-batches per step (" + s(m) +
-                                ") divisible by pp = " + s(p) + " (Megatron's rule)");
-    } else if (holds_two_chunks(kind)) {
-        if (v != 2)
-            throw SpecError("parallel.vpp",
-                            name + " holds 2 model chunks per rank, got vpp " + s(v));
-    } else if (v != 1) {
+    if (holds_two_chunks(kind) && v != 2)
+        throw SpecError("parallel.vpp", "schedule \"" + name +
+                                            "\" holds 2 model chunks per rank; leave vpp out or "
+                                            "give 2, got " +
+                                            s(v));
+    if (!holds_two_chunks(kind) && kind != ScheduleKind::interleaved_1f1b && v != 1)
         throw SpecError("parallel.vpp", "virtual stages need schedule \"interleaved-1f1b\"");
-    }
     if (kind == ScheduleKind::dualpipe && p % 2 != 0)
-        throw SpecError("parallel.pp", "dualpipe needs an even pp (its two directions meet in "
-                                       "the middle), got " +
+        throw SpecError("parallel.pp", "schedule \"dualpipe\" needs an even pp (its two "
+                                       "directions meet in the middle), got " +
                                            s(p));
+}
+
+void validate_schedule(ScheduleKind kind, std::int64_t p, std::int64_t v, std::int64_t m) {
+    const auto s = [](std::int64_t x) { return std::to_string(x); };
+    const std::string name(kScheduleNames[std::size_t(kind)]);
+    validate_schedule_shape(kind, p, v);
+    if (m < 1) throw SpecError("training.global_batch_size", "gives no micro-batch");
+    if (kind == ScheduleKind::interleaved_1f1b && m % p != 0)
+        throw SpecError("training.global_batch_size",
+                        "interleaved-1f1b needs micro-batches per step (" + s(m) +
+                            ") divisible by pp = " + s(p) + " (Megatron's rule)");
     if (kind == ScheduleKind::dualpipe && m % 2 != 0)
         throw SpecError("training.global_batch_size",
                         "dualpipe needs an even number of micro-batches (half go each way), got " +

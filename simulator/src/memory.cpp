@@ -255,6 +255,12 @@ StageParameters stage_parameters(const core::JobSpec& job, std::int32_t r) {
     return out;
 }
 
+double StageParameters::chunk_total(std::size_t chunk) const {
+    double sum = 0.0;
+    for (const core::ShardUnit& u : units.at(chunk)) sum += double(u.total());
+    return sum;
+}
+
 core::ShardUnit StageParameters::largest_unit() const {
     core::ShardUnit largest;
     for (const auto& chunk : units)

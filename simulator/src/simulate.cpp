@@ -1,6 +1,5 @@
 #include "trident/simulator/simulate.h"
 
-#include "trident/core/model_layout.h"
 #include "trident/core/schedule.h"
 #include "trident/core/step_numbers.h"
 #include "trident/simulator/flops.h"
@@ -164,11 +163,9 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
                                   double(job.model.hidden_size) / double(p.tp) * grad_b);
     // DualPipe: this rank's copy-1 chunk is stage p − 1 − r, whose copy-0 twin lives on rank
     // p − 1 − r; the two swap those gradients and sum them (DeepSeek-AI 2024, §3.2.1).
-    if (core::placement_of(p.schedule) == core::StagePlacement::two_copies && p.pp > 1) {
-        const core::ChunkLayout copy(job, r, 1, 0, 0, 1, core::LayoutDetail::counts);
-        t.copy_sync_s =
-            cost.send_recv_s(r, std::int32_t(p.pp) - 1 - r, double(copy.parameters()) * grad_b);
-    }
+    if (core::placement_of(p.schedule) == core::StagePlacement::two_copies && p.pp > 1)
+        t.copy_sync_s = cost.send_recv_s(r, std::int32_t(p.pp) - 1 - r,
+                                         cost.parameters(r).chunk_total(1) * grad_b);
     t.optimizer_s = optimizer_step_s(x);
     gather_parameters(x, t);
     return t;

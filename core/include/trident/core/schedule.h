@@ -110,7 +110,9 @@ public:
 // with an odd p or m, DualPipe(V) with m < 2p).
 Schedule make_schedule(ScheduleKind kind, std::int32_t stages, std::int32_t chunks,
                        std::int32_t microbatches);
-// make_schedule's argument rules alone, for validation before any schedule is built.
+// The rules on stages and chunks alone (plan validation), and all of make_schedule's argument
+// rules (job validation, before any schedule is built).
+void validate_schedule_shape(ScheduleKind kind, std::int64_t stages, std::int64_t chunks);
 void validate_schedule(ScheduleKind kind, std::int64_t stages, std::int64_t chunks,
                        std::int64_t microbatches);
 

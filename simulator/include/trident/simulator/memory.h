@@ -37,6 +37,8 @@ struct StageParameters {
     // Each model chunk's FSDP units in forward order (core::ChunkLayout::units).
     std::vector<std::vector<core::ShardUnit>> units;
     double total() const { return dense + expert; }
+    // The parameters of model chunk `chunk` (the sum of its units).
+    double chunk_total(std::size_t chunk) const;
     // The unit with the most parameters (what ZeRO-3 holds gathered at once).
     core::ShardUnit largest_unit() const;
 };
