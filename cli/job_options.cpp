@@ -176,6 +176,8 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
          "Plan overrides");
     integer(app, "--cp,--context-parallel-size", in.cp, "Context-parallel degree");
     integer(app, "--ep,--expert-model-parallel-size", in.ep, "Expert-parallel degree");
+    integer(app, "--etp,--expert-tensor-parallel-size", in.etp,
+            "Tensor-parallel degree of the experts (MoE parallel folding; default: tp)");
     text(app, "--moe-token-dispatcher-type", in.moe_token_dispatcher,
          "allgather | alltoall (default) | flex (DeepEP)", "Plan overrides");
     integer(app, "--vpp,--virtual-pipeline-model-parallel-size", in.vpp,

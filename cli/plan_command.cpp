@@ -27,7 +27,7 @@ namespace {
 struct PlanCommandOptions {
     core::JobInputs inputs;
     std::string profile;
-    std::string tp, pp, cp, ep, vpp, mbs, schedule, token_dispatcher;
+    std::string tp, pp, cp, ep, etp, vpp, mbs, schedule, token_dispatcher;
     std::optional<bool> sequence_parallel, distributed_optimizer, tp_comm_overlap;
     std::optional<bool> overlap_moe_comm;
     std::string recompute = "auto", recompute_method = "block";
@@ -93,6 +93,7 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     s.pp = parse_list(o.pp, "--pp");
     s.cp = parse_list(o.cp, "--cp");
     s.ep = parse_list(o.ep, "--ep");
+    s.etp = parse_list(o.etp, "--etp");
     s.vpp = parse_list(o.vpp, "--vpp");
     s.micro_batch = parse_list(o.mbs, "--mbs");
     if (!o.schedule.empty()) {
@@ -149,30 +150,32 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
     char line[512];
     std::snprintf(
         line, sizeof line,
-        "%3s %3s %3s %4s %5s %3s %4s %-17s %4s %3s %5s %-14s %-12s %9s %10s %8s %6s %7s  %s\n", "#",
-        "tp", "cp", "pp", "dp", "ep", "vpp", "schedule", "mbs", "sp", "zero", "precision",
-        "recompute", "step s", "tokens/s", rate.name, "MFU %", "bubble%", "peak / budget");
+        "%3s %3s %3s %4s %5s %3s %3s %4s %-17s %4s %3s %5s %-14s %-12s %9s %10s %8s %6s %7s  %s\n",
+        "#", "tp", "cp", "pp", "dp", "ep", "etp", "vpp", "schedule", "mbs", "sp", "zero",
+        "precision", "recompute", "step s", "tokens/s", rate.name, "MFU %", "bubble%",
+        "peak / budget");
     out << line;
     for (std::size_t i = 0; i < r.best.size(); ++i) {
         const planner::Candidate& c = r.best[i];
         const core::ParallelPlan& p = c.job.plan;
         std::snprintf(
             line, sizeof line,
-            "%3zu %3lld %3lld %4lld %5lld %3lld %4lld %-17s %4lld %3s %5s %-14s %-12s %9.3f "
+            "%3zu %3lld %3lld %4lld %5lld %3lld %3lld %4lld %-17s %4lld %3s %5s %-14s %-12s %9.3f "
             "%10.0f %8.1f %6.1f %7.1f  %s / %s\n",
             i + 1, (long long)p.tp, (long long)p.cp, (long long)p.pp, (long long)p.dp,
-            (long long)p.ep, (long long)p.vpp, core::to_string(p.schedule).c_str(),
-            (long long)p.micro_batch_size, p.sequence_parallel ? "on" : "off",
-            core::sharding_cell(p).c_str(), core::precision_name(p.fp8.recipe).c_str(),
-            core::short_text(p.recompute).c_str(), c.step_time_s, c.tokens_per_s,
-            c.tflops_per_device * 1e12 / rate.scale, 100 * c.mfu, 100 * c.bubble_fraction,
-            core::bytes_text(c.peak_memory_bytes).c_str(), core::bytes_text(budget).c_str());
+            (long long)p.ep, (long long)p.expert_tp(), (long long)p.vpp,
+            core::to_string(p.schedule).c_str(), (long long)p.micro_batch_size,
+            p.sequence_parallel ? "on" : "off", core::sharding_cell(p).c_str(),
+            core::precision_name(p.fp8.recipe).c_str(), core::short_text(p.recompute).c_str(),
+            c.step_time_s, c.tokens_per_s, c.tflops_per_device * 1e12 / rate.scale, 100 * c.mfu,
+            100 * c.bubble_fraction, core::bytes_text(c.peak_memory_bytes).c_str(),
+            core::bytes_text(budget).c_str());
         out << line;
     }
 }
 
 void print_csv(const planner::PlanResult& r, std::ostream& out) {
-    out << "rank,tp,cp,pp,dp,ep,vpp,schedule,micro_batch_size,sequence_parallel,distributed_"
+    out << "rank,tp,cp,pp,dp,ep,etp,vpp,schedule,micro_batch_size,sequence_parallel,distributed_"
            "optimizer,zero_stage,sharding_replicas,precision,"
            "recompute,recompute_num_layers,step_time_s,tokens_per_s,tflops_per_device,mfu,bubble_"
            "fraction,peak_memory_bytes\n";
@@ -180,12 +183,13 @@ void print_csv(const planner::PlanResult& r, std::ostream& out) {
         const planner::Candidate& c = r.best[i];
         const core::ParallelPlan& p = c.job.plan;
         out << i + 1 << ',' << p.tp << ',' << p.cp << ',' << p.pp << ',' << p.dp << ',' << p.ep
-            << ',' << p.vpp << ',' << core::to_string(p.schedule) << ',' << p.micro_batch_size
-            << ',' << p.sequence_parallel << ',' << p.distributed_optimizer << ',' << p.zero_stage()
-            << ',' << p.sharding.instances << ',' << core::precision_name(p.fp8.recipe) << ','
-            << core::to_string(p.recompute.granularity) << ',' << p.recompute.num_layers << ','
-            << c.step_time_s << ',' << c.tokens_per_s << ',' << c.tflops_per_device << ',' << c.mfu
-            << ',' << c.bubble_fraction << ',' << c.peak_memory_bytes << '\n';
+            << ',' << p.expert_tp() << ',' << p.vpp << ',' << core::to_string(p.schedule) << ','
+            << p.micro_batch_size << ',' << p.sequence_parallel << ',' << p.distributed_optimizer
+            << ',' << p.zero_stage() << ',' << p.sharding.instances << ','
+            << core::precision_name(p.fp8.recipe) << ',' << core::to_string(p.recompute.granularity)
+            << ',' << p.recompute.num_layers << ',' << c.step_time_s << ',' << c.tokens_per_s << ','
+            << c.tflops_per_device << ',' << c.mfu << ',' << c.bubble_fraction << ','
+            << c.peak_memory_bytes << '\n';
     }
 }
 
@@ -219,8 +223,9 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
         for (const auto& rej : r.closest_rejected) {
             const core::ParallelPlan& p = rej.plan;
             out << "  tp " << p.tp << " cp " << p.cp << " pp " << p.pp << " dp " << p.dp << " ep "
-                << p.ep << " vpp " << p.vpp << " " << core::to_string(p.schedule) << " mbs "
-                << p.micro_batch_size << (p.sequence_parallel ? " sp" : "")
+                << p.ep << (p.etp ? " etp " + std::to_string(*p.etp) : "") << " vpp " << p.vpp
+                << " " << core::to_string(p.schedule) << " mbs " << p.micro_batch_size
+                << (p.sequence_parallel ? " sp" : "")
                 << (p.zero_stage() > 0 ? " zero" + core::sharding_cell(p) : "") << ": "
                 << rej.reason << "\n";
         }
@@ -293,6 +298,9 @@ void add_search_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
     app->add_option("--cp,--context-parallel-size", o->cp, "Context-parallel degrees")
         ->group(search);
     app->add_option("--ep,--expert-model-parallel-size", o->ep, "Expert-parallel degrees")
+        ->group(search);
+    app->add_option("--etp,--expert-tensor-parallel-size", o->etp,
+                    "Expert tensor-parallel degrees (default: tp, and 1 where tp > 1)")
         ->group(search);
     app->add_option("--vpp,--virtual-pipeline-model-parallel-size", o->vpp,
                     "Virtual stages per pipeline rank")

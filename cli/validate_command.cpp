@@ -70,8 +70,9 @@ void print_plan(const JobSpec& job) {
               << job.training.seq_length << " = " << with_commas(job.training.tokens_per_step())
               << " tokens/step, " << job.training.train_iters << " iteration(s)\n";
     std::cout << "plan      tp " << p.tp << " · cp " << p.cp << " · dp " << p.dp << " · pp " << p.pp
-              << " = " << p.devices() << " devices; ep " << p.ep << " (expert dp " << p.expert_dp()
-              << "), vpp " << p.vpp << "; rank order " << p.rank_order << "\n"
+              << " = " << p.devices() << " devices; ep " << p.ep
+              << (p.etp ? " · etp " + std::to_string(*p.etp) : "") << " (expert dp "
+              << p.expert_dp() << "), vpp " << p.vpp << "; rank order " << p.rank_order << "\n"
               << "  micro-batch " << p.micro_batch_size << " → " << job.micro_batches_per_step()
               << " micro-batches per step; layers per virtual stage: "
               << layout_text(job.pipeline_split()) << "\n"
@@ -92,7 +93,7 @@ void print_rank(const JobSpec& job, std::int64_t rank) {
     const RankCoord c = grid.coord(rank);
     std::cout << "rank " << rank << " (node " << rank / job.cluster.devices_per_node << "): tp "
               << c.tp << ", cp " << c.cp << ", ep " << c.ep << ", dp " << c.dp << ", pp " << c.pp
-              << " (expert dp " << c.edp << ")\n";
+              << " (expert tp " << c.etp << ", expert dp " << c.edp << ")\n";
     for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {
         std::cout << "  " << kGroupKindNames[k] << ":";
         for (auto r : grid.group_of(static_cast<GroupKind>(k), rank)) std::cout << " " << r;

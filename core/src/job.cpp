@@ -98,6 +98,9 @@ void validate(const JobSpec& job) {
                             " BF16 layers exceed the model's " + s(m.num_layers));
     if (!m.moe && p.ep != 1)
         throw SpecError("parallel.ep", "must be 1: model '" + m.name + "' has no experts");
+    if (!m.moe && p.etp)
+        throw SpecError("parallel.etp", "applies to experts only: model '" + m.name +
+                                            "' has none (drop expert_tensor_parallel_size)");
     if (m.moe && m.moe->num_experts % p.ep != 0)
         throw SpecError("parallel.ep",
                         s(p.ep) + " must divide moe.num_experts " + s(m.moe->num_experts));

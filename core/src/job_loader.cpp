@@ -281,6 +281,11 @@ JobSpec load_job(const JobInputs& in) {
     if (in.dp) parallel["dp"] = parse_dp_flag(*in.dp);
     if (in.cp) parallel["cp"] = *in.cp;
     if (in.ep) parallel["ep"] = *in.ep;
+    if (in.etp) {
+        if (parallel.is_object()) // the flag replaces either spelling
+            parallel.erase("expert_tensor_parallel_size");
+        parallel["etp"] = *in.etp;
+    }
     if (in.vpp && in.num_layers_per_virtual_stage)
         throw SpecError("parallel.vpp", "give either --vpp or --num-layers-per-virtual-"
                                         "pipeline-stage, not both");

@@ -1,5 +1,6 @@
 #include "trident/core/model_layout.h"
 
+#include "trident/core/internal_error.h"
 #include "trident/core/schedule.h"
 
 #include <cmath>
@@ -200,7 +201,15 @@ ChunkShape ChunkShape::of(const JobSpec& job, std::int32_t pipeline_rank, std::i
     if (m.moe) {
         s.local_experts = m.moe->num_experts / p.ep;
         s.first_expert = ep_rank * s.local_experts;
-        s.local_expert_ffn = m.moe->expert_ffn_hidden_size / p.tp;
+        s.etp = p.expert_tp();
+        // A rank's expert-tp index is tp_rank mod etp when etp divides tp (the executor runs
+        // etp = tp); other foldings are laid out for rank 0 only (the simulator's counts).
+        if (p.tp % s.etp != 0 && tp_rank != 0)
+            throw InternalError("expert layout of tp rank " + std::to_string(tp_rank) +
+                                " with etp " + std::to_string(s.etp) + " not dividing tp " +
+                                std::to_string(p.tp));
+        s.etp_rank = tp_rank % s.etp;
+        s.local_expert_ffn = m.moe->expert_ffn_hidden_size / s.etp;
     }
     return s;
 }
@@ -410,7 +419,7 @@ void ChunkLayout::add_attention(std::int64_t layer) {
 void ChunkLayout::add_mlp(std::int64_t layer, std::int64_t ffn, std::int64_t local_ffn,
                           TensorRole first_role, std::int64_t expert, bool is_expert) {
     const ModelSpec& m = job_->model;
-    const std::int64_t h = m.hidden_size, r = shape_.tp_rank;
+    const std::int64_t h = m.hidden_size, r = is_expert ? shape_.etp_rank : shape_.tp_rank;
     const std::int64_t gate = m.activation == Activation::swiglu ? 2 : 1;
     // First GEMM column-parallel (SwiGLU keeps its gate and up halves each split), second
     // row-parallel.
@@ -431,7 +440,7 @@ void ChunkLayout::add_mlp(std::int64_t layer, std::int64_t ffn, std::int64_t loc
             h * local_ffn, {.decay = true}, residual_std(m));
     // The second bias is added once after the row-parallel sum: replicated (an expert's too).
     if (m.linear_bias)
-        add_one(3, h, 1, {{0, h}}, h, {.tp_replicated = !is_expert || shape_.tp > 1}, 0.0);
+        add_one(3, h, 1, {{0, h}}, h, {.tp_replicated = !is_expert || shape_.etp > 1}, 0.0);
 }
 
 void ChunkLayout::add_vocab_table(TensorRole role, bool duplicate) {

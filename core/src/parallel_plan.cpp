@@ -124,6 +124,11 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
     }
     p.cp = r.integer_or("cp", 1, 1, kMaxDegree);
     p.ep = r.integer_or("ep", 1, 1, kMaxDegree);
+    if (r.has("etp") && r.has("expert_tensor_parallel_size"))
+        throw SpecError(r.field("expert_tensor_parallel_size"),
+                        "give etp or its Megatron name expert_tensor_parallel_size, not both");
+    for (const char* key : {"etp", "expert_tensor_parallel_size"})
+        if (r.has(key)) p.etp = r.integer(key, 1, kMaxDegree);
     p.vpp = r.integer_or("vpp", 1, 1, kMaxLayers);
     if (const Json* layout = r.get("pipeline_layout")) {
         const std::string field = r.field("pipeline_layout");
@@ -209,10 +214,30 @@ void validate(const ParallelPlan& p, const std::string& path) {
     if (rc.granularity != RecomputeGranularity::full && rc.num_layers != 0)
         throw SpecError(f("recompute.num_layers"),
                         "applies only to granularity \"full\" (selective covers every layer)");
-    if (p.expert_dp() * p.ep != p.dp * p.cp || p.ep > p.dp * p.cp)
-        throw SpecError(f("ep"), std::to_string(p.ep) +
-                                     " must divide dp·cp = " + std::to_string(p.dp * p.cp) +
-                                     " (experts are spread over the data-parallel ranks)");
+    validate_expert_grid(p, path);
+}
+
+void validate_expert_grid(const ParallelPlan& p, const std::string& path) {
+    const auto s = [](std::int64_t v) { return std::to_string(v); };
+    if (!p.etp) {
+        if (!p.expert_grid_tiles())
+            throw SpecError(path + ".ep",
+                            s(p.ep) + " must divide dp·cp = " + s(p.dp * p.cp) +
+                                " (experts are spread over the data-parallel ranks; with "
+                                "expert_tensor_parallel_size they may use the tp ranks too)");
+        return;
+    }
+    const std::int64_t stage = p.tp * p.cp * p.dp, etp = *p.etp;
+    if (!p.expert_grid_tiles())
+        throw SpecError(path + ".etp", "etp·ep = " + s(etp) + "·" + s(p.ep) + " = " +
+                                           s(etp * p.ep) + " must divide a stage's tp·cp·dp = " +
+                                           s(stage) + " ranks (MoE parallel folding)");
+    // Folded experts take distinct tokens from every rank: under tensor parallelism that needs
+    // the sequence split over the tp ranks (Megatron-Core's MoE layer refuses tp without it).
+    if (etp != p.tp && p.tp > 1 && !p.sequence_parallel)
+        throw SpecError(path + ".etp", "etp " + s(etp) + " differs from tp " + s(p.tp) +
+                                           ": needs sequence_parallel, so each tp rank routes "
+                                           "its own tokens");
 }
 
 Json to_json(const ParallelPlan& p) {
@@ -222,6 +247,7 @@ Json to_json(const ParallelPlan& p) {
     j["dp"] = p.dp;
     j["cp"] = p.cp;
     j["ep"] = p.ep;
+    if (p.etp) j["etp"] = *p.etp;
     j["vpp"] = p.vpp;
     if (!p.pipeline_layout.empty()) j["pipeline_layout"] = p.pipeline_layout;
     if (p.first_stage_layers) j["decoder_first_pipeline_num_layers"] = *p.first_stage_layers;

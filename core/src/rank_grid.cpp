@@ -7,13 +7,18 @@
 namespace trident::core {
 
 RankGrid::RankGrid(const ParallelPlan& plan)
-    : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp), ep_(plan.ep),
-      instances_(plan.sharding.instances) {
-    if (tp_ < 1 || cp_ < 1 || dp_ < 1 || pp_ < 1 || ep_ < 1 || (dp_ * cp_) % ep_ != 0)
-        throw SpecError("parallel", "rank grid needs positive degrees with ep dividing dp·cp");
-    if (instances_ < 1 || (dp_ * cp_ / ep_) % instances_ != 0)
+    : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp), ep_(plan.ep), etp_(plan.expert_tp()),
+      edp_(0), instances_(plan.sharding.instances) {
+    if (tp_ < 1 || cp_ < 1 || dp_ < 1 || pp_ < 1 || ep_ < 1 || etp_ < 1)
+        throw SpecError("parallel", "rank grid needs positive degrees");
+    if (!plan.expert_grid_tiles())
+        throw SpecError("parallel.ep", "etp·ep = " + std::to_string(etp_) + "·" +
+                                           std::to_string(ep_) + " must divide a stage's " +
+                                           std::to_string(tp_ * cp_ * dp_) + " ranks");
+    edp_ = tp_ * cp_ * dp_ / (etp_ * ep_);
+    if (instances_ < 1 || edp_ % instances_ != 0)
         throw SpecError("parallel.num_distributed_optimizer_instances",
-                        "must divide expert-dp = " + std::to_string(dp_ * cp_ / ep_));
+                        "must divide expert-dp = " + std::to_string(edp_));
 }
 
 RankCoord RankGrid::coord(std::int64_t rank) const {
@@ -27,10 +32,11 @@ RankCoord RankGrid::coord(std::int64_t rank) const {
     rest /= cp_;
     c.dp = rest % dp_;
     c.pp = rest / dp_;
-    // Expert view: the cp·dp index of this stage, split as ep (fastest) × expert-dp.
-    const std::int64_t j = c.cp + cp_ * c.dp;
-    c.ep = j % ep_;
-    c.edp = j / ep_;
+    // Expert view: the rank's index in its stage, split as etp (fastest) × ep × expert-dp.
+    const std::int64_t k = rank % (tp_ * cp_ * dp_);
+    c.etp = k % etp_;
+    c.ep = k / etp_ % ep_;
+    c.edp = k / (etp_ * ep_);
     return c;
 }
 
@@ -61,18 +67,21 @@ std::vector<std::int64_t> RankGrid::group_of(GroupKind kind, std::int64_t r) con
         for (std::int64_t s = 0; s < pp_; ++s) members.push_back(rank(c.tp, c.cp, c.dp, s));
         break;
     case GroupKind::expert:
-        for (std::int64_t e = 0; e < ep_; ++e) members.push_back(at_j(e + ep_ * c.edp));
+        for (std::int64_t e = 0; e < ep_; ++e)
+            members.push_back(expert_rank(c.etp, e, c.edp, c.pp));
         break;
     case GroupKind::tensor_expert:
         for (std::int64_t e = 0; e < ep_; ++e)
-            for (std::int64_t t = 0; t < tp_; ++t) {
-                const std::int64_t j = e + ep_ * c.edp;
-                members.push_back(rank(t, j % cp_, j / cp_, c.pp));
-            }
+            for (std::int64_t t = 0; t < etp_; ++t)
+                members.push_back(expert_rank(t, e, c.edp, c.pp));
+        break;
+    case GroupKind::expert_tensor:
+        for (std::int64_t t = 0; t < etp_; ++t)
+            members.push_back(expert_rank(t, c.ep, c.edp, c.pp));
         break;
     case GroupKind::expert_data:
-        for (std::int64_t d = 0; d < (cp_ * dp_) / ep_; ++d)
-            members.push_back(at_j(c.ep + ep_ * d));
+        for (std::int64_t d = 0; d < edp_; ++d)
+            members.push_back(expert_rank(c.etp, c.ep, d, c.pp));
         break;
     case GroupKind::model:
         for (std::int64_t s = 0; s < pp_; ++s)
@@ -89,15 +98,15 @@ std::vector<std::int64_t> RankGrid::group_of(GroupKind kind, std::int64_t r) con
         break;
     }
     case GroupKind::expert_data_shard: {
-        const std::int64_t size = cp_ * dp_ / ep_ / instances_;
+        const std::int64_t size = edp_ / instances_;
         for (std::int64_t k = 0; k < size; ++k)
-            members.push_back(at_j(c.ep + ep_ * (c.edp / size * size + k)));
+            members.push_back(expert_rank(c.etp, c.ep, c.edp / size * size + k, c.pp));
         break;
     }
     case GroupKind::expert_data_replica: {
-        const std::int64_t size = cp_ * dp_ / ep_ / instances_;
+        const std::int64_t size = edp_ / instances_;
         for (std::int64_t i = 0; i < instances_; ++i)
-            members.push_back(at_j(c.ep + ep_ * (c.edp % size + size * i)));
+            members.push_back(expert_rank(c.etp, c.ep, c.edp % size + size * i, c.pp));
         break;
     }
     case GroupKind::embedding:

@@ -30,6 +30,10 @@ void require_supported(const core::JobSpec& job) {
     if (job.model.moe) {
         const core::MoeSpec& e = *job.model.moe;
         if (p.tp > 1) no("parallel.tp", "tensor parallelism with mixture of experts");
+        if (p.expert_tp() != p.tp)
+            no("parallel.etp", "expert tensor parallelism " + std::to_string(p.expert_tp()) +
+                                   " beside tp " + std::to_string(p.tp) +
+                                   " (MoE parallel folding)");
         if (p.distributed_optimizer)
             no("parallel.distributed_optimizer",
                "the distributed optimizer with mixture of experts");

@@ -6,7 +6,7 @@ namespace trident::gui {
 namespace {
 
 const char* const kHeaders[] = {
-    "tp",        "pp", "dp",   "cp",        "ep",       "vpp", "mbs",    "schedule",
+    "tp",        "pp", "dp",   "cp",        "ep",       "etp", "vpp",    "mbs",        "schedule",
     "recompute", "SP", "ZeRO", "step time", "tokens/s", "MFU", "bubble", "peak memory"};
 static_assert(std::size(kHeaders) == PlannerTableModel::column_count);
 
@@ -23,6 +23,8 @@ QVariant sort_value(const planner::Candidate& c, int column) {
         return qlonglong(p.cp);
     case PlannerTableModel::ep:
         return qlonglong(p.ep);
+    case PlannerTableModel::etp:
+        return qlonglong(p.expert_tp());
     case PlannerTableModel::vpp:
         return qlonglong(p.vpp);
     case PlannerTableModel::micro_batch:

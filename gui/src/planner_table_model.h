@@ -18,6 +18,7 @@ public:
         dp,
         cp,
         ep,
+        etp,
         vpp,
         micro_batch,
         schedule,

@@ -181,6 +181,7 @@ void parallel_arguments(const core::JobSpec& job, const Arg& arg) {
     split_arguments(job, arg);
     if (p.cp > 1) arg("--context-parallel-size", number(p.cp));
     if (p.ep > 1) arg("--expert-model-parallel-size", number(p.ep));
+    if (p.etp) arg("--expert-tensor-parallel-size", number(*p.etp));
     if (job.model.moe) {
         arg("--moe-token-dispatcher-type",
             std::string(core::kTokenDispatcherNames[int(p.token_dispatcher)]));

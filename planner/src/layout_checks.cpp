@@ -19,8 +19,9 @@ using core::RecomputeGranularity;
 std::string describe(const ParallelPlan& p) {
     return "tp " + std::to_string(p.tp) + " cp " + std::to_string(p.cp) + " pp " +
            std::to_string(p.pp) + " dp " + std::to_string(p.dp) + " ep " + std::to_string(p.ep) +
-           " vpp " + std::to_string(p.vpp) + " " + core::to_string(p.schedule) + " mbs " +
-           std::to_string(p.micro_batch_size) + (p.sequence_parallel ? " sp" : "") +
+           (p.etp ? " etp " + std::to_string(*p.etp) : "") + " vpp " + std::to_string(p.vpp) + " " +
+           core::to_string(p.schedule) + " mbs " + std::to_string(p.micro_batch_size) +
+           (p.sequence_parallel ? " sp" : "") +
            (p.zero_stage() > 0 ? " zero" + core::sharding_cell(p) : "");
 }
 
@@ -295,10 +296,11 @@ std::vector<ParallelPlan> LayoutChecker::sharding_variants(const ParallelPlan& p
 core::TokenDispatcher LayoutChecker::best_dispatcher(const JobSpec& job) {
     const ParallelPlan& p = job.plan;
     if (space_.token_dispatcher) return *space_.token_dispatcher;
-    if (!specs_.model.moe || p.tp * p.ep == 1) return core::TokenDispatcher::alltoall;
-    const std::array<std::int64_t, 8> key = {p.tp,
+    if (!specs_.model.moe || p.expert_tp() * p.ep == 1) return core::TokenDispatcher::alltoall;
+    const std::array<std::int64_t, 9> key = {p.tp,
                                              p.cp,
                                              p.ep,
+                                             p.expert_tp(),
                                              p.micro_batch_size,
                                              p.sequence_parallel * 2 + p.tp_comm_overlap,
                                              std::int64_t(p.fp8.recipe),
@@ -308,7 +310,7 @@ core::TokenDispatcher LayoutChecker::best_dispatcher(const JobSpec& job) {
     if (known != dispatchers_.end()) return known->second;
     std::vector<core::TokenDispatcher> tried = {core::TokenDispatcher::alltoall};
     if (p.ep > 1) tried.push_back(core::TokenDispatcher::flex);
-    if (p.tp * p.ep <= specs_.cluster.fabric_domain())
+    if (p.expert_tp() * p.ep <= specs_.cluster.fabric_domain())
         tried.push_back(core::TokenDispatcher::allgather);
     core::TokenDispatcher best = tried.front();
     double best_s = INFINITY;

@@ -51,15 +51,16 @@ private:
         cache_;
 };
 
-// A stage's parameters depend on tp, ep and which layers it holds (the split and the
+// A stage's parameters depend on tp, ep, etp and which layers it holds (the split and the
 // schedule's placement of chunks), not on the batch or the optimizer: once per split.
 class ParameterCache {
 public:
     const std::vector<simulator::StageParameters>& get(const core::JobSpec& job) {
         const core::ParallelPlan& p = job.plan;
-        auto key = std::make_tuple(p.tp, p.ep, p.pp, p.vpp, int(core::placement_of(p.schedule)),
-                                   job.pipeline_split().layers, p.fp8.enabled(),
-                                   p.fp8.bf16_layers_at_start, p.fp8.bf16_layers_at_end);
+        auto key =
+            std::make_tuple(p.tp, p.ep, p.expert_tp(), p.pp, p.vpp,
+                            int(core::placement_of(p.schedule)), job.pipeline_split().layers,
+                            p.fp8.enabled(), p.fp8.bf16_layers_at_start, p.fp8.bf16_layers_at_end);
         auto it = cache_.find(key);
         if (it == cache_.end())
             it = cache_.emplace(std::move(key), simulator::parameters_per_stage(job)).first;
@@ -67,7 +68,7 @@ public:
     }
 
 private:
-    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, int,
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int,
                         std::vector<std::int64_t>, bool, std::int64_t, std::int64_t>,
              std::vector<simulator::StageParameters>>
         cache_;
@@ -157,7 +158,7 @@ private:
     InFlightCache in_flight_;
     ParameterCache parameters_;
     simulator::LayerCostCache layer_costs_;
-    std::map<std::array<std::int64_t, 8>, core::TokenDispatcher> dispatchers_; // by layer shape
+    std::map<std::array<std::int64_t, 9>, core::TokenDispatcher> dispatchers_; // by layer shape
     SplitChooser splits_;
     std::vector<core::Fp8> precisions_;
 };

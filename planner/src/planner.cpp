@@ -73,6 +73,19 @@ Dimensions dimensions(const JobSpec& specs, const SearchSpace& space) {
     return d;
 }
 
+// The experts' tensor split at tensor-parallel degree tp: the pinned degrees; else the default
+// (nullopt: etp = tp) and, for an MoE model under tensor parallelism, whole experts (etp 1)
+// spread over the tp ranks too — Megatron-Core's MoE parallel folding (Liu et al. 2025).
+std::vector<std::optional<std::int64_t>>
+expert_tp_degrees(const JobSpec& specs, const SearchSpace& space, std::int64_t tp) {
+    std::vector<std::optional<std::int64_t>> out;
+    for (std::int64_t etp : space.etp) out.push_back(etp);
+    if (!out.empty()) return out;
+    out.push_back(std::nullopt);
+    if (specs.model.moe && tp > 1) out.push_back(1);
+    return out;
+}
+
 // Every combination of the listed values that forms a layout of the cluster's devices.
 std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& space,
                                     PlanResult& result) {
@@ -106,60 +119,69 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                         shardings.push_back(zero1 ? core::DataSharding::optim
                                                   : core::DataSharding::no_shard);
                 for (std::int64_t ep : dim.ep)
-                    for (std::int64_t vpp : dim.vpp)
-                        for (ScheduleKind schedule : dim.schedules) {
-                            // Virtual stages belong to the interleaved schedule, two chunks
-                            // to the V-shaped ones and DualPipe; without pipelining every
-                            // schedule is the same: 1F1B stands for them (unless the user
-                            // pinned the schedule).
-                            if (core::holds_two_chunks(schedule)
-                                    ? vpp != 2
-                                    : (vpp > 1) != (schedule == ScheduleKind::interleaved_1f1b))
-                                continue;
-                            // A pinned vpp means Megatron's virtual stages (interleaved).
-                            if (core::holds_two_chunks(schedule) && space.schedules.empty() &&
-                                !space.vpp.empty())
-                                continue;
-                            if (pp == 1 && space.schedules.empty() &&
-                                schedule != ScheduleKind::one_f_one_b)
-                                continue;
-                            for (std::int64_t mbs : dim.mbs)
-                                for (bool sp : sps)
-                                    for (core::DataSharding sharding : shardings) {
-                                        const bool zero1 = sharding >= core::DataSharding::optim;
-                                        ParallelPlan p;
-                                        p.tp = tp;
-                                        p.cp = cp;
-                                        p.pp = pp;
-                                        p.dp = dp;
-                                        p.ep = ep;
-                                        p.vpp = vpp;
-                                        p.schedule = schedule;
-                                        p.micro_batch_size = mbs;
-                                        p.sequence_parallel = sp;
-                                        p.distributed_optimizer = zero1;
-                                        p.sharding.strategy = sharding;
-                                        p.sharding.implementation = space.fsdp;
-                                        p.sharding.instances =
-                                            zero1 ? space.optimizer_instances.value_or(1) : 1;
-                                        p.sharding.prefetch_units = space.fsdp_prefetch_units;
-                                        p.allow_cross_node_tp = space.allow_cross_node_tp;
-                                        p.flash_attention = space.flash_attention;
-                                        // ZeRO-2/3 overlap always (Megatron-FSDP).
-                                        p.overlap_grad_reduce =
-                                            space.overlap ||
-                                            sharding >= core::DataSharding::optim_grads;
-                                        p.overlap_param_gather =
-                                            (space.overlap && zero1) ||
-                                            sharding == core::DataSharding::optim_grads_params;
-                                        p.tp_comm_overlap =
-                                            sp && space.tp_comm_overlap.value_or(space.overlap);
-                                        p.overlap_p2p_comm = space.overlap_p2p_comm;
-                                        p.token_dispatcher = space.token_dispatcher.value_or(
-                                            core::TokenDispatcher::alltoall);
-                                        layouts.push_back(p);
-                                    }
-                        }
+                    for (const std::optional<std::int64_t>& etp :
+                         expert_tp_degrees(specs, space, tp))
+                        for (std::int64_t vpp : dim.vpp)
+                            for (ScheduleKind schedule : dim.schedules) {
+                                // Virtual stages belong to the interleaved schedule, two chunks
+                                // to the V-shaped ones and DualPipe; without pipelining every
+                                // schedule is the same: 1F1B stands for them (unless the user
+                                // pinned the schedule).
+                                if (core::holds_two_chunks(schedule)
+                                        ? vpp != 2
+                                        : (vpp > 1) != (schedule == ScheduleKind::interleaved_1f1b))
+                                    continue;
+                                // A pinned vpp means Megatron's virtual stages (interleaved).
+                                if (core::holds_two_chunks(schedule) && space.schedules.empty() &&
+                                    !space.vpp.empty())
+                                    continue;
+                                if (pp == 1 && space.schedules.empty() &&
+                                    schedule != ScheduleKind::one_f_one_b)
+                                    continue;
+                                for (std::int64_t mbs : dim.mbs)
+                                    for (bool sp : sps)
+                                        for (core::DataSharding sharding : shardings) {
+                                            // Folded experts need sequence parallelism (unless the
+                                            // user pinned it off: validation then says why).
+                                            if (etp && *etp != tp && !sp &&
+                                                space.sequence_parallel.empty())
+                                                continue;
+                                            const bool zero1 =
+                                                sharding >= core::DataSharding::optim;
+                                            ParallelPlan p;
+                                            p.tp = tp;
+                                            p.cp = cp;
+                                            p.pp = pp;
+                                            p.dp = dp;
+                                            p.ep = ep;
+                                            p.etp = etp;
+                                            p.vpp = vpp;
+                                            p.schedule = schedule;
+                                            p.micro_batch_size = mbs;
+                                            p.sequence_parallel = sp;
+                                            p.distributed_optimizer = zero1;
+                                            p.sharding.strategy = sharding;
+                                            p.sharding.implementation = space.fsdp;
+                                            p.sharding.instances =
+                                                zero1 ? space.optimizer_instances.value_or(1) : 1;
+                                            p.sharding.prefetch_units = space.fsdp_prefetch_units;
+                                            p.allow_cross_node_tp = space.allow_cross_node_tp;
+                                            p.flash_attention = space.flash_attention;
+                                            // ZeRO-2/3 overlap always (Megatron-FSDP).
+                                            p.overlap_grad_reduce =
+                                                space.overlap ||
+                                                sharding >= core::DataSharding::optim_grads;
+                                            p.overlap_param_gather =
+                                                (space.overlap && zero1) ||
+                                                sharding == core::DataSharding::optim_grads_params;
+                                            p.tp_comm_overlap =
+                                                sp && space.tp_comm_overlap.value_or(space.overlap);
+                                            p.overlap_p2p_comm = space.overlap_p2p_comm;
+                                            p.token_dispatcher = space.token_dispatcher.value_or(
+                                                core::TokenDispatcher::alltoall);
+                                            layouts.push_back(p);
+                                        }
+                            }
             }
     result.layouts += std::int64_t(layouts.size());
     return layouts;

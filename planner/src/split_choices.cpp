@@ -43,9 +43,15 @@ std::vector<SplitChoice> SplitChooser::choices(const core::JobSpec& job) {
     const std::int64_t stages = p.model_stages(), layers = job.model.num_layers;
     // Too many stages, or a grid that cannot be laid out: validation says why (and the choices
     // must not depend on which layout asked first).
-    if (stages > layers || p.ep < 1 || (p.dp * p.cp) % p.ep != 0) return {};
+    if (stages > layers || !p.expert_grid_tiles()) return {};
     if (stages == 1) return {SplitChoice{{}, false, false, {}, {}, "one stage: every layer"}};
-    const Key key{p.tp, p.cp, p.ep, p.micro_batch_size, p.sequence_parallel, p.flash_attention};
+    const Key key{p.tp,
+                  p.cp,
+                  p.ep,
+                  p.expert_tp(),
+                  p.micro_batch_size,
+                  p.sequence_parallel,
+                  p.flash_attention};
     const int placement = int(core::placement_of(p.schedule));
     const auto known = choices_.find({key, p.pp, p.vpp, placement});
     if (known != choices_.end()) return known->second;

@@ -38,7 +38,8 @@ private:
     const SearchSpace& space_;
     const core::Profile& profile_;
     // Per-layer loads depend on what shapes a layer's kernels, not on pp or dp.
-    using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool>;
+    using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                           bool, bool>;
     std::map<Key, simulator::PipelineLoads> loads_;
     // The choices per (loads, pp, vpp), asked again for every schedule, dp and ZeRO setting.
     // By (key, pp, vpp, chunk placement): DualPipe splits over pp stages, V shapes over 2·pp.

@@ -49,8 +49,15 @@ const CostModel::GroupShape& CostModel::group_shape(core::GroupKind kind,
     GroupShape& g = group_shapes_.at(std::size_t(kind) * std::size_t(job_.plan.pp) +
                                      std::size_t(pipeline_rank));
     if (g.size < 0) {
-        const std::array<std::int64_t, 8> key = {
-            p.tp, p.cp, p.dp, p.pp, p.ep, p.sharding.instances, std::int64_t(kind), pipeline_rank};
+        const std::array<std::int64_t, 9> key = {p.tp,
+                                                 p.cp,
+                                                 p.dp,
+                                                 p.pp,
+                                                 p.ep,
+                                                 p.expert_tp(),
+                                                 p.sharding.instances,
+                                                 std::int64_t(kind),
+                                                 pipeline_rank};
         if (shared_) {
             const auto it = shared_->group_shapes.find(key);
             if (it != shared_->group_shapes.end()) {
@@ -257,6 +264,7 @@ LayerCostCache::Key layer_cost_key(const core::JobSpec& job, std::int64_t kind, 
     return {p.tp,
             p.cp,
             p.ep,
+            p.expert_tp(),
             p.micro_batch_size,
             p.sequence_parallel,
             p.flash_attention,
@@ -326,7 +334,8 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
     for (std::int32_t r = 0; r < p.pp; ++r) {
         int placement = 0;
         for (auto kind :
-             {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert})
+             {core::GroupKind::tensor, core::GroupKind::context, core::GroupKind::expert,
+              core::GroupKind::expert_tensor, core::GroupKind::tensor_expert})
             placement = placement * 2 + group_shape(kind, r).inter_node;
         for (std::int32_t c = 0; c < p.vpp; ++c) {
             const std::int32_t vs = core::virtual_stage(p.schedule, c, std::int32_t(p.pp), r);

@@ -21,6 +21,7 @@ LayerView LayerView::of(const core::ParallelPlan& plan, std::int64_t seq_length)
     v.tp = plan.tp;
     v.cp = plan.cp;
     v.ep = plan.ep;
+    v.etp = plan.expert_tp();
     v.sequence_parallel = plan.sequence_parallel;
     v.micro_batch = plan.micro_batch_size;
     v.seq = seq_length;
@@ -38,7 +39,7 @@ LayerView LayerView::global(std::int64_t sequences, std::int64_t seq_length) {
 }
 
 double routed_copies(const core::MoeSpec& e, const LayerView& v) {
-    return double(v.tokens()) * double(e.top_k) * e.capacity_factor.value_or(1.0) *
+    return double(v.expert_tokens()) * double(e.top_k) * e.capacity_factor.value_or(1.0) *
            e.slowest_rank_load(v.ep);
 }
 
@@ -411,31 +412,31 @@ void token_exchange(Builder& b, const core::MoeSpec& e, const LayerView& v, cons
     const auto scatter = combine ? Collective::all_gather : Collective::reduce_scatter;
     switch (v.dispatcher) {
     case core::TokenDispatcher::allgather:
-        // The tp·ep group gathers every token's hidden state — and its routing map and
+        // The etp·ep group gathers every token's hidden state — and its routing map and
         // probabilities, a byte and four per expert — and keeps what its experts take; combine
         // reduce-scatters the outputs back.
-        both(gather, scatter, GroupKind::tensor_expert, x.rank_bytes * double(v.tp * v.ep));
+        both(gather, scatter, GroupKind::tensor_expert, x.rank_bytes * double(v.etp * v.ep));
         if (!combine)
             b.collective("routing map", Collective::all_gather, GroupKind::tensor_expert,
-                         x.norm_tokens * double(e.num_experts) * 5.0 * double(v.tp * v.ep),
+                         x.norm_tokens * double(e.num_experts) * 5.0 * double(v.etp * v.ep),
                          Phase::forward);
         return;
     case core::TokenDispatcher::alltoall:
-        // Each routed copy crosses the ep group; the tp ranks all-gather what arrived.
+        // Each routed copy crosses the ep group; the expert-tp ranks all-gather what arrived.
         if (v.ep > 1)
             both(Collective::all_to_all, Collective::all_to_all, GroupKind::expert,
                  x.rank_bytes * double(e.top_k) * x.capacity * x.load);
-        if (v.tp > 1) both(gather, scatter, GroupKind::tensor, x.received_bytes);
+        if (v.etp > 1) both(gather, scatter, GroupKind::expert_tensor, x.received_bytes);
         return;
     case core::TokenDispatcher::flex: {
-        // DeepEP: one fused all-to-all over tp·ep that sends a token once to each rank holding
-        // any of its experts (every tp rank of an expert's ep rank takes it), with its top-k
+        // DeepEP: one fused all-to-all over etp·ep that sends a token once to each rank holding
+        // any of its experts (every expert-tp rank of an expert's ep rank takes it), its top-k
         // probabilities (fp32). Across NVLink domains a token crosses the network once per
         // destination domain and is forwarded inside it (the cost model counts the domains).
         const double scale = x.capacity * x.load;
         const double probabilities = x.norm_tokens * double(e.top_k) * 4.0;
         both(Collective::all_to_all, Collective::all_to_all, GroupKind::tensor_expert,
-             (x.rank_bytes * double(v.tp) * e.expected_destinations(v.ep) + probabilities) * scale,
+             (x.rank_bytes * double(v.etp) * e.expected_destinations(v.ep) + probabilities) * scale,
              (x.rank_bytes + probabilities) * scale);
         return;
     }
@@ -483,7 +484,7 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
     const std::int64_t local_experts = e.num_experts / v.ep;
     const auto per_expert = std::int64_t(std::ceil(copies / double(local_experts)));
     mlp(b, m, "expert fc1", "expert fc2", "expert activation", per_expert, e.expert_ffn_hidden_size,
-        v.tp, local_experts);
+        v.etp, local_experts);
     token_exchange(b, e, v, x, true);
     b.memory("unpermute", MemoryKernel::elementwise, 2 * permuted, 2 * permuted);
     if (e.shared_expert_ffn_hidden_size > 0) {

@@ -68,11 +68,11 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
     if (m.is_moe_layer(layer)) {
         const core::MoeSpec& e = *m.moe;
         const double routed = routed_copies(e, v);
-        const double fe = double(e.expert_ffn_hidden_size);
+        const double fe = double(e.expert_ffn_hidden_size), et = double(v.etp);
         mlp += eb * T * h / sd                        // router input
                + 4.0 * T * double(e.num_experts) / sd // fp32 router probabilities
                + lb * routed * h                      // permuted tokens (expert fc1 input)
-               + eb * routed * fe * gate / t + lb * routed * fe / t // expert fc1 out, act out
+               + eb * routed * fe * gate / et + lb * routed * fe / et // expert fc1 out, act out
                + eb * routed * h; // expert outputs before unpermute
         if (e.shared_expert_ffn_hidden_size > 0) {
             const double fs = double(e.shared_expert_ffn_hidden_size);
@@ -103,9 +103,9 @@ double weight_gradient_state_bytes(const core::ModelSpec& m, const LayerView& v,
     if (m.is_moe_layer(layer)) {
         const core::MoeSpec& e = *m.moe;
         const double routed = routed_copies(e, v);
-        const double fe = double(e.expert_ffn_hidden_size);
-        return attention + eb * T * h / sd + 4.0 * T * double(e.num_experts) / sd // router
-               + lb * routed * (h + fe / t) + eb * routed * (gate * fe / t + h);  // experts
+        const double fe = double(e.expert_ffn_hidden_size), et = double(v.etp);
+        return attention + eb * T * h / sd + 4.0 * T * double(e.num_experts) / sd  // router
+               + lb * routed * (h + fe / et) + eb * routed * (gate * fe / et + h); // experts
     }
     const double f = double(m.ffn_hidden_size);
     return attention + lb * T * (h / sd + f / t) + eb * T * (gate * f / t + h);
@@ -122,7 +122,7 @@ double backward_working_bytes(const core::ModelSpec& m, const LayerView& v, std:
         // The experts' output and fc1-output gradients and the router's, before their W.
         const core::MoeSpec& e = *m.moe;
         const double routed = routed_copies(e, v);
-        bytes = eb * routed * (h + gate * double(e.expert_ffn_hidden_size) / t) +
+        bytes = eb * routed * (h + gate * double(e.expert_ffn_hidden_size) / double(v.etp)) +
                 4.0 * T * double(e.num_experts) / sd;
     } else {
         // The MLP's backward makes the gradients of fc2's output (every row, as the tensor-

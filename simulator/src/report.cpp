@@ -59,7 +59,7 @@ void print_host_bound(const Report& r, std::ostream& out) {
 // MoE layouts: the token exchange per stage (what the dispatcher and the load cost).
 void print_moe(const Report& r, std::ostream& out) {
     const auto& moe = r.job.model.moe;
-    if (!moe || r.job.plan.tp * r.job.plan.ep == 1) return;
+    if (!moe || r.job.plan.expert_tp() * r.job.plan.ep == 1) return;
     out << "MoE token exchange (" << core::kTokenDispatcherNames[int(r.job.plan.token_dispatcher)]
         << " dispatcher; busiest expert-parallel rank at "
         << fmt("%.2f", moe->slowest_rank_load(r.job.plan.ep)) << "x the mean tokens):\n"
@@ -85,7 +85,8 @@ void print_report(const Report& r, std::ostream& out) {
     out << j.model.name << " on " << j.cluster.devices() << " × " << r.profile_name << " ("
         << j.cluster.nodes << (j.cluster.nodes == 1 ? " node" : " nodes") << "): tp " << p.tp
         << " · cp " << p.cp << " · dp " << p.dp << " · pp " << p.pp
-        << (p.ep > 1 ? " · ep " + std::to_string(p.ep) : "") << ", " << core::to_string(p.schedule)
+        << (p.ep > 1 ? " · ep " + std::to_string(p.ep) : "")
+        << (p.etp ? " · etp " + std::to_string(*p.etp) : "") << ", " << core::to_string(p.schedule)
         << (p.vpp > 1 ? " v=" + std::to_string(p.vpp) : "") << ", micro-batch "
         << p.micro_batch_size << " × " << r.microbatches << ", recompute "
         << core::to_string(p.recompute.granularity) << "\n";

@@ -194,7 +194,7 @@ TEST(Cli, PlanCsvAndJson) {
     const auto csv = run_trident(split_words(
         "plan --model gpt2-350m --cluster dgx-a100-80gb --gbs 64 --seq-length 1024 --top 3 --csv"));
     ASSERT_EQ(csv.exit_code, 0) << csv.err;
-    EXPECT_EQ(csv.out.rfind("rank,tp,cp,pp,dp,ep,vpp,schedule", 0), 0u) << csv.out;
+    EXPECT_EQ(csv.out.rfind("rank,tp,cp,pp,dp,ep,etp,vpp,schedule", 0), 0u) << csv.out;
     EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 4);
     const auto json = run_trident(split_words("plan --model gpt2-350m --cluster dgx-a100-80gb "
                                               "--gbs 64 --seq-length 1024 --top 3 --json"));

@@ -133,6 +133,48 @@ TEST(Job, ExpertParallelRules) {
     EXPECT_EQ(error_field(in), "parallel.ep"); // exceeds dp·cp
 }
 
+TEST(Job, FoldedExpertRules) {
+    // Mixtral 8x7B on 4 DGX H100: tp 2 · pp 4 · dp 4; with etp 1 the 8 experts may spread over
+    // all 8 tp·dp ranks of a stage (MoE parallel folding).
+    JobInputs in;
+    in.model = "mixtral-8x7b";
+    in.cluster = "dgx-h100";
+    in.nodes = 4;
+    in.global_batch_size = 64;
+    in.seq_length = 4096;
+    in.tp = 2;
+    in.pp = 4;
+    in.dp = "auto";
+    in.micro_batch_size = 1;
+    in.sequence_parallel = true;
+    in.ep = 8;
+    in.etp = 1;
+    const JobSpec job = load_job(in);
+    EXPECT_EQ(job.plan.expert_tp(), 1);
+    EXPECT_EQ(job.plan.expert_dp(), 1);
+    EXPECT_EQ(plan_from_json(to_json(job.plan)).etp, 1); // written and read back
+    in.etp = 4;
+    EXPECT_EQ(error_field(in), "parallel.etp"); // etp·ep = 32 > 8 ranks a stage
+    in.etp = 1;
+    in.sequence_parallel = false;
+    EXPECT_EQ(error_field(in), "parallel.etp"); // each tp rank must route its own tokens
+    in.sequence_parallel = true;
+    in.ep = 3;
+    EXPECT_EQ(error_field(in), "parallel.etp"); // 3 does not tile 8 ranks
+    // Megatron's name in a plan file; not both spellings.
+    Json plan = to_json(job.plan);
+    plan.erase("etp");
+    plan["ep"] = 4;
+    plan["expert_tensor_parallel_size"] = 2;
+    EXPECT_EQ(plan_from_json(plan).expert_tp(), 2);
+    plan["etp"] = 2;
+    EXPECT_THROW(plan_from_json(plan), SpecError);
+    // A dense model has no experts to split.
+    JobInputs dense = base();
+    dense.etp = 1;
+    EXPECT_EQ(error_field(dense), "parallel.etp");
+}
+
 TEST(Job, MegatronVirtualStageSpelling) {
     auto in = base();
     in.num_layers_per_virtual_stage = 3; // 12 layers per rank -> 4 chunks

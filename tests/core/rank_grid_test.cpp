@@ -1,4 +1,5 @@
 #include "trident/core/rank_grid.h"
+#include "trident/core/spec_error.h"
 
 #include <algorithm>
 #include <gtest/gtest.h>
@@ -46,7 +47,13 @@ TEST(RankGrid, EveryKindPartitionsTheRanks) {
     // cp·dp = 8 ranks per stage, ep 2 (expert-dp 4), in 2 hybrid-sharding replicas.
     ParallelPlan hybrid = plan(2, 2, 4, 3, 2);
     hybrid.sharding.instances = 2;
-    for (const RankGrid& g : {RankGrid(plan(2, 2, 4, 3, 4)), RankGrid(hybrid)})
+    // Folded experts: 16 ranks a stage as etp 1 × ep 8 × expert-dp 2, or etp 2 × ep 4 × 2.
+    ParallelPlan folded = plan(2, 2, 4, 3, 8), halves = plan(4, 1, 4, 3, 4);
+    folded.etp = 1;
+    halves.etp = 2;
+    halves.sharding.instances = 2;
+    for (const RankGrid& g :
+         {RankGrid(plan(2, 2, 4, 3, 4)), RankGrid(hybrid), RankGrid(folded), RankGrid(halves)})
         for (std::size_t k = 0; k < kGroupKindNames.size(); ++k) {
             const auto kind = static_cast<GroupKind>(k);
             if (kind == GroupKind::embedding) continue; // covers first and last stage only
@@ -95,6 +102,35 @@ TEST(RankGrid, ExpertGroupsAreConsecutiveDataRanks) {
     const RankGrid t(plan(2, 1, 4, 1, 2));
     EXPECT_EQ(t.group_of(GroupKind::expert, 1), (std::vector<std::int64_t>{1, 3}));
     EXPECT_EQ(t.group_of(GroupKind::expert_data, 1), (std::vector<std::int64_t>{1, 5}));
+}
+
+TEST(RankGrid, FoldedExpertsSpreadOverTheTensorRanks) {
+    // Megatron-Core's expert RankGenerator: a stage's tp·cp·dp ranks as etp × ep × expert-dp,
+    // etp fastest. tp 4 · dp 2, ep 8, etp 1: one expert group over the whole 8-rank stage.
+    ParallelPlan p = plan(4, 1, 2, 1, 8);
+    p.etp = 1;
+    const RankGrid g(p);
+    EXPECT_EQ(g.groups(GroupKind::expert), (Groups{{0, 1, 2, 3, 4, 5, 6, 7}}));
+    EXPECT_EQ(g.group_of(GroupKind::expert_tensor, 5), (std::vector<std::int64_t>{5}));
+    EXPECT_EQ(g.group_of(GroupKind::expert_data, 5), (std::vector<std::int64_t>{5}));
+    EXPECT_EQ(g.group_of(GroupKind::tensor, 5), (std::vector<std::int64_t>{4, 5, 6, 7}));
+    EXPECT_EQ(g.coord(5).ep, 5);
+    // tp 4 · dp 2, ep 2, etp 2: expert-tp pairs, experts 2 apart, replicas 4 apart.
+    p.ep = 2;
+    p.etp = 2;
+    const RankGrid h(p);
+    EXPECT_EQ(h.group_of(GroupKind::expert_tensor, 6), (std::vector<std::int64_t>{6, 7}));
+    EXPECT_EQ(h.group_of(GroupKind::expert, 6), (std::vector<std::int64_t>{4, 6}));
+    EXPECT_EQ(h.group_of(GroupKind::tensor_expert, 6), (std::vector<std::int64_t>{4, 5, 6, 7}));
+    EXPECT_EQ(h.group_of(GroupKind::expert_data, 6), (std::vector<std::int64_t>{2, 6}));
+    EXPECT_EQ(p.expert_dp(), 2);
+    // Without etp the expert view is the one above: expert-tp is the tensor group.
+    const RankGrid d(plan(4, 1, 2, 2, 2));
+    for (std::int64_t r = 0; r < d.world_size(); ++r)
+        EXPECT_EQ(d.group_of(GroupKind::expert_tensor, r), d.group_of(GroupKind::tensor, r));
+    // etp·ep must tile the stage.
+    p.ep = 8;
+    EXPECT_THROW(RankGrid{p}, SpecError);
 }
 
 TEST(RankGrid, TensorGroupsStayInsideANode) {

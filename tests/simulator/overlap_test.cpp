@@ -98,7 +98,7 @@ TEST(TpCommOverlap, ADeferredWeightGradientLeavesTheBackwardOnlyBsGemms) {
         simulator::LayerCostCache cache;
         const simulator::CostModel cost(job, h100(), nullptr, &cache);
         for (const auto& [key, passes] : cache.entries)
-            if (key[9] == 0) return passes; // kind 0: a dense transformer layer
+            if (key[simulator::LayerCostCache::kKindIndex] == 0) return passes; // a dense layer
         ADD_FAILURE() << "no dense layer timed";
         return std::array<simulator::PassCost, 3>{};
     };

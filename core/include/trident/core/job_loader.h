@@ -34,7 +34,7 @@ struct JobInputs {
     std::optional<std::string> lr_decay_style;
 
     // parallel overrides
-    std::optional<std::int64_t> tp, pp, cp, ep, vpp, micro_batch_size;
+    std::optional<std::int64_t> tp, pp, cp, ep, etp, vpp, micro_batch_size;
     std::optional<std::string> dp;                            // a number or "auto"
     std::optional<std::int64_t> num_layers_per_virtual_stage; // Megatron's vpp spelling
     std::optional<std::string> schedule;

@@ -100,7 +100,8 @@ struct TensorLayout {
 struct ChunkShape {
     std::int32_t pipeline_rank = 0, chunk = 0, virtual_stage = 0;
     std::int64_t tp = 1, tp_rank = 0, ep_rank = 0;
-    bool first = false, last = false; // holds the embedding / the final norm, head and loss
+    std::int64_t etp = 1, etp_rank = 0; // the experts' tensor split (expert_tp(), tp by default)
+    bool first = false, last = false;   // holds the embedding / the final norm, head and loss
     std::int64_t first_layer = 0, layers = 0;
     std::int64_t micro_batch = 0;    // sequences per micro-batch
     std::int64_t sequence = 0;       // tokens per sequence

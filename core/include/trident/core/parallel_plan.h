@@ -152,6 +152,11 @@ struct ParallelPlan {
     std::int64_t dp = 1;
     std::int64_t cp = 1;
     std::int64_t ep = 1;
+    // Megatron-Core's --expert-tensor-parallel-size ("MoE parallel folding", Liu et al. 2025):
+    // the expert layers split each expert over etp ranks and spread the experts over ep, both
+    // carved out of a stage's tp·cp·dp ranks (etp fastest, then ep, then expert-dp), while
+    // attention keeps tp·cp·dp. Absent: etp = tp, the experts sliced like the dense MLP.
+    std::optional<std::int64_t> etp;
     std::int64_t vpp = 1; // model chunks per pipeline rank (2 for V-shaped and DualPipe)
     // Uneven stages (core/pipeline_split.h): the layers of every virtual stage, or Megatron-
     // Core's first/last pipeline rank layer counts, or the embedding and loss counted as a
@@ -203,7 +208,14 @@ struct ParallelPlan {
     std::int64_t chunk_microbatches(std::int64_t m) const {
         return placement_of(schedule) == StagePlacement::two_copies ? m / 2 : m;
     }
-    std::int64_t expert_dp() const { return (dp * cp) / ep; }
+    std::int64_t expert_tp() const { return etp.value_or(tp); }
+    // Ranks holding the same experts: tp·cp·dp / (etp·ep) (dp·cp / ep when etp = tp).
+    std::int64_t expert_dp() const { return (tp * dp * cp) / (expert_tp() * ep); }
+    // Whether etp·ep ranks tile a stage's tp·cp·dp (ep tiles dp·cp when etp is not given).
+    bool expert_grid_tiles() const {
+        return ep >= 1 && expert_tp() >= 1 &&
+               (etp ? (tp * cp * dp) % (*etp * ep) == 0 : (dp * cp) % ep == 0);
+    }
     // ZeRO stage 0–3: distributed_optimizer decides ZeRO-1 (whatever the strategy field says
     // below optim_grads), the strategy ZeRO-2 and 3.
     int zero_stage() const {
@@ -253,5 +265,7 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path = "parallel")
 Json to_json(const ParallelPlan& p);
 // Rules that involve the plan alone (positive degrees, schedule vs vpp, ...).
 void validate(const ParallelPlan& p, const std::string& path = "parallel");
+// The expert grid of a stage: ep (and etp·ep when etp is given) dividing its ranks.
+void validate_expert_grid(const ParallelPlan& p, const std::string& path = "parallel");
 
 } // namespace trident::core

@@ -3,9 +3,10 @@
 // member ranks of every process group. The simulator uses it for placement (which fabric a
 // group crosses), the executor to create communicators.
 //
-// Dense layers see rank = tp + TP·(cp + CP·(dp + DP·pp)). Expert layers see the same tp and pp
-// but split the cp·dp ranks of a stage as ep (fastest) × expert-dp, as Megatron-Core does:
-// j = cp + CP·dp = ep + EP·edp.
+// Dense layers see rank = tp + TP·(cp + CP·(dp + DP·pp)). Expert layers see the same pp but
+// split the k = tp + TP·(cp + CP·dp) ranks of a stage as expert-tp (fastest) × ep × expert-dp,
+// as Megatron-Core's expert RankGenerator ("tp-ep-dp-pp" over etp, ep, edp) does:
+// k = etp + ETP·(ep + EP·edp). With etp = tp (the default) that is j = cp + CP·dp = ep + EP·edp.
 #include "trident/core/parallel_plan.h"
 
 #include <array>
@@ -17,7 +18,7 @@ namespace trident::core {
 
 struct RankCoord {
     std::int64_t tp = 0, cp = 0, dp = 0, pp = 0; // dense view
-    std::int64_t ep = 0, edp = 0;                // expert view of (cp, dp)
+    std::int64_t etp = 0, ep = 0, edp = 0;       // expert view of (tp, cp, dp)
     bool operator==(const RankCoord&) const = default;
 };
 
@@ -42,8 +43,11 @@ enum class GroupKind {
     // tp·ep ranks: Megatron's tp_ep group, over which the allgather and flex (DeepEP) token
     // dispatchers move tokens.
     tensor_expert,
+    // etp ranks slicing the same experts (Megatron's expert tensor-parallel group; the tensor
+    // group when etp = tp): the alltoall dispatcher's all-gather after the exchange.
+    expert_tensor,
 };
-inline constexpr std::array<std::string_view, 14> kGroupKindNames = {"tensor",
+inline constexpr std::array<std::string_view, 15> kGroupKindNames = {"tensor",
                                                                      "context",
                                                                      "data",
                                                                      "data_context",
@@ -56,7 +60,8 @@ inline constexpr std::array<std::string_view, 14> kGroupKindNames = {"tensor",
                                                                      "data_replica",
                                                                      "expert_data_shard",
                                                                      "expert_data_replica",
-                                                                     "tensor_expert"};
+                                                                     "tensor_expert",
+                                                                     "expert_tensor"};
 
 class RankGrid {
 public:
@@ -79,7 +84,13 @@ public:
                                std::int64_t devices_per_node) const;
 
 private:
-    std::int64_t tp_, cp_, dp_, pp_, ep_;
+    // Rank of an expert-view coordinate at pipeline rank pp.
+    std::int64_t expert_rank(std::int64_t etp, std::int64_t ep, std::int64_t edp,
+                             std::int64_t pp) const {
+        return etp + etp_ * (ep + ep_ * edp) + tp_ * cp_ * dp_ * pp;
+    }
+
+    std::int64_t tp_, cp_, dp_, pp_, ep_, etp_, edp_;
     std::int64_t instances_; // hybrid-sharding replicas
 };
 

@@ -23,6 +23,9 @@ namespace trident::planner {
 // `trident plan`).
 struct SearchSpace {
     std::vector<std::int64_t> tp, pp, cp, ep, vpp, micro_batch;
+    // Expert tensor-parallel degrees (MoE parallel folding). Empty: etp = tp, and for MoE
+    // models with tp > 1 also etp 1 (experts whole, spread over the tp ranks too).
+    std::vector<std::int64_t> etp;
     std::vector<core::ScheduleKind> schedules;
     std::vector<bool> sequence_parallel;     // empty: both where legal
     std::vector<bool> distributed_optimizer; // empty: both where legal

@@ -51,15 +51,16 @@ struct ChunkCost {
 using Fallbacks = std::map<std::string, std::int64_t>;
 
 // Per-layer F/B/W costs shared by the cost models of many layouts of one job (the planner's):
-// a layer's operations depend on tp, cp, ep, the micro-batch, sequence parallelism, flash
+// a layer's operations depend on tp, cp, ep, etp, the micro-batch, sequence parallelism, flash
 // attention, tensor-parallel overlap (and whether the schedule defers W), the MoE token dispatcher,
 // the layer's kind, recomputation and FP8 recipe and which of its groups cross nodes — not on pp,
 // dp, the split or the schedule. Not thread-safe.
 class LayerCostCache {
 public:
-    using Key = std::array<std::int64_t, 14>;
+    using Key = std::array<std::int64_t, 15>;
+    static constexpr std::size_t kKindIndex = 10; // Key[10]: 0 layer, 2 embedding, 3 head
     std::map<Key, std::array<PassCost, 3>> entries;
-    // Process groups' sizes and whether they leave the NVLink domain, by (tp, cp, dp, pp, ep,
+    // Process groups' sizes and whether they leave the NVLink domain, by (tp, cp, dp, pp, ep, etp,
     // hybrid-sharding replicas, group kind, pipeline rank): the same for every layout with
     // those degrees.
     struct Shape {
@@ -67,7 +68,7 @@ public:
         bool inter_node;
         std::int64_t domains; // NVLink domains (nodes, or NVL72 racks) the group spans
     };
-    std::map<std::array<std::int64_t, 8>, Shape> group_shapes;
+    std::map<std::array<std::int64_t, 9>, Shape> group_shapes;
 };
 
 // One micro-batch's F + B + W seconds through the embedding, each layer (the plan's

@@ -51,6 +51,7 @@ struct Op {
 // How one rank sees a layer: degrees that split it and the tokens of one micro-batch.
 struct LayerView {
     std::int64_t tp = 1, cp = 1, ep = 1;
+    std::int64_t etp = 1; // the experts' tensor split (ParallelPlan::expert_tp())
     bool sequence_parallel = false;
     std::int64_t micro_batch = 1; // sequences
     std::int64_t seq = 1;         // full sequence length (before cp)
@@ -63,6 +64,9 @@ struct LayerView {
 
     // Tokens of one micro-batch on this rank (context parallelism splits the sequence).
     std::int64_t tokens() const { return micro_batch * seq / cp; }
+    // Tokens one expert-tp group routes: the tp group's when etp = tp; under MoE parallel
+    // folding each rank routes its sequence-parallel share, etp of them together.
+    std::int64_t expert_tokens() const { return etp == tp ? tokens() : tokens() / tp * etp; }
 
     static LayerView of(const core::ParallelPlan& plan, std::int64_t seq_length);
     // The whole model on one device: what model FLOPs count.
@@ -77,7 +81,7 @@ double fp8_cast_bytes(core::Fp8Recipe recipe, double elements);
 // under the FP8 parameter gather, where the weight already is FP8 — the transpose alone.
 double fp8_weight_cast_bytes(const core::Fp8& fp8, double weights);
 
-// Routed token copies one rank's experts take in an MoE layer: the tp group's tokens, top-k
+// Routed token copies one rank's experts take in an MoE layer: the expert-tp group's tokens, top-k
 // each, padded to the capacity factor, times the busiest expert-parallel rank's load
 // (moe.load_balance). The cost model times them and the memory model holds them.
 double routed_copies(const core::MoeSpec& e, const LayerView& v);
