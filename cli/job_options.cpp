@@ -1,5 +1,8 @@
 #include "job_options.h"
 
+#include <algorithm>
+#include <tuple>
+
 namespace trident::cli {
 namespace {
 
@@ -163,6 +166,27 @@ void add_spec_options(CLI::App& app, core::JobInputs& in) {
            "--moe-z-loss-coeff", [&in](const double& v) { in.moe_z_loss_coeff = v; },
            "Router z-loss weight (overrides the model's moe.z_loss_coeff; default none)")
         ->group(job);
+    app.add_option_function<std::int64_t>(
+           "--mtp-num-layers", [&in](const std::int64_t& v) { in.mtp_num_layers = v; },
+           "Multi-token-prediction modules on the last stage (overrides the model's; "
+           "DeepSeek-V3 trains with 1)")
+        ->group(job);
+    app.add_option_function<double>(
+           "--mtp-loss-scaling-factor", [&in](const double& v) { in.mtp_loss_scaling_factor = v; },
+           "Weight of the MTP losses (default 0.1; recorded and exported)")
+        ->group(job);
+    app.add_flag_function(
+           "--use-precision-aware-optimizer",
+           [&in](std::int64_t n) { in.use_precision_aware_optimizer = n > 0; },
+           "Megatron's precision-aware optimizer: lets the dtypes below differ from fp32")
+        ->group(job);
+    for (auto [name, target, help] :
+         {std::tuple{"--main-grads-dtype", &in.main_grads_dtype, "fp32 | bf16: main gradients"},
+          std::tuple{"--exp-avg-dtype", &in.exp_avg_dtype, "fp32 | bf16 | fp16 | fp8: Adam's m"},
+          std::tuple{"--exp-avg-sq-dtype", &in.exp_avg_sq_dtype,
+                     "fp32 | bf16 | fp16 | fp8: Adam's v (the same as m here)"},
+          std::tuple{"--main-params-dtype", &in.main_params_dtype, "fp32 (main parameters)"}})
+        text(app, name, *target, help, job);
     integer(app, "--gbs,--global-batch-size", in.global_batch_size, "Global batch (sequences)");
     integer(app, "--seq-length", in.seq_length, "Sequence length (tokens)");
     integer(app, "--train-iters", in.train_iters, "Training iterations");
@@ -201,6 +225,23 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
          "Plan overrides");
     integer(app, "--recompute-num-layers", in.recompute_num_layers,
             "Layers per model chunk recomputed (full only)");
+    app.add_option_function<std::vector<std::string>>(
+           "--recompute-modules",
+           [&in](const std::vector<std::string>& given) {
+               // Megatron takes them space-separated; a comma-separated list works too.
+               std::vector<std::string> modules;
+               for (const std::string& word : given)
+                   for (std::size_t start = 0; start <= word.size();) {
+                       const std::size_t end = std::min(word.find(',', start), word.size());
+                       if (end > start) modules.push_back(word.substr(start, end - start));
+                       start = end + 1;
+                   }
+               in.recompute_modules = modules;
+           },
+           "Selective recomputation's modules (Megatron-Core): core_attn (default) moe_act "
+           "layernorm mla_up_proj mlp moe shared_experts; implies --recompute selective")
+        ->expected(1, -1)
+        ->group("Plan overrides");
     flag(app, "--sequence-parallel,!--no-sequence-parallel", in.sequence_parallel,
          "Sequence parallelism (needs tp > 1)");
     flag(app, "--distributed-optimizer,--use-distributed-optimizer,!--no-distributed-optimizer",

@@ -4,6 +4,7 @@
 #include "profile_choice.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/profile.h"
+#include "trident/simulator/layer_breakdown.h"
 #include "trident/simulator/report.h"
 
 #include <iostream>
@@ -18,6 +19,7 @@ struct SimulateOptions {
     std::string profile;
     std::string trace;
     std::string json;
+    bool layer_ops = false;
 };
 
 } // namespace
@@ -34,6 +36,9 @@ Command add_simulate_command(CLI::App& app) {
     c.app->add_option("--trace", options->trace,
                       "Write the simulated timeline (Chrome-trace JSON)");
     c.app->add_option("--json", options->json, "Write the report as JSON");
+    c.app->add_flag("--layer-ops", options->layer_ops,
+                    "Also print every operation of a dense and an MoE layer, the embedding and the "
+                    "loss head: shape, time and rate (where a layer's time goes)");
     c.run = [options] {
         const core::JobSpec job = core::load_job(options->inputs);
         const core::Profile profile =
@@ -51,6 +56,10 @@ Command add_simulate_command(CLI::App& app) {
             core::write_file_atomically(options->json,
                                         simulator::report_json(report).dump(2) + "\n", "--json");
         simulator::print_report(report, std::cout);
+        if (options->layer_ops) {
+            std::cout << "\n";
+            simulator::print_layer_breakdowns(simulator::layer_breakdowns(job, profile), std::cout);
+        }
         return 0;
     };
     return c;

@@ -160,6 +160,27 @@ void validate(const JobSpec& job) {
         throw SpecError("parallel.recompute.num_layers",
                         s(p.recompute.num_layers) + " exceeds the " + s(split.max_layers()) +
                             " layers of the largest model chunk");
+    validate_recompute_modules(m, p.recompute);
+}
+
+void validate_recompute_modules(const ModelSpec& m, const Recompute& rc) {
+    if (rc.granularity != RecomputeGranularity::selective) return;
+    const bool dense_layers = !m.moe || m.num_moe_layers() < m.num_layers;
+    const auto refuse = [&](RecomputeModule module, const std::string& why) {
+        throw SpecError("parallel.recompute.modules",
+                        std::string(kRecomputeModuleNames[std::size_t(module)]) + " " + why + "; " +
+                            m.name + " has none (modules: " + recompute_modules_text(rc.modules) +
+                            ")");
+    };
+    if (rc.selects(RecomputeModule::mla_up_proj) && !m.mla)
+        refuse(RecomputeModule::mla_up_proj, "recomputes multi-head latent attention");
+    for (auto module : {RecomputeModule::moe, RecomputeModule::moe_act})
+        if (rc.selects(module) && !m.moe) refuse(module, "recomputes mixture-of-experts layers");
+    if (rc.selects(RecomputeModule::shared_experts) &&
+        (!m.moe || m.moe->shared_expert_ffn_hidden_size == 0))
+        refuse(RecomputeModule::shared_experts, "recomputes shared experts");
+    if (rc.selects(RecomputeModule::mlp) && !dense_layers)
+        refuse(RecomputeModule::mlp, "recomputes dense MLP layers");
 }
 
 Json to_json(const JobSpec& job) {

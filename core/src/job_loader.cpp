@@ -98,6 +98,38 @@ PlanFile read_plan_file(const JobInputs& in) {
     return f;
 }
 
+// Megatron's precision-aware optimizer flags, written into the model's precision: the main
+// gradients' dtype and Adam's moments (one dtype for both here). Without
+// --use-precision-aware-optimizer Megatron keeps all of them in fp32.
+void apply_optimizer_precision(const JobInputs& in, Json& model) {
+    if (!in.main_grads_dtype && !in.exp_avg_dtype && !in.exp_avg_sq_dtype && !in.main_params_dtype)
+        return;
+    const bool aware = in.use_precision_aware_optimizer.value_or(false);
+    const auto check = [&](const std::optional<std::string>& given, const char* flag,
+                           const std::string& field) {
+        if (given && *given != "fp32" && !aware)
+            throw SpecError(field, std::string(flag) + " " + *given +
+                                       " needs --use-precision-aware-optimizer (without it "
+                                       "Megatron keeps fp32)");
+    };
+    check(in.main_grads_dtype, "--main-grads-dtype", "model.precision.grads");
+    check(in.exp_avg_dtype, "--exp-avg-dtype", "model.precision.optimizer_state");
+    check(in.exp_avg_sq_dtype, "--exp-avg-sq-dtype", "model.precision.optimizer_state");
+    if (in.main_params_dtype && *in.main_params_dtype != "fp32")
+        throw SpecError("model.precision.master_weights",
+                        "--main-params-dtype " + *in.main_params_dtype +
+                            ": Trident models fp32 main parameters only");
+    if (in.exp_avg_dtype && in.exp_avg_sq_dtype && *in.exp_avg_dtype != *in.exp_avg_sq_dtype)
+        throw SpecError("model.precision.optimizer_state",
+                        "Adam's two moments are kept in one dtype here; got --exp-avg-dtype " +
+                            *in.exp_avg_dtype + " and --exp-avg-sq-dtype " + *in.exp_avg_sq_dtype);
+    if (!model.contains("precision") || !model["precision"].is_object())
+        model["precision"] = Json::object();
+    if (in.main_grads_dtype) model["precision"]["grads"] = *in.main_grads_dtype;
+    if (const auto& moments = in.exp_avg_dtype ? in.exp_avg_dtype : in.exp_avg_sq_dtype)
+        model["precision"]["optimizer_state"] = *moments;
+}
+
 // Model, cluster and training from the plan file and the options.
 void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
     const std::string& plan_source = f.source;
@@ -121,6 +153,10 @@ void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
                                 "the router losses need a mixture-of-experts model");
             model["moe"][key] = **given;
         }
+        if (in.mtp_num_layers) model["mtp_num_layers"] = *in.mtp_num_layers;
+        if (in.mtp_loss_scaling_factor)
+            model["mtp_loss_scaling_factor"] = *in.mtp_loss_scaling_factor;
+        apply_optimizer_precision(in, model);
         return model_from_json(model);
     });
 
@@ -294,7 +330,7 @@ JobSpec load_job(const JobInputs& in) {
     if (in.schedule) parallel["schedule"] = *in.schedule;
     apply_split_overrides(in, parallel);
     apply_fp8_overrides(in, parallel);
-    if (in.recompute || in.recompute_method || in.recompute_num_layers) {
+    if (in.recompute || in.recompute_method || in.recompute_num_layers || in.recompute_modules) {
         Json rc =
             recompute_object(parallel.contains("recompute") ? &parallel["recompute"] : nullptr);
         // A granularity other than full from the command line replaces the plan's whole
@@ -303,6 +339,10 @@ JobSpec load_job(const JobInputs& in) {
         if (in.recompute) rc["granularity"] = *in.recompute;
         if (in.recompute_method) rc["method"] = *in.recompute_method;
         if (in.recompute_num_layers) rc["num_layers"] = *in.recompute_num_layers;
+        if (in.recompute_modules) {
+            if (!in.recompute) rc = Json{{"granularity", "selective"}};
+            rc["modules"] = *in.recompute_modules;
+        }
         parallel["recompute"] = rc;
     }
     if (in.sequence_parallel) parallel["sequence_parallel"] = *in.sequence_parallel;

@@ -6,6 +6,8 @@
 namespace trident::core::limits {
 
 inline constexpr std::int64_t kMaxLayers = 100'000;
+// Multi-token prediction depth (DeepSeek-V3 trains with 1; papers go up to 4).
+inline constexpr std::int64_t kMaxMtpLayers = 16;
 inline constexpr std::int64_t kMaxHidden = 1 << 20;
 inline constexpr std::int64_t kMaxHeads = 1 << 16;
 inline constexpr std::int64_t kMaxFfn = 1 << 24;

@@ -104,6 +104,20 @@ const char* role_name(TensorRole role) {
         return "final_norm.bias";
     case TensorRole::output_weight:
         return "output.weight";
+    case TensorRole::mtp_enorm_weight:
+        return "mtp.enorm.weight";
+    case TensorRole::mtp_enorm_bias:
+        return "mtp.enorm.bias";
+    case TensorRole::mtp_hnorm_weight:
+        return "mtp.hnorm.weight";
+    case TensorRole::mtp_hnorm_bias:
+        return "mtp.hnorm.bias";
+    case TensorRole::mtp_eh_proj:
+        return "mtp.eh_proj.weight";
+    case TensorRole::mtp_final_norm_weight:
+        return "mtp.final_norm.weight";
+    case TensorRole::mtp_final_norm_bias:
+        return "mtp.final_norm.bias";
     }
     return "?";
 }
@@ -163,6 +177,7 @@ std::string TensorLayout::init_name() const {
 std::string TensorLayout::name() const {
     if (role == TensorRole::output_weight && flags.tied_embedding)
         return "embedding.word.tied_copy";
+    if (role == TensorRole::word_embedding && flags.duplicate) return "embedding.word.mtp_copy";
     return init_name();
 }
 
@@ -221,7 +236,7 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
       shape_(ChunkShape::of(job, pipeline_rank, chunk, tp_rank, ep_rank, cp)) {
     const ModelSpec& m = job.model;
     if (shape_.first) {
-        add_vocab_table(TensorRole::word_embedding, false);
+        add_vocab_table(TensorRole::word_embedding, false, m.tied_embeddings);
         if (m.position_embedding == PositionEmbedding::learned) {
             add(replicated(TensorRole::position_embedding, -1, m.max_position_embeddings,
                            m.hidden_size));
@@ -262,8 +277,40 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
                  true);
         // Tied on one chunk holding both ends: the head is the embedding itself.
         if (!m.tied_embeddings || !shape_.first)
-            add_vocab_table(TensorRole::output_weight, m.tied_embeddings);
+            add_vocab_table(TensorRole::output_weight, m.tied_embeddings, m.tied_embeddings);
+        // MTP looks up the next tokens' embeddings here: a copy of the table when the first
+        // stage is elsewhere and the head is not already one (summed with the first's).
+        if (m.mtp_num_layers > 0 && !shape_.first && !m.tied_embeddings)
+            add_vocab_table(TensorRole::word_embedding, true, true);
         units_.push_back({parameters_ - before, 0, 0});
+        add_mtp_modules();
+    }
+}
+
+void ChunkLayout::add_mtp_modules() {
+    const ModelSpec& m = job_->model;
+    const std::int64_t h = m.hidden_size, r = shape_.tp_rank, local = h / shape_.tp;
+    for (std::int64_t depth = 0; depth < m.mtp_num_layers; ++depth) {
+        const std::int64_t layer = m.num_layers + depth;
+        const std::int64_t before = parameters_, experts_before = expert_parameters_,
+                           linear_before = linear_parameters_,
+                           expert_linear_before = expert_linear_parameters_;
+        add_norm(TensorRole::mtp_enorm_weight, TensorRole::mtp_enorm_bias, layer, h, true);
+        add_norm(TensorRole::mtp_hnorm_weight, TensorRole::mtp_hnorm_bias, layer, h, true);
+        // eh_proj: [h × 2h], output rows split over tensor ranks (Megatron's ColumnParallelLinear).
+        add(sharded(TensorRole::mtp_eh_proj, layer, -1, h, 2 * h,
+                    runs_if(placing(), row_runs, 2 * h, Runs{{r * local, local}}), local * 2 * h,
+                    {.decay = true}, kInitStd));
+        add_layer(layer);
+        add_norm(TensorRole::mtp_final_norm_weight, TensorRole::mtp_final_norm_bias, layer, h,
+                 true);
+        const bool fp8 = job_->layer_fp8(layer) != Fp8Recipe::none;
+        const std::int64_t linear = linear_parameters_ - linear_before,
+                           expert_linear = expert_linear_parameters_ - expert_linear_before;
+        if (fp8) fp8_parameters_ += linear;
+        const std::int64_t experts = expert_parameters_ - experts_before;
+        units_.push_back(
+            {parameters_ - before - experts, experts, fp8 ? linear : 0, fp8 ? expert_linear : 0});
     }
 }
 
@@ -285,6 +332,7 @@ bool fp8_linear_weight(TensorRole role) {
     case TensorRole::shared_fc2_weight:
     case TensorRole::expert_fc1_weight:
     case TensorRole::expert_fc2_weight:
+    case TensorRole::mtp_eh_proj:
         return true;
     default:
         return false;
@@ -443,7 +491,7 @@ void ChunkLayout::add_mlp(std::int64_t layer, std::int64_t ffn, std::int64_t loc
         add_one(3, h, 1, {{0, h}}, h, {.tp_replicated = !is_expert || shape_.etp > 1}, 0.0);
 }
 
-void ChunkLayout::add_vocab_table(TensorRole role, bool duplicate) {
+void ChunkLayout::add_vocab_table(TensorRole role, bool duplicate, bool tied) {
     const ModelSpec& m = job_->model;
     const std::int64_t h = m.hidden_size;
     TensorLayout t = tensor(role);
@@ -453,7 +501,6 @@ void ChunkLayout::add_vocab_table(TensorRole role, bool duplicate) {
     const std::int64_t rows =
         std::max<std::int64_t>(0, std::min(shape_.local_vocab, m.vocab_size - shape_.vocab_start));
     t.placement = runs_if(placing(), row_runs, h, Runs{{shape_.vocab_start, rows}});
-    const bool tied = m.tied_embeddings;
     t.flags = {.decay = true, .duplicate = duplicate, .tied_embedding = tied};
     t.init = TensorInit::normal;
     t.init_std = kInitStd;

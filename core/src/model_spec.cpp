@@ -105,6 +105,7 @@ std::string to_string(PositionEmbedding p) {
 }
 
 bool ModelSpec::is_moe_layer(std::int64_t layer) const {
+    if (layer >= num_layers && num_layers > 0) layer = num_layers - 1; // an MTP module's layer
     if (!moe || layer < moe->first_dense_layers) return false;
     return (layer - moe->first_dense_layers) % moe->layer_frequency == 0;
 }
@@ -148,6 +149,8 @@ ModelSpec model_from_json(const Json& j, const std::string& path) {
         m.moe = moe_from_json(*moe, r.field("moe"));
     if (const Json* mla = r.get("mla"); mla && !mla->is_null())
         m.mla = mla_from_json(*mla, r.field("mla"));
+    m.mtp_num_layers = r.integer_or("mtp_num_layers", 0, 0, limits::kMaxMtpLayers);
+    m.mtp_loss_scaling_factor = r.number_or("mtp_loss_scaling_factor", 0.1, 0.0, 1.0e3);
     if (const Json* p = r.get("precision"))
         m.precision = precision_from_json(*p, r.field("precision"));
     r.finish();
@@ -194,7 +197,7 @@ void validate(const ModelSpec& m, const std::string& path) {
     if (m.moe)
         per_layer += 3.0 * h * double(m.moe->num_experts + 1) *
                      double(m.moe->expert_ffn_hidden_size + m.moe->shared_expert_ffn_hidden_size);
-    const double estimate = double(m.num_layers) * per_layer +
+    const double estimate = double(m.num_layers + m.mtp_num_layers) * per_layer +
                             2.0 * h * double(m.vocab_size + m.max_position_embeddings);
     if (estimate > limits::kMaxParameters)
         throw SpecError(path, "model is too large (over 1e16 parameters)");
@@ -249,6 +252,10 @@ Json to_json(const ModelSpec& m) {
         o["qk_pos_emb_head_dim"] = m.mla->qk_pos_emb_head_dim;
         o["v_head_dim"] = m.mla->v_head_dim;
         j["mla"] = o;
+    }
+    if (m.mtp_num_layers > 0) {
+        j["mtp_num_layers"] = m.mtp_num_layers;
+        j["mtp_loss_scaling_factor"] = m.mtp_loss_scaling_factor;
     }
     j["precision"] = {{"params", to_string(m.precision.params)},
                       {"grads", to_string(m.precision.grads)},

@@ -22,7 +22,18 @@ std::string short_text(const Recompute& r) {
     return "full " + std::to_string(r.num_layers);
 }
 
+std::string recompute_modules_text(std::uint32_t modules) {
+    std::string text;
+    for (std::size_t i = 0; i < kRecomputeModuleNames.size(); ++i)
+        if (modules & (1u << i))
+            text += (text.empty() ? "" : ",") + std::string(kRecomputeModuleNames[i]);
+    return text;
+}
+
 std::string describe(const Recompute& r, std::int64_t layers_per_chunk) {
+    if (r.granularity == RecomputeGranularity::selective &&
+        r.modules != module_bit(RecomputeModule::core_attn))
+        return "selective (" + recompute_modules_text(r.modules) + ")";
     if (r.granularity != RecomputeGranularity::full) return to_string(r.granularity);
     if (r.method == RecomputeMethod::uniform)
         return "full (uniform: every layer, in groups of " + std::to_string(r.num_layers) + ")";
@@ -85,6 +96,24 @@ Json to_json(const Fp8& f) {
             {"amax_history_len", f.amax_history}};
 }
 
+// "modules": ["core_attn", "moe_act"] — Megatron's --recompute-modules names.
+std::uint32_t recompute_modules_from_json(const Json& j, const std::string& path) {
+    if (!j.is_array() || j.empty())
+        throw SpecError(path, "must be a non-empty list of module names (" +
+                                  recompute_modules_text(~0u) + ")");
+    std::uint32_t modules = 0;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        const std::string field = path + "[" + std::to_string(i) + "]";
+        if (!j[i].is_string()) throw SpecError(field, "must be a module name");
+        const auto m =
+            std::size_t(enum_index(j[i].get<std::string>(), kRecomputeModuleNames, field));
+        if (modules & (1u << m))
+            throw SpecError(field, "\"" + j[i].get<std::string>() + "\" is listed twice");
+        modules |= 1u << m;
+    }
+    return modules;
+}
+
 Recompute recompute_from_json(const Json& j, const std::string& path) {
     Recompute rc;
     if (j.is_string()) { // shorthand: "recompute": "selective" (or "full": every layer)
@@ -99,6 +128,8 @@ Recompute recompute_from_json(const Json& j, const std::string& path) {
         rc.method = static_cast<RecomputeMethod>(
             enum_index(r.string("method"), kRecomputeMethodNames, r.field("method")));
     rc.num_layers = r.integer_or("num_layers", 0, 0, limits::kMaxLayers);
+    if (const Json* modules = r.get("modules"))
+        rc.modules = recompute_modules_from_json(*modules, r.field("modules"));
     r.finish();
     return rc;
 }
@@ -214,6 +245,11 @@ void validate(const ParallelPlan& p, const std::string& path) {
     if (rc.granularity != RecomputeGranularity::full && rc.num_layers != 0)
         throw SpecError(f("recompute.num_layers"),
                         "applies only to granularity \"full\" (selective covers every layer)");
+    if (rc.granularity != RecomputeGranularity::selective &&
+        rc.modules != module_bit(RecomputeModule::core_attn))
+        throw SpecError(f("recompute.modules"), "apply only to granularity \"selective\" (got " +
+                                                    to_string(rc.granularity) + " with " +
+                                                    recompute_modules_text(rc.modules) + ")");
     validate_expert_grid(p, path);
 }
 
@@ -260,6 +296,13 @@ Json to_json(const ParallelPlan& p) {
     j["recompute"] = {{"granularity", to_string(p.recompute.granularity)},
                       {"method", to_string(p.recompute.method)},
                       {"num_layers", p.recompute.num_layers}};
+    if (p.recompute.granularity == RecomputeGranularity::selective) {
+        Json modules = Json::array();
+        for (std::size_t i = 0; i < kRecomputeModuleNames.size(); ++i)
+            if (p.recompute.modules & (1u << i))
+                modules.push_back(std::string(kRecomputeModuleNames[i]));
+        j["recompute"]["modules"] = modules;
+    }
     if (p.fp8.enabled()) j["fp8"] = to_json(p.fp8);
     if (p.token_dispatcher != TokenDispatcher::alltoall)
         j["moe_token_dispatcher_type"] =

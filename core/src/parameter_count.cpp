@@ -101,6 +101,9 @@ ParameterCounts count_parameters(const ModelSpec& m) {
     }
     c.final_norm = norm_parameters(m, m.hidden_size);
     c.output_layer = m.tied_embeddings ? 0 : m.vocab_size * m.hidden_size;
+    for (std::int64_t depth = 0; depth < m.mtp_num_layers; ++depth)
+        c.mtp += 3 * norm_parameters(m, m.hidden_size) + 2 * m.hidden_size * m.hidden_size +
+                 layer_parameters(m, m.num_layers + depth).total();
     return c;
 }
 

@@ -230,9 +230,10 @@ std::vector<std::int64_t> balanced_layout(double first_extra, const std::vector<
     return layers;
 }
 
-std::string megatron_layout_string(const PipelineSplit& split) {
+std::string megatron_layout_string(const PipelineSplit& split, std::int64_t mtp_layers) {
     // Megatron-Core's PipelineParallelLayerLayout: stages separated by '|', 'E' the
-    // embedding, 't' a transformer layer ("t*7" seven of them), 'L' the loss.
+    // embedding, 't' a transformer layer ("t*7" seven of them), 'm' a multi-token-prediction
+    // module, 'L' the loss.
     std::string out;
     for (std::int64_t vs = 0; vs < split.stages(); ++vs) {
         if (vs > 0) out += '|';
@@ -240,7 +241,7 @@ std::string megatron_layout_string(const PipelineSplit& split) {
         const std::int64_t n = split.layers_of(vs);
         if (n == 1) out += 't';
         if (n > 1) out += "t*" + s(n);
-        if (vs == split.stages() - 1) out += 'L';
+        if (vs == split.stages() - 1) out += std::string(std::size_t(mtp_layers), 'm') + 'L';
     }
     return out;
 }
@@ -264,16 +265,13 @@ std::string expand_layout(const std::string& text, std::size_t& at, const std::s
         } else if (c == ' ' || c == ',') {
             ++at;
             continue;
-        } else if (c == 'E' || c == 't' || c == 'L' || c == '|') {
+        } else if (c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|') {
             unit = std::string(1, c);
             ++at;
-        } else if (c == 'm') {
-            throw SpecError(field, "\"" + text +
-                                       "\": multi-token-prediction layers ('m') are not modelled");
         } else {
             throw SpecError(field, "\"" + text + "\": unexpected '" + std::string(1, c) +
                                        "' at position " + std::to_string(at) +
-                                       " (stages are E, t, L separated by '|')");
+                                       " (stages are E, t, m, L separated by '|')");
         }
         std::int64_t times = 1;
         if (at < text.size() && text[at] == '*') {
@@ -311,6 +309,11 @@ std::vector<std::int64_t> parse_megatron_layout(const std::string& text, const s
                             "\"" + text + "\": 'E' (the embedding) must open the first stage");
         } else if (c == 'L' && (flat.find('|', i) != std::string::npos || i + 1 != flat.size())) {
             throw SpecError(field, "\"" + text + "\": 'L' (the loss) must close the last stage");
+        } else if (c == 'm' && flat.find_first_not_of('m', i) != flat.find('L', i)) {
+            // Trident runs the MTP modules (model.mtp_num_layers) with the loss they feed.
+            throw SpecError(field, "\"" + text +
+                                       "\": 'm' (a multi-token-prediction module) goes right "
+                                       "before 'L', in the last stage");
         }
     }
     if (flat.find('E') == std::string::npos || flat.find('L') == std::string::npos)

@@ -42,6 +42,15 @@ void require_supported(const core::JobSpec& job) {
         if (e.z_loss_coeff > 0) no("model.moe.z_loss_coeff", "the router z-loss");
     }
     if (job.model.mla) no("model.mla", "multi-head latent attention");
+    if (job.model.mtp_num_layers > 0)
+        no("model.mtp_num_layers", "multi-token prediction (" +
+                                       std::to_string(job.model.mtp_num_layers) +
+                                       " module(s); simulate and plan model it)");
+    if (p.recompute.granularity == core::RecomputeGranularity::selective &&
+        p.recompute.modules != core::module_bit(core::RecomputeModule::core_attn))
+        no("parallel.recompute.modules",
+           "selective recomputation of " + core::recompute_modules_text(p.recompute.modules) +
+               " (the executors recompute core_attn, or whole layers with granularity full)");
     if (core::holds_two_chunks(p.schedule))
         no("parallel.schedule", "schedule \"" + core::to_string(p.schedule) +
                                     "\" (simulate and plan time it; run takes gpipe, 1f1b, "

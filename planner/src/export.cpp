@@ -1,6 +1,7 @@
 // Exports of a chosen layout: a plan file for `simulate`/`run`, and Megatron-LM arguments.
 #include "trident/planner/planner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <sstream>
@@ -56,7 +57,8 @@ void split_arguments(const core::JobSpec& job, const Arg& arg) {
             arg("--decoder-last-pipeline-num-layers", n(per_rank.back()));
         return;
     }
-    arg("--pipeline-model-parallel-layout", "\"" + core::megatron_layout_string(split) + "\"");
+    arg("--pipeline-model-parallel-layout",
+        "\"" + core::megatron_layout_string(split, job.model.mtp_num_layers) + "\"");
 }
 
 // ZeRO-2/3 through Megatron-FSDP (its guide adds --no-gradient-accumulation-fusion) or
@@ -116,6 +118,12 @@ void moe_and_mla_arguments(const core::ModelSpec& m, const Arg& arg) {
         arg("--qk-pos-emb-head-dim", number(m.mla->qk_pos_emb_head_dim));
         arg("--v-head-dim", number(m.mla->v_head_dim));
     }
+    if (m.mtp_num_layers > 0) {
+        arg("--mtp-num-layers", number(m.mtp_num_layers));
+        char factor[32];
+        std::snprintf(factor, sizeof factor, "%g", m.mtp_loss_scaling_factor);
+        arg("--mtp-loss-scaling-factor", factor);
+    }
 }
 
 // The model's architecture, as pretrain_gpt.py's flags name it.
@@ -158,6 +166,13 @@ void precision_arguments(const core::JobSpec& job, const Arg& arg) {
     const core::ParallelPlan& p = job.plan;
     if (job.model.precision.params == core::Dtype::bf16) arg("--bf16", "");
     if (job.model.precision.params == core::Dtype::fp16) arg("--fp16", "");
+    const core::Precision& prec = job.model.precision;
+    if (prec.grads != core::Dtype::fp32 || prec.optimizer_state != core::Dtype::fp32) {
+        arg("--use-precision-aware-optimizer", "");
+        arg("--main-grads-dtype", core::to_string(prec.grads));
+        arg("--exp-avg-dtype", core::to_string(prec.optimizer_state));
+        arg("--exp-avg-sq-dtype", core::to_string(prec.optimizer_state));
+    }
     if (!p.fp8.enabled()) return;
     arg("--fp8-format", std::string(core::kFp8FormatNames[int(p.fp8.format)]));
     arg("--fp8-recipe", std::string(core::kFp8RecipeNames[int(p.fp8.recipe)]));
@@ -203,6 +218,11 @@ void parallel_arguments(const core::JobSpec& job, const Arg& arg) {
     if (p.flash_attention) arg("--use-flash-attn", "");
     if (p.recompute.granularity != core::RecomputeGranularity::none)
         arg("--recompute-granularity", core::to_string(p.recompute.granularity));
+    if (p.recompute.granularity == core::RecomputeGranularity::selective) {
+        std::string modules = core::recompute_modules_text(p.recompute.modules);
+        std::replace(modules.begin(), modules.end(), ',', ' ');
+        arg("--recompute-modules", modules);
+    }
     if (p.recompute.granularity == core::RecomputeGranularity::full) {
         arg("--recompute-method", core::to_string(p.recompute.method));
         arg("--recompute-num-layers", number(p.recompute.num_layers));

@@ -257,7 +257,8 @@ void issue_bound(std::array<PassCost, 3>& unit, double host_op_issue_s) {
     }
 }
 
-// What a layer's (or the embedding's, kind 2, or the head's, kind 3) F/B/W costs depend on.
+// What a layer's (or the embedding's, kind 2, the head's, kind 3, or an MTP module's, kind 4)
+// F/B/W costs depend on.
 LayerCostCache::Key layer_cost_key(const core::JobSpec& job, std::int64_t kind, int recompute,
                                    int fp8, int placement) {
     const core::ParallelPlan& p = job.plan;
@@ -351,13 +352,21 @@ CostModel::CostModel(const core::JobSpec& job, const core::Profile& profile,
                 v.recompute = job.recompute_at(layer - first);
                 v.fp8 = job.layer_fp8(layer);
                 units.push_back(cached(
-                    key_of(job.model.is_moe_layer(layer), int(v.recompute), int(v.fp8), placement),
+                    key_of(job.model.is_moe_layer(layer), v.recompute_key(), int(v.fp8), placement),
                     [&] { return layer_ops(job.model, v, layer); }, r));
             }
-            if (vs == last)
+            if (vs == last) {
                 units.push_back(cached(
                     key_of(3, 0, 0, placement), [&] { return head_ops(job.model, base, vocab); },
                     r));
+                // Multi-token prediction after the head, one FSDP unit per module (all alike).
+                for (std::int64_t d = 0; d < job.model.mtp_num_layers; ++d) {
+                    const LayerView v = mtp_view(job, base, d);
+                    units.push_back(cached(
+                        key_of(4, v.recompute_key(), int(v.fp8), placement),
+                        [&] { return mtp_ops(job.model, v, vocab, d); }, r));
+                }
+            }
             for (const auto* unit : units) accumulate(cost, *unit);
             if (p.zero_stage() >= 2) add_sharding(cost, units, r, c);
         }
@@ -481,6 +490,8 @@ PipelineLoads pipeline_loads(const core::JobSpec& job, const core::Profile& prof
     PipelineLoads loads;
     loads.embedding_s = seconds(embedding_ops(job.model, base, vocab));
     loads.head_s = seconds(head_ops(job.model, base, vocab));
+    for (std::int64_t d = 0; d < job.model.mtp_num_layers; ++d) // MTP sits with the head
+        loads.head_s += seconds(mtp_ops(job.model, mtp_view(job, base, d), vocab, d));
     LayerView v = base;
     v.recompute = job.recompute_at(0);
     // Layers differ only by being MoE or dense and by running in FP8 or not.

@@ -28,13 +28,14 @@ void add(StepFlops& total, const StepFlops& more) {
 StepFlops step_flops(const core::JobSpec& job) {
     StepFlops total;
     LayerView v = LayerView::global(job.training.global_batch_size, job.training.seq_length);
+    v.recompute_modules = job.plan.recompute.modules;
     const std::int64_t vocab = job.model.padded_vocab_size(job.plan.tp);
     const core::PipelineSplit split = job.pipeline_split();
     // Layers differ only by being MoE or dense and by their recomputation: each kind once.
     std::map<std::pair<bool, int>, StepFlops> kinds;
     for (std::int64_t layer = 0; layer < job.model.num_layers; ++layer) {
         v.recompute = job.recompute_at(split.position(layer));
-        const auto key = std::make_pair(job.model.is_moe_layer(layer), int(v.recompute));
+        const auto key = std::make_pair(job.model.is_moe_layer(layer), v.recompute_key());
         auto it = kinds.find(key);
         if (it == kinds.end()) it = kinds.emplace(key, of(layer_ops(job.model, v, layer))).first;
         add(total, it->second);
@@ -42,6 +43,12 @@ StepFlops step_flops(const core::JobSpec& job) {
     v.recompute = core::RecomputeGranularity::none;
     add(total, of(embedding_ops(job.model, v, vocab)));
     add(total, of(head_ops(job.model, v, vocab)));
+    // Multi-token prediction: Megatron counts its layers, projections and logits as model FLOPs.
+    for (std::int64_t d = 0; d < job.model.mtp_num_layers; ++d) {
+        LayerView mtp = v;
+        mtp.recompute = job.recompute_at(0);
+        add(total, of(mtp_ops(job.model, mtp, vocab, d)));
+    }
     return total;
 }
 

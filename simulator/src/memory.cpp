@@ -17,6 +17,30 @@ double mask_bytes(const core::ModelSpec& m, double elements) {
     return m.dropout ? elements : 0.0;
 }
 
+// What an MoE block keeps beyond its input: router probabilities, the routed copies through
+// the experts, and the shared experts' intermediates — less what selective recomputation of
+// moe_act or shared_experts rebuilds. `lb`: bytes of an FP8 linear layer's saved input.
+double moe_block_bytes(const core::ModelSpec& m, const LayerView& v, double lb) {
+    const double eb = double(core::dtype_bytes(m.precision.params));
+    const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
+    const double T = double(v.tokens()), h = double(m.hidden_size);
+    const double gate = m.activation == core::Activation::swiglu ? 2.0 : 1.0;
+    const core::MoeSpec& e = *m.moe;
+    const double routed = routed_copies(e, v);
+    const double fe = double(e.expert_ffn_hidden_size), et = double(v.etp);
+    double bytes = 4.0 * T * double(e.num_experts) / sd // fp32 router probabilities
+                   + lb * routed * h                    // permuted tokens (expert fc1 input)
+                   + eb * routed * fe * gate / et       // expert fc1 output
+                   + eb * routed * h;                   // expert outputs before unpermute
+    if (!v.recomputes(core::RecomputeModule::moe_act)) bytes += lb * routed * fe / et; // act out
+    if (e.shared_expert_ffn_hidden_size > 0 &&
+        !v.recomputes(core::RecomputeModule::shared_experts)) {
+        const double fs = double(e.shared_expert_ffn_hidden_size);
+        bytes += eb * T * fs * gate / t + lb * T * fs / t;
+    }
+    return bytes;
+}
+
 } // namespace
 
 double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer) {
@@ -45,15 +69,18 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
         q_width = context_width = heads * double(m.head_dim);
         k_width = v_width = double(m.num_query_groups) * double(m.head_dim);
     }
-    double attention = eb * T * h / sd                    // norm input
-                       + lb * T * h / sd                  // QKV input
-                       + latents                          // MLA latents (replicated)
-                       + eb * T * (q_width + k_width) / t // Q, K
-                       + eb * T * v_width / t             // V
-                       + lb * T * context_width / t       // projection input (context)
-                       + mask_bytes(m, T * h / sd);       // attention-output dropout
-    const bool keep_scores =
-        !flash_attention && v.recompute != core::RecomputeGranularity::selective;
+    using core::RecomputeModule;
+    // Selective recomputation's output-discarding modules: MLA's separate input norm (its
+    // output is the projections' input) and its up-projections (Q, K, V) are rebuilt.
+    const bool norm_rebuilt = m.mla && v.recomputes(RecomputeModule::layernorm);
+    const bool qkv_rebuilt = m.mla && v.recomputes(RecomputeModule::mla_up_proj);
+    double attention = eb * T * h / sd                          // norm input
+                       + (norm_rebuilt ? 0.0 : lb * T * h / sd) // QKV input
+                       + latents                                // MLA latents (replicated)
+                       + (qkv_rebuilt ? 0.0 : eb * T * (q_width + k_width + v_width) / t) // Q, K, V
+                       + lb * T * context_width / t // projection input (context)
+                       + mask_bytes(m, T * h / sd); // attention-output dropout
+    const bool keep_scores = !flash_attention && !v.recomputes(RecomputeModule::core_attn);
     const double score_elements = T * heads * s / t; // b·a·s²/(t·cp)
     if (keep_scores)
         attention += eb * score_elements                        // softmax output
@@ -66,19 +93,12 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
     const double gate = m.activation == core::Activation::swiglu ? 2.0 : 1.0;
     double mlp = eb * T * h / sd + mask_bytes(m, T * h / sd);
     if (m.is_moe_layer(layer)) {
-        const core::MoeSpec& e = *m.moe;
-        const double routed = routed_copies(e, v);
-        const double fe = double(e.expert_ffn_hidden_size), et = double(v.etp);
-        mlp += eb * T * h / sd                        // router input
-               + 4.0 * T * double(e.num_experts) / sd // fp32 router probabilities
-               + lb * routed * h                      // permuted tokens (expert fc1 input)
-               + eb * routed * fe * gate / et + lb * routed * fe / et // expert fc1 out, act out
-               + eb * routed * h; // expert outputs before unpermute
-        if (e.shared_expert_ffn_hidden_size > 0) {
-            const double fs = double(e.shared_expert_ffn_hidden_size);
-            mlp += eb * T * fs * gate / t + lb * T * fs / t;
-        }
-    } else {
+        // The norm's output (the router's and the experts' input) is what a recomputed MoE
+        // block keeps; output-discarding layernorm recomputation drops it.
+        const bool whole_block = v.recomputes(RecomputeModule::moe);
+        if (!v.recomputes(RecomputeModule::layernorm) || whole_block) mlp += eb * T * h / sd;
+        if (!whole_block) mlp += moe_block_bytes(m, v, lb);
+    } else if (!v.recomputes(RecomputeModule::mlp)) {
         const double f = double(m.ffn_hidden_size);
         mlp += lb * T * h / sd + eb * T * f * gate / t + lb * T * f / t;
     }
@@ -143,10 +163,10 @@ double backward_working_bytes(const core::ModelSpec& m, const LayerView& v, std:
 
 namespace {
 
-// What the last stage keeps per micro-batch for the loss: until B (Korthikanti et al. 2022,
-// §4.3) the final norm's input, the output layer's input and the fp32 logits the softmax
-// cross-entropy keeps (vocabulary-parallel over tp); between B and W the output layer's
-// input and the logits, turned into their gradient in place.
+// What the last stage keeps per micro-batch for the loss (and multi-token prediction): until B
+// (Korthikanti et al. 2022, §4.3) the final norm's input, the output layer's input and the fp32
+// logits the softmax cross-entropy keeps (vocabulary-parallel over tp); between B and W the output
+// layer's input and the logits, turned into their gradient in place.
 struct LossBytes {
     double stored = 0.0, weight_state = 0.0;
 };
@@ -159,7 +179,20 @@ LossBytes loss_bytes(const core::JobSpec& job) {
     const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
     const double norm_output = eb * T * double(m.hidden_size) / sd;
     const double logits = 4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
-    return {2.0 * norm_output + logits, norm_output + logits};
+    LossBytes out{2.0 * norm_output + logits, norm_output + logits};
+    // Each multi-token-prediction module keeps, besides its layer's activations, the next
+    // tokens' embeddings (enorm's input), the projection's 2h-wide input and a loss of its own.
+    for (std::int64_t d = 0; d < m.mtp_num_layers; ++d) {
+        const LayerView v = mtp_view(job, LayerView::of(p, job.training.seq_length), d);
+        const std::int64_t layer = m.num_layers + d;
+        const double eh_input =
+            (v.fp8 != core::Fp8Recipe::none ? 1.0 : eb) * 2.0 * T * double(m.hidden_size) / sd;
+        out.stored +=
+            norm_output + eh_input + activation_bytes(m, v, layer) + 2.0 * norm_output + logits;
+        out.weight_state +=
+            eh_input + weight_gradient_state_bytes(m, v, layer) + norm_output + logits;
+    }
+    return out;
 }
 
 // One micro-batch of one model chunk: what it stores until B (its layers, and the loss on the

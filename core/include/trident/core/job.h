@@ -46,6 +46,9 @@ Recompute with_recompute_defaults(Recompute r, std::int64_t layers_per_chunk);
 
 // Every rule that spans specs; throws SpecError naming the field and the rule.
 void validate(const JobSpec& job);
+// Selective recomputation's modules must exist in the model (mla_up_proj needs MLA, moe and
+// moe_act an MoE layer, shared_experts a shared expert, mlp a dense layer).
+void validate_recompute_modules(const ModelSpec& m, const Recompute& rc);
 
 // Writes a self-contained plan file: model, cluster and training inline, and the profile
 // when one is recorded.

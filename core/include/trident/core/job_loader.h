@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace trident::core {
 
@@ -21,8 +22,14 @@ struct JobInputs {
     // model overrides (Megatron's --make-vocab-size-divisible-by, --norm-epsilon)
     std::optional<std::int64_t> make_vocab_size_divisible_by;
     std::optional<double> norm_epsilon;
-    std::optional<double> moe_aux_loss_coeff; // --moe-aux-loss-coeff
-    std::optional<double> moe_z_loss_coeff;   // --moe-z-loss-coeff
+    std::optional<double> moe_aux_loss_coeff;      // --moe-aux-loss-coeff
+    std::optional<double> moe_z_loss_coeff;        // --moe-z-loss-coeff
+    std::optional<std::int64_t> mtp_num_layers;    // --mtp-num-layers
+    std::optional<double> mtp_loss_scaling_factor; // --mtp-loss-scaling-factor
+    // Megatron's precision-aware optimizer: --use-precision-aware-optimizer with
+    // --main-grads-dtype, --exp-avg-dtype, --exp-avg-sq-dtype (and --main-params-dtype fp32)
+    std::optional<bool> use_precision_aware_optimizer;
+    std::optional<std::string> main_grads_dtype, exp_avg_dtype, exp_avg_sq_dtype, main_params_dtype;
 
     // training overrides
     std::optional<std::int64_t> global_batch_size;
@@ -49,6 +56,9 @@ struct JobInputs {
     std::optional<std::string> recompute; // granularity
     std::optional<std::string> recompute_method;
     std::optional<std::int64_t> recompute_num_layers;
+    // --recompute-modules core_attn moe_act …: selective recomputation's modules (implies
+    // granularity selective unless --recompute names another)
+    std::optional<std::vector<std::string>> recompute_modules;
     std::optional<bool> sequence_parallel;
     std::optional<bool> distributed_optimizer;
     // Sharded data parallelism: Megatron's --data-parallel-sharding-strategy (or a ZeRO stage),

@@ -11,7 +11,9 @@
 // - the word embedding and the output layer split by vocabulary rows, the vocabulary padded to a
 //   multiple of make_vocab_size_divisible_by · tp (padding rows belong to no full tensor);
 // - routed experts: this expert rank's experts, each split over tensor ranks as a dense MLP;
-// - a tied embedding on two stages: the last stage keeps a copy, summed with the first's.
+// - a tied embedding on two stages: the last stage keeps a copy, summed with the first's;
+// - multi-token prediction on the last stage, with a copy of the word embedding there when the
+//   first stage is elsewhere (Megatron-Core builds the embedding wherever MTP runs).
 // Readers: both executors' model chunks (allocation, initialisation, lookup by role),
 // checkpoints (through the placement), the simulator's per-stage parameter counts and the
 // executors' memory checks.
@@ -73,6 +75,16 @@ enum class TensorRole : std::uint8_t {
     final_norm_weight,
     final_norm_bias,
     output_weight, // the LM head: untied, or the last stage's copy of a tied embedding
+    // A multi-token-prediction module (its layer index num_layers + depth; its transformer
+    // layer's tensors use the roles above): norms of the embedding and of the hidden state,
+    // the 2h → h projection of both (column-parallel), and its final norm.
+    mtp_enorm_weight,
+    mtp_enorm_bias,
+    mtp_hnorm_weight,
+    mtp_hnorm_bias,
+    mtp_eh_proj,
+    mtp_final_norm_weight,
+    mtp_final_norm_bias,
 };
 
 enum class TensorInit : std::uint8_t { normal, ones, zeros };
@@ -159,7 +171,9 @@ private:
     void add_attention(std::int64_t layer);
     void add_mlp(std::int64_t layer, std::int64_t ffn, std::int64_t local_ffn,
                  TensorRole first_role, std::int64_t expert, bool is_expert);
-    void add_vocab_table(TensorRole role, bool duplicate);
+    void add_vocab_table(TensorRole role, bool duplicate, bool tied);
+    // The MTP modules after the head (last stage), one FSDP unit each.
+    void add_mtp_modules();
 
     bool placing() const { return detail_ == LayoutDetail::tensors; }
 

@@ -104,8 +104,17 @@ struct ModelSpec {
     bool dropout = false;    // attention and hidden dropout (GPT trained with 0.1; Llama none)
     std::optional<MoeSpec> moe;
     std::optional<MlaSpec> mla;
+    // Multi-token prediction (DeepSeek-V3 §2.2; Megatron-Core --mtp-num-layers): D sequential
+    // modules after the last layer, the k-th predicting token i + k + 1 from the (k−1)-th's
+    // hidden state and the embedding of token i + k: two norms, a 2h → h projection, one
+    // transformer layer (MoE when the last layer is) and a final norm, sharing the embedding
+    // and the output head; their losses are averaged and weighted by mtp_loss_scaling_factor.
+    std::int64_t mtp_num_layers = 0;
+    double mtp_loss_scaling_factor = 0.1;
     Precision precision;
 
+    // Layers 0 … num_layers − 1 are the decoder's; num_layers + d is MTP module d's layer,
+    // an MoE layer when the decoder's last layer is (Megatron-Core's MTP block spec).
     bool is_moe_layer(std::int64_t layer) const;
     std::int64_t num_moe_layers() const;
     // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by · tp so every

@@ -140,11 +140,41 @@ struct Sharding {
 // groups stay inside a node. Expert parallelism is carved out of the cp·dp ranks.
 inline constexpr std::string_view kDefaultRankOrder = "tp-cp-ep-dp-pp";
 
+// Megatron-Core's --recompute-modules (with granularity selective): the parts of every layer
+// whose activations the backward rebuilds instead of keeping. core_attn (the default), mlp
+// (a dense MLP), moe (a whole MoE block, its token exchange included) and shared_experts keep
+// their input and rerun the part; moe_act (the experts' activation), layernorm (norms whose
+// output feeds more than one consumer, so not fused into the next GEMM: MLA's input norm, an
+// MoE block's norm) and mla_up_proj (MLA's q/kv up-projections and rotary parts) drop their
+// output once used and rebuild it (Megatron's CheckpointWithoutOutput).
+enum class RecomputeModule : std::uint8_t {
+    core_attn,
+    moe_act,
+    layernorm,
+    mla_up_proj,
+    mlp,
+    moe,
+    shared_experts
+};
+inline constexpr std::array<std::string_view, 7> kRecomputeModuleNames = {
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
+constexpr std::uint32_t module_bit(RecomputeModule m) {
+    return 1u << unsigned(m);
+}
+
 struct Recompute {
     RecomputeGranularity granularity = RecomputeGranularity::none;
     RecomputeMethod method = RecomputeMethod::block;
     std::int64_t num_layers = 0; // full only: layers per model chunk
+    // selective only: a set of module_bit()s; Megatron's default is core_attn alone.
+    std::uint32_t modules = module_bit(RecomputeModule::core_attn);
+    // Whether selective recomputation rebuilds module `m`.
+    bool selects(RecomputeModule m) const {
+        return granularity == RecomputeGranularity::selective && (modules & module_bit(m)) != 0;
+    }
 };
+// "core_attn,moe_act" (the modules of a selective recomputation, in kRecomputeModuleNames order).
+std::string recompute_modules_text(std::uint32_t modules);
 
 struct ParallelPlan {
     std::int64_t tp = 1;

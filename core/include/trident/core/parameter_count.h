@@ -34,6 +34,9 @@ struct ParameterCounts {
     std::int64_t routed_experts = 0;
     std::int64_t final_norm = 0;
     std::int64_t output_layer = 0; // 0 when tied to the word embedding
+    // Multi-token-prediction modules (norms, projection, layer; they share the embedding and
+    // head): not in total(), as papers count the main model (DeepSeek-V3's 671 B).
+    std::int64_t mtp = 0;
 
     std::int64_t total() const;
     std::int64_t active() const;

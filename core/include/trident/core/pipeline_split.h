@@ -50,8 +50,9 @@ std::vector<std::int64_t> balanced_layout(double first_extra, const std::vector<
 
 // Megatron-Core's --pipeline-model-parallel-layout for a split: "Et*7|t*8|…|t*7L".
 // Stages are separated by '|'; 'E' is the embedding (first stage only), 't' a transformer
-// layer, 'L' the loss (last stage only); "x*N" and "(…)*N" repeat.
-std::string megatron_layout_string(const PipelineSplit& split);
+// layer, 'm' a multi-token-prediction module (right before the loss), 'L' the loss (last stage
+// only); "x*N" and "(…)*N" repeat.
+std::string megatron_layout_string(const PipelineSplit& split, std::int64_t mtp_layers = 0);
 // Layers per virtual stage from such a string; throws SpecError naming `field` and the
 // offending character.
 std::vector<std::int64_t> parse_megatron_layout(const std::string& text, const std::string& field);

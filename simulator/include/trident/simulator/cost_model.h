@@ -107,6 +107,11 @@ public:
     // the compute beside it: the fabric the group crosses says (Profile::overlap_slowdown).
     double overlap_slowdown(core::GroupKind kind, std::int32_t pipeline_rank) const;
     const Fallbacks& fallbacks() const { return fallbacks_; }
+    // Seconds of one operation (all its repetitions) on pipeline rank r's placement: what the
+    // passes add up, for the per-operation breakdown (layer_breakdown.h).
+    double operation_s(const Op& op, std::int32_t pipeline_rank) const {
+        return op_s(op, pipeline_rank);
+    }
     // The parameters one rank of the stage holds (stage_parameters, computed once).
     const StageParameters& parameters(std::int32_t pipeline_rank) const;
     // Global rank that represents a pipeline rank (tp, cp, dp coordinates 0).

@@ -3,6 +3,7 @@
 // micro-batch on one rank, with their shapes under the plan's tensor (tp), sequence (sp),
 // context (cp) and expert (ep) parallelism. The cost model times these with a Profile; the
 // FLOP counters sum them with every degree at 1. One list, so time and FLOPs cannot disagree.
+#include "trident/core/job.h"
 #include "trident/core/model_spec.h"
 #include "trident/core/parallel_plan.h"
 #include "trident/core/profile.h"
@@ -56,12 +57,25 @@ struct LayerView {
     std::int64_t micro_batch = 1; // sequences
     std::int64_t seq = 1;         // full sequence length (before cp)
     core::RecomputeGranularity recompute = core::RecomputeGranularity::none;
+    // Selective recomputation's modules (core::Recompute::modules).
+    std::uint32_t recompute_modules = core::module_bit(core::RecomputeModule::core_attn);
     bool flash_attention = true;
     core::TokenDispatcher dispatcher = core::TokenDispatcher::alltoall; // MoE layers
     // The FP8 recipe of this layer's linear layers (none: the parameters' dtype). Set per
     // layer by the callers (JobSpec::layer_fp8), not by of().
     core::Fp8Recipe fp8 = core::Fp8Recipe::none;
 
+    // Whether this layer's backward rebuilds module `m` (selective recomputation).
+    bool recomputes(core::RecomputeModule m) const {
+        return recompute == core::RecomputeGranularity::selective &&
+               (recompute_modules & core::module_bit(m)) != 0;
+    }
+    // What the layer's operations depend on in its recomputation: granularity and modules.
+    int recompute_key() const {
+        return recompute == core::RecomputeGranularity::selective
+                   ? int(recompute) + 4 * int(recompute_modules)
+                   : int(recompute);
+    }
     // Tokens of one micro-batch on this rank (context parallelism splits the sequence).
     std::int64_t tokens() const { return micro_batch * seq / cp; }
     // Tokens one expert-tp group routes: the tp group's when etp = tp; under MoE parallel
@@ -92,5 +106,14 @@ std::vector<Op> embedding_ops(const core::ModelSpec& m, const LayerView& v,
                               std::int64_t padded_vocab);
 // Final norm, LM head and vocabulary-parallel softmax cross-entropy: last virtual stage.
 std::vector<Op> head_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t padded_vocab);
+// Multi-token-prediction module `depth` (0-based; model.mtp_num_layers of them, after the head
+// on the last virtual stage): the embedding lookup of the shifted tokens, two norms and the
+// 2h → h projection, its transformer layer (num_layers + depth) with `v`'s recomputation and
+// FP8 recipe, its final norm, the shared LM head and the loss.
+std::vector<Op> mtp_ops(const core::ModelSpec& m, const LayerView& v, std::int64_t padded_vocab,
+                        std::int64_t depth);
+// How an MTP module's layer runs: `base` with the recomputation of a chunk's first layer and
+// the FP8 recipe of layer num_layers + depth.
+LayerView mtp_view(const core::JobSpec& job, LayerView base, std::int64_t depth);
 
 } // namespace trident::simulator

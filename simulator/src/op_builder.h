@@ -1,0 +1,201 @@
+#pragma once
+// The builder of operation lists shared by layer_ops.cpp (attention, dense MLP, embedding,
+// head), moe_ops.cpp (router, token exchange, experts) and mtp_ops.cpp (multi-token
+// prediction): linear layers with their F/B/W GEMMs and FP8 casts, memory-bound kernels,
+// tensor-parallel region entry and exit, and the recomputation of modules. Internal to the
+// simulator.
+#include "trident/simulator/layer_ops.h"
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace trident::simulator::detail {
+
+using core::Collective;
+using core::GroupKind;
+using core::MemoryKernel;
+
+// Bytes of one activation element: the parameters' dtype (bf16 on GPUs, fp32 on the CPU backend).
+inline double element_bytes(const core::ModelSpec& m) {
+    return double(core::dtype_bytes(m.precision.params));
+}
+
+struct Builder {
+    std::vector<Op>& ops;
+    const LayerView& v;
+    bool full_recompute = false; // repeat every forward op inside the backward
+    double bias_bytes = 0.0;     // bytes per element of a linear layer's bias traffic (0: no bias)
+    bool module_recompute = false; // inside a module selective recomputation rebuilds
+
+    void push(Op op) {
+        ops.push_back(op);
+        if ((full_recompute || module_recompute) && op.phase == Phase::forward) {
+            op.phase = Phase::backward_input;
+            op.recompute = true;
+            ops.push_back(op);
+        }
+    }
+
+    // A linear layer: forward, input gradient (dgrad) and weight gradient (wgrad). Under an
+    // FP8 recipe (and unless `bf16`: the router) its three GEMMs run in FP8 after casting the
+    // input (forward) and the output gradient (backward), each with its transpose for wgrad.
+    // `groups` > 1: that many such layers (MoE experts), m tokens each, as one grouped GEMM.
+    void linear(std::string_view name, std::int64_t m, std::int64_t n, std::int64_t k,
+                bool bf16 = false, std::int64_t groups = 1) {
+        if (m <= 0 || n <= 0 || k <= 0) return;
+        const double flops = 2.0 * double(m) * double(n) * double(k), g = double(groups);
+        const bool fp8 = v.fp8 != core::Fp8Recipe::none && !bf16;
+        if (fp8)
+            memory("fp8 cast", MemoryKernel::elementwise,
+                   fp8_cast_bytes(v.fp8, g * double(m) * double(k)),
+                   fp8_cast_bytes(v.fp8, g * double(m) * double(n)));
+        const auto gemm = [&](Phase phase, std::int64_t rows, std::int64_t cols,
+                              std::int64_t depth) {
+            return Op{.name = name,
+                      .kind = OpKind::gemm,
+                      .phase = phase,
+                      .fp8 = fp8,
+                      .grouped = groups > 1,
+                      .count = groups,
+                      .m = rows,
+                      .n = cols,
+                      .k = depth,
+                      .flops = flops};
+        };
+        push(gemm(Phase::forward, m, n, k));
+        ops.push_back(gemm(Phase::backward_input, m, k, n));
+        // wgrad reduces over the tokens: per group a k×n result of depth m.
+        ops.push_back(gemm(Phase::backward_weight, k, n, m));
+        // A bias is broadcast over the output in the forward and summed over the tokens for
+        // its gradient (memory traffic the GEMM tables do not hold).
+        if (bias_bytes > 0)
+            memory(name, MemoryKernel::elementwise, bias_bytes * g * double(m) * double(n),
+                   bias_bytes * g * double(m) * double(n), Phase::backward_weight);
+    }
+
+    void memory(std::string_view name, MemoryKernel kernel, double forward_bytes,
+                double backward_bytes, Phase backward_phase = Phase::backward_input) {
+        if (forward_bytes > 0)
+            push({.name = name,
+                  .kind = OpKind::memory_bound,
+                  .phase = Phase::forward,
+                  .kernel = kernel,
+                  .bytes = forward_bytes});
+        if (backward_bytes > 0)
+            ops.push_back({.name = name,
+                           .kind = OpKind::memory_bound,
+                           .phase = backward_phase,
+                           .kernel = kernel,
+                           .bytes = backward_bytes});
+    }
+
+    // `domain_copy_bytes`: a DeepEP all-to-all's bytes per destination domain (Op).
+    void collective(std::string_view name, Collective c, GroupKind group, double bytes, Phase phase,
+                    double domain_copy_bytes = 0.0) {
+        if (bytes <= 0) return;
+        Op op{.name = name,
+              .kind = OpKind::collective,
+              .phase = phase,
+              .collective = c,
+              .group = group,
+              .bytes = bytes,
+              .domain_copy_bytes = domain_copy_bytes};
+        if (phase == Phase::forward)
+            push(op);
+        else
+            ops.push_back(op);
+    }
+
+    // Entering a tensor-parallel region (before a column-parallel GEMM).
+    void enter_tp(std::string_view name, double bytes) {
+        if (v.tp == 1) return;
+        if (v.sequence_parallel) {
+            collective(name, Collective::all_gather, GroupKind::tensor, bytes, Phase::forward);
+            collective(name, Collective::reduce_scatter, GroupKind::tensor, bytes,
+                       Phase::backward_input);
+        } else {
+            collective(name, Collective::all_reduce, GroupKind::tensor, bytes,
+                       Phase::backward_input);
+        }
+    }
+
+    // Leaving it (after a row-parallel GEMM).
+    void leave_tp(std::string_view name, double bytes) {
+        if (v.tp == 1) return;
+        if (v.sequence_parallel) {
+            collective(name, Collective::reduce_scatter, GroupKind::tensor, bytes, Phase::forward);
+            collective(name, Collective::all_gather, GroupKind::tensor, bytes,
+                       Phase::backward_input);
+        } else {
+            collective(name, Collective::all_reduce, GroupKind::tensor, bytes, Phase::forward);
+        }
+    }
+};
+
+// While alive, the forward operations pushed are repeated inside the backward when the layer
+// selectively recomputes `module` (Megatron-Core's --recompute-modules).
+class RecomputedModule {
+public:
+    RecomputedModule(Builder& b, const LayerView& v, core::RecomputeModule module)
+        : b_(b), was_(b.module_recompute) {
+        b_.module_recompute = was_ || v.recomputes(module);
+    }
+    ~RecomputedModule() { b_.module_recompute = was_; }
+    RecomputedModule(const RecomputedModule&) = delete;
+    RecomputedModule& operator=(const RecomputedModule&) = delete;
+
+private:
+    Builder& b_;
+    bool was_;
+};
+
+inline MemoryKernel norm_kernel(const core::ModelSpec& m) {
+    return m.normalization == core::Normalization::layernorm ? MemoryKernel::layernorm
+                                                             : MemoryKernel::rmsnorm;
+}
+
+// Bytes of a norm over `tokens × width`: forward reads x, writes y; backward reads x and dy,
+// writes dx.
+inline void norm(Builder& b, const core::ModelSpec& m, std::string_view name, double tokens,
+                 double width) {
+    const double x = tokens * width * element_bytes(m);
+    b.memory(name, norm_kernel(m), 2 * x, 3 * x);
+}
+
+// Residual add (with dropout when the model uses it).
+inline void residual(Builder& b, const core::ModelSpec& m, std::string_view name, double tokens,
+                     double h) {
+    const double x = tokens * h * element_bytes(m);
+    const double mask = m.dropout ? tokens * h : 0.0;
+    b.memory(name, MemoryKernel::elementwise, 3 * x + mask, 2 * x + mask);
+}
+
+// `act_module`: the recomputation module that rebuilds the activation (moe_act for experts).
+inline void mlp(Builder& b, const core::ModelSpec& m, const LayerView& v,
+                std::string_view prefix_fc1, std::string_view prefix_fc2, std::string_view act_name,
+                std::int64_t tokens, std::int64_t width, std::int64_t tp, std::int64_t groups = 1,
+                std::optional<core::RecomputeModule> act_module = std::nullopt) {
+    const bool swiglu = m.activation == core::Activation::swiglu;
+    const std::int64_t local = width / tp;
+    b.linear(prefix_fc1, tokens, (swiglu ? 2 : 1) * local, m.hidden_size, false, groups);
+    const double y = double(groups) * double(tokens) * double(local) * element_bytes(m);
+    // GeLU reads x, writes y; SwiGLU reads gate and up (2y), writes y. Backward reads what the
+    // forward read plus dy and writes the input gradient.
+    {
+        const RecomputedModule act(b, act_module ? v : LayerView{},
+                                   act_module.value_or(core::RecomputeModule::core_attn));
+        if (swiglu)
+            b.memory(act_name, MemoryKernel::swiglu, 3 * y, 5 * y);
+        else
+            b.memory(act_name, MemoryKernel::gelu, 2 * y, 3 * y);
+    }
+    b.linear(prefix_fc2, tokens, m.hidden_size, local, false, groups);
+}
+
+// An MoE block (router, dispatch, experts, combine, shared experts) of `tokens` tokens, the
+// router seeing `norm_tokens` of them (sequence parallelism).
+void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t tokens,
+         std::int64_t norm_tokens);
+
+} // namespace trident::simulator::detail

@@ -1,0 +1,60 @@
+// The per-operation breakdown behind `simulate --layer-ops`: one table per kind of layer, the
+// same operations and seconds the cost model adds up.
+#include "../support/preset_profile.h"
+#include "trident/core/job_loader.h"
+#include "trident/simulator/cost_model.h"
+#include "trident/simulator/layer_breakdown.h"
+
+#include <gtest/gtest.h>
+#include <sstream>
+
+using namespace trident;
+
+namespace {
+
+core::JobSpec deepseek_job() {
+    core::JobInputs in;
+    in.model = "deepseek-v3";
+    in.cluster = "hgx-h800";
+    in.nodes = 64;
+    in.pp = 8;
+    in.ep = 64;
+    in.dp = "auto";
+    in.micro_batch_size = 1;
+    in.global_batch_size = 1024;
+    in.seq_length = 4096;
+    in.first_stage_layers = 7;
+    in.last_stage_layers = 6;
+    in.moe_token_dispatcher = "flex";
+    return core::load_job(in);
+}
+
+} // namespace
+
+TEST(LayerBreakdown, OneTablePerLayerKindThatAddsUpToTheCostModel) {
+    const core::JobSpec job = deepseek_job();
+    const core::Profile& profile = test::preset_profile("h800-sxm5-80gb");
+    const auto tables = simulator::layer_breakdowns(job, profile);
+    ASSERT_EQ(tables.size(), 4u); // dense layer 0, MoE layer 3, embedding, loss head
+    EXPECT_EQ(tables[0].title, "layer 0 (dense)");
+    EXPECT_EQ(tables[1].title, "layer 3 (MoE)");
+    EXPECT_EQ(tables[2].title, "embedding");
+    EXPECT_EQ(tables[3].title, "loss head");
+    // The cost model's per-layer F + B + W on rank 0 (large kernels: no host wait, no overlap).
+    const simulator::PipelineLoads loads = simulator::pipeline_loads(job, profile);
+    EXPECT_NEAR(tables[0].total_s(), loads.layer_s[0], 1e-12);
+    EXPECT_NEAR(tables[1].total_s(), loads.layer_s[3], 1e-12);
+    EXPECT_NEAR(tables[3].total_s(), loads.head_s, 1e-12);
+    EXPECT_NEAR(tables[1].phase_s(simulator::Phase::forward) +
+                    tables[1].phase_s(simulator::Phase::backward_input) +
+                    tables[1].phase_s(simulator::Phase::backward_weight),
+                tables[1].total_s(), 1e-12);
+    bool dispatch = false;
+    for (const auto& t : tables[1].ops) dispatch = dispatch || t.op.name == "dispatch";
+    EXPECT_TRUE(dispatch);
+    std::ostringstream out;
+    simulator::print_layer_breakdowns(tables, out);
+    EXPECT_NE(out.str().find("expert fc1"), std::string::npos) << out.str();
+    EXPECT_NE(out.str().find("TFLOP/s"), std::string::npos);
+    EXPECT_NE(out.str().find("all_to_all over tensor_expert"), std::string::npos);
+}
