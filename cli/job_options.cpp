@@ -259,6 +259,10 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
          in.overlap_moe_expert_parallel_comm,
          "Merge one micro-batch's forward with another's backward, each one's MoE all-to-all "
          "beside the other's compute (needs ep > 1, alltoall or flex)");
+    flag(app, "--moe-shared-expert-overlap,!--no-moe-shared-expert-overlap",
+         in.moe_shared_expert_overlap,
+         "Run the shared experts on their own stream beside the MoE token exchange "
+         "(alltoall or flex; not with --overlap-moe-expert-parallel-comm)");
     flag(app, "--tp-comm-overlap,!--no-tp-comm-overlap", in.tp_comm_overlap,
          "Overlap the sequence-parallel collectives with the GEMMs (needs sequence parallelism)");
     flag(app, "--flash-attention,--use-flash-attn,!--no-flash-attention", in.flash_attention,

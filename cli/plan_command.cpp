@@ -29,9 +29,10 @@ struct PlanCommandOptions {
     std::string profile;
     std::string tp, pp, cp, ep, etp, vpp, mbs, schedule, token_dispatcher;
     std::optional<bool> sequence_parallel, distributed_optimizer, tp_comm_overlap;
-    std::optional<bool> overlap_moe_comm;
+    std::optional<bool> overlap_moe_comm, shared_expert_overlap;
     std::string recompute = "auto", recompute_method = "block";
     std::optional<std::int64_t> recompute_num_layers;
+    std::vector<std::string> recompute_modules;
     bool allow_cross_node_tp = false, no_overlap = false, no_flash_attention = false;
     bool no_overlap_p2p = false;
     std::string memory_budget;
@@ -39,6 +40,14 @@ struct PlanCommandOptions {
     bool csv = false, json = false, megatron_args = false, explain = false, exhaustive = false;
     std::string out;
 };
+
+// Selective recomputation's modules joined by '+' (a CSV cell); empty otherwise.
+std::string csv_modules(const core::Recompute& r) {
+    if (r.granularity != core::RecomputeGranularity::selective) return "";
+    std::string text = core::recompute_modules_text(r.modules);
+    std::replace(text.begin(), text.end(), ',', '+');
+    return text;
+}
 
 // "8", "2,4,8" or "1-8" (every integer in the range; impossible values are rejected with a
 // reason like any other layout).
@@ -122,6 +131,17 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
         throw core::SpecError("--recompute-num-layers",
                               "needs --recompute full (auto picks the layers itself)");
     }
+    if (!o.recompute_modules.empty()) { // selective with these modules
+        if (s.recompute && s.recompute->granularity != core::RecomputeGranularity::selective)
+            throw core::SpecError("--recompute-modules",
+                                  "apply only to --recompute selective (got --recompute " +
+                                      o.recompute + ")");
+        core::Recompute r;
+        r.granularity = core::RecomputeGranularity::selective;
+        r.modules = core::recompute_modules_from_json(core::Json(o.recompute_modules),
+                                                      "--recompute-modules");
+        s.recompute = r;
+    }
     // Pins of the pipeline split (the job options' flags, read into o.inputs).
     const core::JobInputs& in = o.inputs;
     if (in.pipeline_layout)
@@ -137,6 +157,7 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     s.tp_comm_overlap = o.tp_comm_overlap;
     s.overlap_p2p_comm = !o.no_overlap_p2p;
     s.overlap_moe_expert_parallel_comm = o.overlap_moe_comm;
+    s.moe_shared_expert_overlap = o.shared_expert_overlap;
     s.flash_attention = !o.no_flash_attention;
     return s;
 }
@@ -177,7 +198,8 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
 void print_csv(const planner::PlanResult& r, std::ostream& out) {
     out << "rank,tp,cp,pp,dp,ep,etp,vpp,schedule,micro_batch_size,sequence_parallel,distributed_"
            "optimizer,zero_stage,sharding_replicas,precision,"
-           "recompute,recompute_num_layers,step_time_s,tokens_per_s,tflops_per_device,mfu,bubble_"
+           "recompute,recompute_num_layers,recompute_modules,step_time_s,tokens_per_s,tflops_per_"
+           "device,mfu,bubble_"
            "fraction,peak_memory_bytes\n";
     for (std::size_t i = 0; i < r.best.size(); ++i) {
         const planner::Candidate& c = r.best[i];
@@ -187,9 +209,9 @@ void print_csv(const planner::PlanResult& r, std::ostream& out) {
             << p.micro_batch_size << ',' << p.sequence_parallel << ',' << p.distributed_optimizer
             << ',' << p.zero_stage() << ',' << p.sharding.instances << ','
             << core::precision_name(p.fp8.recipe) << ',' << core::to_string(p.recompute.granularity)
-            << ',' << p.recompute.num_layers << ',' << c.step_time_s << ',' << c.tokens_per_s << ','
-            << c.tflops_per_device << ',' << c.mfu << ',' << c.bubble_fraction << ','
-            << c.peak_memory_bytes << '\n';
+            << ',' << p.recompute.num_layers << ',' << csv_modules(p.recompute) << ','
+            << c.step_time_s << ',' << c.tokens_per_s << ',' << c.tflops_per_device << ',' << c.mfu
+            << ',' << c.bubble_fraction << ',' << c.peak_memory_bytes << '\n';
     }
 }
 
@@ -331,6 +353,12 @@ void add_search_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
            "--recompute-num-layers", [o](const std::int64_t& v) { o->recompute_num_layers = v; },
            "Layers per chunk (with --recompute full)")
         ->group(search);
+    app->add_option("--recompute-modules", o->recompute_modules,
+                    "Pin selective recomputation of these modules (core_attn moe_act layernorm "
+                    "mla_up_proj mlp moe shared_experts)")
+        ->expected(1, -1)
+        ->delimiter(',')
+        ->group(search);
     app->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp, "Let tensor groups span nodes")
         ->group(search);
     app->add_flag_function(
@@ -341,8 +369,14 @@ void add_search_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
     app->add_flag_function(
            "--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm",
            [o](std::int64_t n) { o->overlap_moe_comm = n > 0; },
-           "Pin the MoE all-to-all overlap on/off (default: on where ep > 1 with alltoall or "
-           "flex, unless --no-overlap)")
+           "Pin the MoE all-to-all overlap on/off (default: on where Megatron-Core runs it — "
+           "ep > 1, alltoall or flex, virtual stages at pp > 1 — unless --no-overlap)")
+        ->group(search);
+    app->add_flag_function(
+           "--moe-shared-expert-overlap,!--no-moe-shared-expert-overlap",
+           [o](std::int64_t n) { o->shared_expert_overlap = n > 0; },
+           "Pin the shared experts beside the MoE exchange on/off (default: on for models with "
+           "shared experts where the all-to-all overlap is off, unless --no-overlap)")
         ->group(search);
     app->add_flag("--no-overlap-p2p-communication", o->no_overlap_p2p,
                   "Pipeline sends wait, as Megatron without overlap_p2p_comm (interleaved only)")

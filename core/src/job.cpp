@@ -111,7 +111,9 @@ void validate(const JobSpec& job) {
         if (p.token_dispatcher == TokenDispatcher::allgather)
             throw SpecError("parallel.overlap_moe_expert_parallel_comm",
                             "needs the alltoall or flex dispatcher, not allgather (Megatron-Core)");
+        validate_moe_overlap_schedule(p);
     }
+    if (p.moe_shared_expert_overlap) validate_shared_expert_overlap(m, p);
     validate_torch_fsdp2(m, p);
     if (c.devices() != p.devices()) {
         std::string reason = "tp·cp·dp·pp = " + s(p.tp) + "·" + s(p.cp) + "·" + s(p.dp) + "·" +
@@ -161,6 +163,44 @@ void validate(const JobSpec& job) {
                         s(p.recompute.num_layers) + " exceeds the " + s(split.max_layers()) +
                             " layers of the largest model chunk");
     validate_recompute_modules(m, p.recompute);
+}
+
+std::string moe_overlap_schedule_problem(const ParallelPlan& p) {
+    // Megatron-Core merges a forward and a backward chunk of different micro-batches: at
+    // pp > 1 only its interleaved schedule has them (DualPipe and the V schedules pair their
+    // two chunks as DeepSeek-V3 does); it recomputes neither whole layers nor MoE blocks.
+    if (p.pp > 1 && p.schedule != ScheduleKind::interleaved_1f1b && !holds_two_chunks(p.schedule))
+        return "needs virtual pipeline stages at pp " + std::to_string(p.pp) +
+               " (interleaved-1f1b, or dualpipe/dualpipev/zero-bubble-v), not " +
+               to_string(p.schedule) + " (Megatron-Core)";
+    if (p.recompute.granularity == RecomputeGranularity::full)
+        return "cannot run with full recomputation (Megatron-Core)";
+    if (p.recompute.selects(RecomputeModule::moe))
+        return "cannot run with the moe recomputation module (Megatron-Core)";
+    return "";
+}
+
+std::string shared_expert_overlap_problem(const ModelSpec& m, const ParallelPlan& p) {
+    if (!m.moe || m.moe->shared_expert_ffn_hidden_size == 0)
+        return "needs shared experts; " + m.name + " has none";
+    if (p.token_dispatcher == TokenDispatcher::allgather)
+        return "works with the alltoall or flex dispatcher only (Megatron-Core), not allgather";
+    if (p.overlap_moe_expert_parallel_comm)
+        return "cannot run with overlap_moe_expert_parallel_comm (Megatron-Core disables it "
+               "there: the merged passes hide the exchange already)";
+    if (p.recompute.selects(RecomputeModule::shared_experts))
+        return "cannot run with the shared_experts recomputation module (Megatron-Core)";
+    return "";
+}
+
+void validate_moe_overlap_schedule(const ParallelPlan& p) {
+    if (const std::string problem = moe_overlap_schedule_problem(p); !problem.empty())
+        throw SpecError("parallel.overlap_moe_expert_parallel_comm", problem);
+}
+
+void validate_shared_expert_overlap(const ModelSpec& m, const ParallelPlan& p) {
+    if (const std::string problem = shared_expert_overlap_problem(m, p); !problem.empty())
+        throw SpecError("parallel.moe_shared_expert_overlap", problem);
 }
 
 void validate_recompute_modules(const ModelSpec& m, const Recompute& rc) {

@@ -355,6 +355,8 @@ JobSpec load_job(const JobInputs& in) {
     if (in.overlap_p2p_comm) parallel["overlap_p2p_comm"] = *in.overlap_p2p_comm;
     if (in.overlap_moe_expert_parallel_comm)
         parallel["overlap_moe_expert_parallel_comm"] = *in.overlap_moe_expert_parallel_comm;
+    if (in.moe_shared_expert_overlap)
+        parallel["moe_shared_expert_overlap"] = *in.moe_shared_expert_overlap;
     if (in.moe_token_dispatcher) parallel["moe_token_dispatcher_type"] = *in.moe_token_dispatcher;
     if (in.flash_attention) parallel["flash_attention"] = *in.flash_attention;
     if (in.num_layers_per_virtual_stage) {

@@ -278,13 +278,23 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
         // Tied on one chunk holding both ends: the head is the embedding itself.
         if (!m.tied_embeddings || !shape_.first)
             add_vocab_table(TensorRole::output_weight, m.tied_embeddings, m.tied_embeddings);
-        // MTP looks up the next tokens' embeddings here: a copy of the table when the first
-        // stage is elsewhere and the head is not already one (summed with the first's).
-        if (m.mtp_num_layers > 0 && !shape_.first && !m.tied_embeddings)
+        // MTP looks up the next tokens' embeddings here: a copy of the table (summed with the
+        // first stage's) unless the head already is one or this rank's other chunk holds the
+        // embedding — V-shaped schedules and DualPipe put the first and last stages on one rank,
+        // which is how DeepSeek-V3 shares them physically (§3.2.3).
+        if (m.mtp_num_layers > 0 && !m.tied_embeddings && !rank_holds_first_stage(job))
             add_vocab_table(TensorRole::word_embedding, true, true);
         units_.push_back({parameters_ - before, 0, 0});
         add_mtp_modules();
     }
+}
+
+bool ChunkLayout::rank_holds_first_stage(const JobSpec& job) const {
+    const ParallelPlan& p = job.plan;
+    for (std::int32_t c = 0; c < std::int32_t(p.vpp); ++c)
+        if (core::virtual_stage(p.schedule, c, std::int32_t(p.pp), shape_.pipeline_rank) == 0)
+            return true;
+    return false;
 }
 
 void ChunkLayout::add_mtp_modules() {

@@ -18,6 +18,9 @@ std::string to_string(RecomputeMethod m) {
 }
 
 std::string short_text(const Recompute& r) {
+    if (r.granularity == RecomputeGranularity::selective &&
+        r.modules != module_bit(RecomputeModule::core_attn))
+        return "sel+modules"; // the modules: in describe(), --explain and the CSV
     if (r.granularity != RecomputeGranularity::full) return to_string(r.granularity);
     return "full " + std::to_string(r.num_layers);
 }
@@ -28,6 +31,33 @@ std::string recompute_modules_text(std::uint32_t modules) {
         if (modules & (1u << i))
             text += (text.empty() ? "" : ",") + std::string(kRecomputeModuleNames[i]);
     return text;
+}
+
+// "modules": ["core_attn", "moe_act"] — Megatron's --recompute-modules names.
+std::uint32_t recompute_modules_from_json(const Json& j, const std::string& path) {
+    if (!j.is_array() || j.empty())
+        throw SpecError(path, "must be a non-empty list of module names (" +
+                                  recompute_modules_text(~0u) + ")");
+    std::uint32_t modules = 0;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        const std::string field = path + "[" + std::to_string(i) + "]";
+        if (!j[i].is_string()) throw SpecError(field, "must be a module name");
+        const auto m =
+            std::size_t(enum_index(j[i].get<std::string>(), kRecomputeModuleNames, field));
+        if (modules & (1u << m))
+            throw SpecError(field, "\"" + j[i].get<std::string>() + "\" is listed twice");
+        modules |= 1u << m;
+    }
+    return modules;
+}
+
+std::uint32_t light_recompute_modules(bool moe, bool mla) {
+    if (!moe && !mla) return 0;
+    std::uint32_t modules =
+        module_bit(RecomputeModule::core_attn) | module_bit(RecomputeModule::layernorm);
+    if (mla) modules |= module_bit(RecomputeModule::mla_up_proj);
+    if (moe) modules |= module_bit(RecomputeModule::moe_act);
+    return modules;
 }
 
 std::string describe(const Recompute& r, std::int64_t layers_per_chunk) {
@@ -94,24 +124,6 @@ Json to_json(const Fp8& f) {
             {"num_layers_at_start_in_bf16", f.bf16_layers_at_start},
             {"num_layers_at_end_in_bf16", f.bf16_layers_at_end},
             {"amax_history_len", f.amax_history}};
-}
-
-// "modules": ["core_attn", "moe_act"] — Megatron's --recompute-modules names.
-std::uint32_t recompute_modules_from_json(const Json& j, const std::string& path) {
-    if (!j.is_array() || j.empty())
-        throw SpecError(path, "must be a non-empty list of module names (" +
-                                  recompute_modules_text(~0u) + ")");
-    std::uint32_t modules = 0;
-    for (std::size_t i = 0; i < j.size(); ++i) {
-        const std::string field = path + "[" + std::to_string(i) + "]";
-        if (!j[i].is_string()) throw SpecError(field, "must be a module name");
-        const auto m =
-            std::size_t(enum_index(j[i].get<std::string>(), kRecomputeModuleNames, field));
-        if (modules & (1u << m))
-            throw SpecError(field, "\"" + j[i].get<std::string>() + "\" is listed twice");
-        modules |= 1u << m;
-    }
-    return modules;
 }
 
 Recompute recompute_from_json(const Json& j, const std::string& path) {
@@ -199,6 +211,7 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
     p.tp_comm_overlap = r.boolean_or("tp_comm_overlap", false);
     p.overlap_p2p_comm = r.boolean_or("overlap_p2p_comm", true);
     p.overlap_moe_expert_parallel_comm = r.boolean_or("overlap_moe_expert_parallel_comm", false);
+    p.moe_shared_expert_overlap = r.boolean_or("moe_shared_expert_overlap", false);
     p.flash_attention = r.boolean_or("flash_attention", true);
     p.allow_cross_node_tp = r.boolean_or("allow_cross_node_tp", false);
     p.rank_order = r.string_or("rank_order", std::string(kDefaultRankOrder));
@@ -314,6 +327,7 @@ Json to_json(const ParallelPlan& p) {
     if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
     if (!p.overlap_p2p_comm) j["overlap_p2p_comm"] = false;
     if (p.overlap_moe_expert_parallel_comm) j["overlap_moe_expert_parallel_comm"] = true;
+    if (p.moe_shared_expert_overlap) j["moe_shared_expert_overlap"] = true;
     j["flash_attention"] = p.flash_attention;
     j["allow_cross_node_tp"] = p.allow_cross_node_tp;
     j["rank_order"] = p.rank_order;

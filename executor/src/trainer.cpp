@@ -74,6 +74,10 @@ std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda
         ignored.push_back("parallel.tp_comm_overlap: the executors run the tensor-parallel "
                           "collectives after and before their GEMMs (the same numbers, not "
                           "overlapped)");
+    if (job.plan.overlap_moe_expert_parallel_comm || job.plan.moe_shared_expert_overlap)
+        ignored.push_back("parallel.overlap_moe_expert_parallel_comm / moe_shared_expert_overlap: "
+                          "the executors run each pass's token exchange in order (the same "
+                          "numbers, not overlapped)");
     if (job.model.dropout && cuda_backend)
         ignored.push_back("model.dropout: dropout is not applied by the CUDA backend yet (the CPU "
                           "backend applies it); this run trains without it");

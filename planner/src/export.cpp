@@ -213,6 +213,7 @@ void parallel_arguments(const core::JobSpec& job, const Arg& arg) {
     if (p.overlap_param_gather && !torch_fsdp2) arg("--overlap-param-gather", "");
     if (p.tp_comm_overlap) arg("--tp-comm-overlap", "");
     if (p.overlap_moe_expert_parallel_comm) arg("--overlap-moe-expert-parallel-comm", "");
+    if (p.moe_shared_expert_overlap) arg("--moe-shared-expert-overlap", "");
     if (p.schedule == core::ScheduleKind::interleaved_1f1b && !p.overlap_p2p_comm)
         arg("--no-overlap-p2p-communication", "");
     if (p.flash_attention) arg("--use-flash-attn", "");

@@ -116,6 +116,16 @@ bool choose_recompute(JobSpec& job, const SearchSpace& space, double budget,
     const Recompute selective{RecomputeGranularity::selective, core::RecomputeMethod::block, 0};
     why.selective = peak_with(selective);
     if (why.selective.bytes <= budget) return accept(selective, why.selective);
+    // MoE and MLA models: the output-discarding modules (norms, MLA up-projections, the
+    // experts' activation) cost a few memory-bound passes and a small GEMM — far less than
+    // recomputing whole layers (DeepSeek-V3 §3.2.3 trains with them).
+    if (const std::uint32_t light =
+            core::light_recompute_modules(job.model.moe.has_value(), job.model.mla.has_value())) {
+        Recompute modules = selective;
+        modules.modules = light;
+        why.modules = peak_with(modules);
+        if (why.modules.bytes <= budget) return accept(modules, why.modules);
+    }
     // Memory falls as more layers are recomputed: the fewest that fit, by bisection.
     const auto full = [](std::int64_t k) {
         return Recompute{RecomputeGranularity::full, core::RecomputeMethod::block, k};
@@ -191,17 +201,23 @@ std::string RecomputeWhy::text(const Recompute& chosen) const {
                std::to_string(none.stage) + tail;
     std::string why =
         "none needs " + bytes_text(none.bytes) + " on stage " + std::to_string(none.stage);
-    if (chosen.granularity == RecomputeGranularity::selective)
+    if (chosen.granularity == RecomputeGranularity::selective &&
+        chosen.modules == core::module_bit(core::RecomputeModule::core_attn))
         return why + "; selective fits at " + bytes_text(fit.bytes) + tail;
-    return why + ", selective " + bytes_text(selective.bytes) + "; " +
-           recompute_phrase(chosen, per_chunk) + " fits at " + bytes_text(fit.bytes) + tail;
+    why += ", selective " + bytes_text(selective.bytes);
+    if (chosen.granularity == RecomputeGranularity::selective)
+        return why + "; " + recompute_phrase(chosen, per_chunk) + " fits at " +
+               bytes_text(fit.bytes) + tail;
+    if (modules.bytes > 0) why += ", selective with modules " + bytes_text(modules.bytes);
+    return why + "; " + recompute_phrase(chosen, per_chunk) + " fits at " + bytes_text(fit.bytes) +
+           tail;
 }
 
 Peak StageMemoryCache::peak(const JobSpec& job, const std::vector<core::InFlight>& flights,
                             const std::vector<simulator::StageParameters>& parameters) {
     const ParallelPlan& p = job.plan;
     const auto key = std::make_tuple(int(p.recompute.granularity), int(p.recompute.method),
-                                     p.recompute.num_layers);
+                                     p.recompute.num_layers, p.recompute.modules);
     auto it = entries_.find(key);
     if (it == entries_.end()) {
         it = entries_
@@ -218,6 +234,23 @@ Peak StageMemoryCache::peak(const JobSpec& job, const std::vector<core::InFlight
         it->second.sharding = p.sharding;
     }
     return peak_of(it->second.stages);
+}
+
+void LayoutChecker::set_moe_overlaps(ParallelPlan& p) const {
+    // The all-to-all overlap wherever Megatron-Core runs it; else the shared experts beside the
+    // exchange, for models that have them — each unless --no-overlap or its own flag says no.
+    p.overlap_moe_expert_parallel_comm = false;
+    p.moe_shared_expert_overlap = false;
+    const auto& moe = specs_.model.moe;
+    if (!moe || p.ep * p.expert_tp() < 2 || p.token_dispatcher == core::TokenDispatcher::allgather)
+        return;
+    if (p.ep > 1 && space_.overlap_moe_expert_parallel_comm.value_or(space_.overlap) &&
+        core::moe_overlap_schedule_problem(p).empty()) {
+        p.overlap_moe_expert_parallel_comm = true;
+        return;
+    }
+    p.moe_shared_expert_overlap = space_.moe_shared_expert_overlap.value_or(space_.overlap) &&
+                                  core::shared_expert_overlap_problem(specs_.model, p).empty();
 }
 
 LayoutChecker::LayoutChecker(const JobSpec& specs, const core::Profile& profile,
@@ -350,10 +383,7 @@ void LayoutChecker::check_split(const JobSpec& split_job, const std::string& spl
             job.plan = variants[v];
             job.plan.fp8 = precision;
             job.plan.token_dispatcher = best_dispatcher(job);
-            job.plan.overlap_moe_expert_parallel_comm =
-                specs_.model.moe && job.plan.ep > 1 &&
-                job.plan.token_dispatcher != core::TokenDispatcher::allgather &&
-                space_.overlap_moe_expert_parallel_comm.value_or(space_.overlap);
+            set_moe_overlaps(job.plan);
             try {
                 core::validate(job.plan);
             } catch (const core::SpecError& e) {
@@ -378,6 +408,7 @@ void LayoutChecker::check_split(const JobSpec& split_job, const std::string& spl
                 if (precision.enabled()) fp8_verdict[v] = verdict;
                 if (!verdict.fits) continue;
             }
+            set_moe_overlaps(job.plan); // Megatron runs neither beside some recomputations
             const bool no_recompute = job.plan.recompute.granularity == RecomputeGranularity::none;
             out.feasible.push_back({job, verdict.why, split_reason, verdict.peak,
                                     lower_bound_s(job, profile_, parameters, layer_costs_)});

@@ -88,7 +88,7 @@ private:
         core::Sharding sharding;
         std::vector<simulator::StageMemory> stages;
     };
-    std::map<std::tuple<int, int, std::int64_t>, Entry> entries_;
+    std::map<std::tuple<int, int, std::int64_t, std::uint32_t>, Entry> entries_;
 };
 
 // BF16 and each FP8 recipe the device runs, unless the user pinned the precision.
@@ -110,6 +110,7 @@ inline std::vector<core::Fp8> precisions_to_try(const SearchSpace& space,
 struct RecomputeWhy {
     bool pinned = false;
     Peak none, selective, fit; // without, selective, and the chosen one
+    Peak modules;              // selective with the light modules (MoE/MLA models), if tried
     double budget = 0.0;
     std::int64_t per_chunk = 0;
     std::string text(const core::Recompute& chosen) const;
@@ -150,6 +151,9 @@ private:
     // escalates to while memory stays tight (SearchSpace::sharding).
     std::vector<core::ParallelPlan> sharding_variants(const core::ParallelPlan& p) const;
     core::TokenDispatcher best_dispatcher(const core::JobSpec& job);
+    // Turns on the MoE all-to-all overlap where Megatron-Core runs it, else the shared-expert
+    // overlap where that applies (each unless pinned off or --no-overlap).
+    void set_moe_overlaps(core::ParallelPlan& p) const;
 
     const core::JobSpec& specs_;
     const core::Profile& profile_;

@@ -86,12 +86,106 @@ expert_tp_degrees(const JobSpec& specs, const SearchSpace& space, std::int64_t t
     return out;
 }
 
+// One layout's degrees, as the search's loops pick them.
+struct Degrees {
+    std::int64_t tp, cp, pp, dp, ep;
+    std::optional<std::int64_t> etp;
+    std::int64_t vpp;
+    ScheduleKind schedule;
+    std::int64_t mbs;
+    bool sp;
+    core::DataSharding sharding;
+};
+
+// Virtual stages belong to the interleaved schedule, two chunks to the V-shaped ones and
+// DualPipe; without pipelining every schedule is the same: 1F1B stands for them (unless the
+// user pinned the schedule). A pinned vpp means Megatron's virtual stages (interleaved).
+bool schedule_fits(ScheduleKind schedule, std::int64_t vpp, std::int64_t pp,
+                   const SearchSpace& space) {
+    if (core::holds_two_chunks(schedule)
+            ? vpp != 2
+            : (vpp > 1) != (schedule == ScheduleKind::interleaved_1f1b))
+        return false;
+    if (core::holds_two_chunks(schedule) && space.schedules.empty() && !space.vpp.empty())
+        return false;
+    return !(pp == 1 && space.schedules.empty() && schedule != ScheduleKind::one_f_one_b);
+}
+
+// The plan of one combination, with the search's pinned or default switches.
+ParallelPlan layout_of(const Degrees& d, const SearchSpace& space) {
+    const bool zero1 = d.sharding >= core::DataSharding::optim;
+    ParallelPlan p;
+    p.tp = d.tp;
+    p.cp = d.cp;
+    p.pp = d.pp;
+    p.dp = d.dp;
+    p.ep = d.ep;
+    p.etp = d.etp;
+    p.vpp = d.vpp;
+    p.schedule = d.schedule;
+    p.micro_batch_size = d.mbs;
+    p.sequence_parallel = d.sp;
+    p.distributed_optimizer = zero1;
+    p.sharding.strategy = d.sharding;
+    p.sharding.implementation = space.fsdp;
+    p.sharding.instances = zero1 ? space.optimizer_instances.value_or(1) : 1;
+    p.sharding.prefetch_units = space.fsdp_prefetch_units;
+    p.allow_cross_node_tp = space.allow_cross_node_tp;
+    p.flash_attention = space.flash_attention;
+    // ZeRO-2/3 overlap always (Megatron-FSDP).
+    p.overlap_grad_reduce = space.overlap || d.sharding >= core::DataSharding::optim_grads;
+    p.overlap_param_gather =
+        (space.overlap && zero1) || d.sharding == core::DataSharding::optim_grads_params;
+    p.tp_comm_overlap = d.sp && space.tp_comm_overlap.value_or(space.overlap);
+    p.overlap_p2p_comm = space.overlap_p2p_comm;
+    p.token_dispatcher = space.token_dispatcher.value_or(core::TokenDispatcher::alltoall);
+    return p;
+}
+
+// The layouts of one (tp, cp, pp, dp): every ep, etp, vpp, schedule, micro-batch, sequence
+// parallelism and sharding the search lists.
+void add_layouts(const JobSpec& specs, const SearchSpace& space, const Dimensions& dim, Degrees d,
+                 std::vector<ParallelPlan>& layouts) {
+    const std::vector<bool> both = {false, true};
+    // Sequence parallelism needs tp > 1 and ZeRO-1 needs more than one data-parallel rank;
+    // unless pinned, the pointless combinations are not generated.
+    std::vector<bool> sps = space.sequence_parallel, zero1s = space.distributed_optimizer;
+    if (sps.empty()) sps = d.tp > 1 ? both : std::vector<bool>{false};
+    if (zero1s.empty()) zero1s = d.dp * d.cp > 1 ? both : std::vector<bool>{false};
+    // Pinned strategies replace the distributed optimizer's on and off.
+    std::vector<core::DataSharding> shardings = space.sharding;
+    if (shardings.empty())
+        for (bool zero1 : zero1s)
+            shardings.push_back(zero1 ? core::DataSharding::optim : core::DataSharding::no_shard);
+    for (std::int64_t ep : dim.ep)
+        for (const std::optional<std::int64_t>& etp : expert_tp_degrees(specs, space, d.tp))
+            for (std::int64_t vpp : dim.vpp)
+                for (ScheduleKind schedule : dim.schedules) {
+                    if (!schedule_fits(schedule, vpp, d.pp, space)) continue;
+                    for (std::int64_t mbs : dim.mbs)
+                        for (bool sp : sps)
+                            for (core::DataSharding sharding : shardings) {
+                                // Folded experts need sequence parallelism (unless the user
+                                // pinned it off: validation then says why).
+                                if (etp && *etp != d.tp && !sp && space.sequence_parallel.empty())
+                                    continue;
+                                d.ep = ep;
+                                d.etp = etp;
+                                d.vpp = vpp;
+                                d.schedule = schedule;
+                                d.mbs = mbs;
+                                d.sp = sp;
+                                d.sharding = sharding;
+                                layouts.push_back(layout_of(d, space));
+                            }
+                }
+}
+
 // Every combination of the listed values that forms a layout of the cluster's devices.
 std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& space,
                                     PlanResult& result) {
     const Dimensions dim = dimensions(specs, space);
     const std::int64_t devices = specs.cluster.devices();
-    const std::vector<bool> both = {false, true};
     std::vector<ParallelPlan> layouts;
     for (std::int64_t tp : dim.tp)
         for (std::int64_t cp : dim.cp)
@@ -105,83 +199,12 @@ std::vector<ParallelPlan> enumerate(const JobSpec& specs, const SearchSpace& spa
                             std::to_string(cp) + "·" + std::to_string(pp));
                     continue;
                 }
-                const std::int64_t dp = devices / (tp * cp * pp);
-                // Sequence parallelism needs tp > 1 and ZeRO-1 needs more than one data-parallel
-                // rank; unless pinned, the pointless combinations are not generated.
-                std::vector<bool> sps = space.sequence_parallel,
-                                  zero1s = space.distributed_optimizer;
-                if (sps.empty()) sps = tp > 1 ? both : std::vector<bool>{false};
-                if (zero1s.empty()) zero1s = dp * cp > 1 ? both : std::vector<bool>{false};
-                // Pinned strategies replace the distributed optimizer's on and off.
-                std::vector<core::DataSharding> shardings = space.sharding;
-                if (shardings.empty())
-                    for (bool zero1 : zero1s)
-                        shardings.push_back(zero1 ? core::DataSharding::optim
-                                                  : core::DataSharding::no_shard);
-                for (std::int64_t ep : dim.ep)
-                    for (const std::optional<std::int64_t>& etp :
-                         expert_tp_degrees(specs, space, tp))
-                        for (std::int64_t vpp : dim.vpp)
-                            for (ScheduleKind schedule : dim.schedules) {
-                                // Virtual stages belong to the interleaved schedule, two chunks
-                                // to the V-shaped ones and DualPipe; without pipelining every
-                                // schedule is the same: 1F1B stands for them (unless the user
-                                // pinned the schedule).
-                                if (core::holds_two_chunks(schedule)
-                                        ? vpp != 2
-                                        : (vpp > 1) != (schedule == ScheduleKind::interleaved_1f1b))
-                                    continue;
-                                // A pinned vpp means Megatron's virtual stages (interleaved).
-                                if (core::holds_two_chunks(schedule) && space.schedules.empty() &&
-                                    !space.vpp.empty())
-                                    continue;
-                                if (pp == 1 && space.schedules.empty() &&
-                                    schedule != ScheduleKind::one_f_one_b)
-                                    continue;
-                                for (std::int64_t mbs : dim.mbs)
-                                    for (bool sp : sps)
-                                        for (core::DataSharding sharding : shardings) {
-                                            // Folded experts need sequence parallelism (unless the
-                                            // user pinned it off: validation then says why).
-                                            if (etp && *etp != tp && !sp &&
-                                                space.sequence_parallel.empty())
-                                                continue;
-                                            const bool zero1 =
-                                                sharding >= core::DataSharding::optim;
-                                            ParallelPlan p;
-                                            p.tp = tp;
-                                            p.cp = cp;
-                                            p.pp = pp;
-                                            p.dp = dp;
-                                            p.ep = ep;
-                                            p.etp = etp;
-                                            p.vpp = vpp;
-                                            p.schedule = schedule;
-                                            p.micro_batch_size = mbs;
-                                            p.sequence_parallel = sp;
-                                            p.distributed_optimizer = zero1;
-                                            p.sharding.strategy = sharding;
-                                            p.sharding.implementation = space.fsdp;
-                                            p.sharding.instances =
-                                                zero1 ? space.optimizer_instances.value_or(1) : 1;
-                                            p.sharding.prefetch_units = space.fsdp_prefetch_units;
-                                            p.allow_cross_node_tp = space.allow_cross_node_tp;
-                                            p.flash_attention = space.flash_attention;
-                                            // ZeRO-2/3 overlap always (Megatron-FSDP).
-                                            p.overlap_grad_reduce =
-                                                space.overlap ||
-                                                sharding >= core::DataSharding::optim_grads;
-                                            p.overlap_param_gather =
-                                                (space.overlap && zero1) ||
-                                                sharding == core::DataSharding::optim_grads_params;
-                                            p.tp_comm_overlap =
-                                                sp && space.tp_comm_overlap.value_or(space.overlap);
-                                            p.overlap_p2p_comm = space.overlap_p2p_comm;
-                                            p.token_dispatcher = space.token_dispatcher.value_or(
-                                                core::TokenDispatcher::alltoall);
-                                            layouts.push_back(p);
-                                        }
-                            }
+                Degrees d{};
+                d.tp = tp;
+                d.cp = cp;
+                d.pp = pp;
+                d.dp = devices / (tp * cp * pp);
+                add_layouts(specs, space, dim, d, layouts);
             }
     result.layouts += std::int64_t(layouts.size());
     return layouts;

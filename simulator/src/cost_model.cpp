@@ -4,6 +4,7 @@
 #include "trident/core/schedule.h"
 #include "trident/core/spec_error.h"
 #include "trident/simulator/flops.h"
+#include "trident/simulator/moe_overlap.h"
 #include "trident/simulator/sharding_overlap.h"
 
 #include <algorithm>
@@ -189,6 +190,7 @@ std::array<PassCost, 3> CostModel::by_phase(const std::vector<Op>& ops,
             c.recompute_s += s;
         else
             c.compute_s += s;
+        if (op.kind != OpKind::collective && op.name.starts_with("shared ")) c.shared_expert_s += s;
         c.flops += op.flops * double(op.count);
         if (op.kind == OpKind::gemm) c.gemm_s += s;
         if (op.fp8) c.fp8_gemm_s += s;
@@ -212,6 +214,8 @@ void accumulate(ChunkCost& chunk, const std::array<PassCost, 3>& add) {
         passes[phase]->tp_collective_s += add[phase].tp_collective_s;
         passes[phase]->tp_hidden_s += add[phase].tp_hidden_s;
         passes[phase]->moe_exchange_s += add[phase].moe_exchange_s;
+        passes[phase]->moe_hidden_s += add[phase].moe_hidden_s;
+        passes[phase]->shared_expert_s += add[phase].shared_expert_s;
         passes[phase]->contention_s += add[phase].contention_s;
         passes[phase]->kernels += add[phase].kernels;
         passes[phase]->host_s += add[phase].host_s;
@@ -245,6 +249,23 @@ void overlap_tensor_parallel(std::array<PassCost, 3>& unit, double tp, double sl
     }
 }
 
+// --moe-shared-expert-overlap (Megatron-Core): the shared experts run on their own stream
+// while the pass's token exchange is in flight — fc1 during the dispatch, fc2 during the
+// combine, and their gradients beside the exchange's backward (with W's when W runs with B)
+// — so the shorter of the two is hidden, and the SMs the exchange takes slow the experts.
+void overlap_shared_experts(std::array<PassCost, 3>& unit, double slowdown, bool weight_deferred) {
+    const double shared[2] = {unit[0].shared_expert_s,
+                              unit[1].shared_expert_s +
+                                  (weight_deferred ? 0.0 : unit[2].shared_expert_s)};
+    for (int phase = 0; phase < 2; ++phase) {
+        PassCost& pass = unit[std::size_t(phase)];
+        const double hidden = std::min(pass.moe_exchange_s, shared[phase]);
+        pass.collective_s -= hidden;
+        pass.moe_hidden_s += hidden;
+        pass.contention_s += hidden * slowdown;
+    }
+}
+
 // The host issues a pass's kernels one after another while the GPU runs them: when they are
 // small the GPU waits for the host (the overhead-bound regime; H. He 2022, "Making Deep
 // Learning Go Brrrr From First Principles"). Over a pass the host runs ahead during long
@@ -270,7 +291,7 @@ LayerCostCache::Key layer_cost_key(const core::JobSpec& job, std::int64_t kind, 
             p.sequence_parallel,
             p.flash_attention,
             p.tp_comm_overlap,
-            weight_deferred(p),
+            std::int64_t(weight_deferred(p)) + 2 * std::int64_t(p.moe_shared_expert_overlap),
             std::int64_t(p.token_dispatcher),
             kind,
             recompute,
@@ -288,6 +309,9 @@ std::array<PassCost, 3> CostModel::unit_costs(const std::vector<Op>& ops,
     if (p.tp_comm_overlap && p.tp > 1)
         overlap_tensor_parallel(costs, double(p.tp), profile_.tp_overlap_slowdown(),
                                 weight_deferred(p));
+    if (p.moe_shared_expert_overlap)
+        overlap_shared_experts(costs, overlap_slowdown(moe_exchange_group(p), pipeline_rank),
+                               weight_deferred(p));
     issue_bound(costs, profile_.host_op_issue_s());
     return costs;
 }

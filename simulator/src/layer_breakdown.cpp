@@ -46,6 +46,9 @@ std::vector<LayerBreakdown> layer_breakdowns(const core::JobSpec& job,
     }
     out.push_back(timed("embedding", embedding_ops(job.model, base, vocab)));
     out.push_back(timed("loss head", head_ops(job.model, base, vocab)));
+    for (std::int64_t d = 0; d < job.model.mtp_num_layers; ++d)
+        out.push_back(timed("MTP module " + std::to_string(d + 1),
+                            mtp_ops(job.model, mtp_view(job, base, d), vocab, d)));
     return out;
 }
 

@@ -28,10 +28,14 @@ double moe_block_bytes(const core::ModelSpec& m, const LayerView& v, double lb) 
     const core::MoeSpec& e = *m.moe;
     const double routed = routed_copies(e, v);
     const double fe = double(e.expert_ffn_hidden_size), et = double(v.etp);
+    // Megatron-Core's grouped experts weight each copy by its routing probability inside the
+    // activation (experts.py: weighted_bias_swiglu_impl on the permuted probabilities), so
+    // the combine only sums rows back and keeps nothing; the probabilities' gradient comes
+    // from the activation's own inputs.
     double bytes = 4.0 * T * double(e.num_experts) / sd // fp32 router probabilities
+                   + 4.0 * routed                       // each copy's probability (fp32)
                    + lb * routed * h                    // permuted tokens (expert fc1 input)
-                   + eb * routed * fe * gate / et       // expert fc1 output
-                   + eb * routed * h;                   // expert outputs before unpermute
+                   + eb * routed * fe * gate / et;      // expert fc1 output
     if (!v.recomputes(core::RecomputeModule::moe_act)) bytes += lb * routed * fe / et; // act out
     if (e.shared_expert_ffn_hidden_size > 0 &&
         !v.recomputes(core::RecomputeModule::shared_experts)) {

@@ -60,17 +60,19 @@ void print_host_bound(const Report& r, std::ostream& out) {
 void print_moe(const Report& r, std::ostream& out) {
     const auto& moe = r.job.model.moe;
     if (!moe || r.job.plan.expert_tp() * r.job.plan.ep == 1) return;
+    const bool overlapped =
+        r.job.plan.overlap_moe_expert_parallel_comm || r.job.plan.moe_shared_expert_overlap;
     out << "MoE token exchange (" << core::kTokenDispatcherNames[int(r.job.plan.token_dispatcher)]
         << " dispatcher; busiest expert-parallel rank at "
         << fmt("%.2f", moe->slowest_rank_load(r.job.plan.ep)) << "x the mean tokens):\n"
         << "stage  exchange s  of the step"
-        << (r.job.plan.overlap_moe_expert_parallel_comm ? "    hidden s  exposed of the step" : "")
-        << "\n";
+        << (overlapped ? "    hidden s  exposed of the step" : "") << "\n";
     for (const StageReport& s : r.stages) {
         out << fmt("%5.0f", double(s.stage)) << fmt("%12.3f", s.moe_exchange_s)
             << fmt("%12.1f%%", 100 * s.moe_exchange_s / r.step_time_s);
-        // Merged forward-backward pairs (--overlap-moe-expert-parallel-comm) hide a part.
-        if (r.job.plan.overlap_moe_expert_parallel_comm)
+        // Merged forward-backward pairs (--overlap-moe-expert-parallel-comm) or the shared
+        // experts (--moe-shared-expert-overlap) hide a part.
+        if (overlapped)
             out << fmt("%12.3f", s.moe_hidden_s)
                 << fmt("%20.1f%%", 100 * (s.moe_exchange_s - s.moe_hidden_s) / r.step_time_s);
         out << "\n";

@@ -225,12 +225,14 @@ StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& sp
             s.kernels += pc->kernels * m;
             s.host_s += pc->host_s * m;
             s.moe_exchange_s += pc->moe_exchange_s * m;
+            s.moe_hidden_s += pc->moe_hidden_s * m; // under the shared experts
         }
     }
     // The exchange the merged forward-backward pairs hid, and the SMs it took from them.
-    s.moe_hidden_s = moe.hidden_total_s(r);
-    s.collective_s -= s.moe_hidden_s;
-    if (!moe.slowdown.empty()) s.contention_s += s.moe_hidden_s * moe.slowdown[std::size_t(r)];
+    const double paired_hidden_s = moe.hidden_total_s(r);
+    s.moe_hidden_s += paired_hidden_s;
+    s.collective_s -= paired_hidden_s;
+    if (!moe.slowdown.empty()) s.contention_s += paired_hidden_s * moe.slowdown[std::size_t(r)];
     s.pipeline_end_s = timeline.end_s[std::size_t(r)];
     const StepTail tail = step_tail(job, cost, r, options.bucket_parameters);
     s.optimizer_s = tail.optimizer_s;

@@ -141,13 +141,16 @@ namespace trident::core {
 namespace {
 
 TEST(ModelLayout, CountsOfAWholeMlaMoeModelOnOneRank) {
-    // DeepSeek-V3 (MLA, a shared expert, 256 routed experts, 3 dense layers, untied head): one
-    // rank's counting table holds every published parameter.
+    // DeepSeek-V3 (MLA, a shared expert, 256 routed experts, 3 dense layers, untied head, one
+    // multi-token-prediction module sharing the embedding): one rank's counting table holds
+    // every published parameter and the MTP module's, whose routed experts are experts too.
     const JobSpec job = job_for("deepseek-v3", 1, 1, 1);
+    ASSERT_EQ(job.model.mtp_num_layers, 1);
     const ChunkLayout counts(job, 0, 0, 0, 0, 1, LayoutDetail::counts);
     const ParameterCounts published = count_parameters(job.model);
-    EXPECT_EQ(counts.parameters(), published.total());
-    EXPECT_EQ(counts.expert_parameters(), published.routed_experts);
+    EXPECT_EQ(counts.parameters(), published.total() + published.mtp);
+    EXPECT_EQ(counts.expert_parameters(),
+              published.routed_experts + layer_parameters(job.model, 61).routed_experts);
 }
 
 } // namespace

@@ -35,16 +35,17 @@ TEST(LayerBreakdown, OneTablePerLayerKindThatAddsUpToTheCostModel) {
     const core::JobSpec job = deepseek_job();
     const core::Profile& profile = test::preset_profile("h800-sxm5-80gb");
     const auto tables = simulator::layer_breakdowns(job, profile);
-    ASSERT_EQ(tables.size(), 4u); // dense layer 0, MoE layer 3, embedding, loss head
+    ASSERT_EQ(tables.size(), 5u); // dense layer 0, MoE layer 3, embedding, loss head, MTP
     EXPECT_EQ(tables[0].title, "layer 0 (dense)");
     EXPECT_EQ(tables[1].title, "layer 3 (MoE)");
     EXPECT_EQ(tables[2].title, "embedding");
     EXPECT_EQ(tables[3].title, "loss head");
+    EXPECT_EQ(tables[4].title, "MTP module 1");
     // The cost model's per-layer F + B + W on rank 0 (large kernels: no host wait, no overlap).
     const simulator::PipelineLoads loads = simulator::pipeline_loads(job, profile);
     EXPECT_NEAR(tables[0].total_s(), loads.layer_s[0], 1e-12);
     EXPECT_NEAR(tables[1].total_s(), loads.layer_s[3], 1e-12);
-    EXPECT_NEAR(tables[3].total_s(), loads.head_s, 1e-12);
+    EXPECT_NEAR(tables[3].total_s() + tables[4].total_s(), loads.head_s, 1e-12);
     EXPECT_NEAR(tables[1].phase_s(simulator::Phase::forward) +
                     tables[1].phase_s(simulator::Phase::backward_input) +
                     tables[1].phase_s(simulator::Phase::backward_weight),

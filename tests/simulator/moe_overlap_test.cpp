@@ -45,10 +45,15 @@ std::pair<int, int> paired(const simulator::MoeOverlap& o, const core::Schedule&
 
 TEST(MoeOverlap, OnlyTheSteadyStatesForwardBackwardPairsHide) {
     const auto& h100 = test::preset_profile("h100-sxm5-80gb");
+    // The pairing itself, on plain 1F1B (which Megatron-Core does not overlap at pp > 1: the
+    // job is loaded without the flag and the pairing asked for directly).
     // pp 4, 16 micro-batches (gbs 64 over dp 4): rank r warms up with 3 − r forwards, then
     // pairs 16 − (3 − r) forwards with backwards, then cools down with 3 − r backwards. The
     // last rank runs F0 B0 F1 B1 …: its B_i merges with F_{i+1}, 15 pairs.
-    const core::JobSpec job = core::load_job(mixtral(4, 64));
+    core::JobInputs plain = mixtral(4, 64);
+    plain.overlap_moe_expert_parallel_comm = false;
+    core::JobSpec job = core::load_job(plain);
+    job.plan.overlap_moe_expert_parallel_comm = true;
     const core::Schedule s = core::make_schedule(job.plan.schedule, 4, 1, 16);
     const simulator::CostModel cost(job, h100);
     const simulator::MoeOverlap o = simulator::moe_overlap(job, s, cost);
@@ -71,7 +76,8 @@ TEST(MoeOverlap, OnlyTheSteadyStatesForwardBackwardPairsHide) {
 
 TEST(MoeOverlap, HidingTheExchangeShortensTheStepAndTheReportSaysHowMuch) {
     const auto& h100 = test::preset_profile("h100-sxm5-80gb");
-    core::JobInputs in = mixtral(2, 64);
+    core::JobInputs in = mixtral(2, 64); // interleaved: Megatron-Core overlaps at pp > 1 there
+    in.vpp = 2;
     const simulator::Report on = simulator::simulate(core::load_job(in), h100);
     in.overlap_moe_expert_parallel_comm = false;
     const simulator::Report off = simulator::simulate(core::load_job(in), h100);
@@ -97,4 +103,94 @@ TEST(MoeOverlap, NeedsExpertParallelismAndAnExchangingDispatcher) {
     } catch (const core::SpecError& e) {
         EXPECT_EQ(e.field(), "parallel.overlap_moe_expert_parallel_comm");
     }
+}
+
+TEST(MoeOverlap, FollowsMegatronCoresScheduleAndRecomputationRules) {
+    // At pp > 1 Megatron-Core merges passes only in its interleaved schedule (DualPipe and the
+    // V schedules pair their chunks themselves), and never beside full recomputation.
+    const auto refused = [](const core::JobInputs& in, const std::string& words) {
+        try {
+            core::load_job(in);
+            ADD_FAILURE() << "accepted";
+        } catch (const core::SpecError& e) {
+            EXPECT_EQ(e.field(), "parallel.overlap_moe_expert_parallel_comm");
+            EXPECT_NE(e.reason().find(words), std::string::npos) << e.reason();
+        }
+    };
+    refused(mixtral(2, 64), "not 1f1b");
+    core::JobInputs in = mixtral(2, 64);
+    in.vpp = 2;
+    EXPECT_NO_THROW(core::load_job(in));
+    in.recompute = "full";
+    refused(in, "full recomputation");
+    in = mixtral(1, 64);
+    in.recompute_modules = std::vector<std::string>{"moe"};
+    refused(in, "moe recomputation module");
+}
+
+TEST(SharedExpertOverlap, HidesTheShorterOfSharedExpertsAndExchangeInEachPass) {
+    // DeepSeek-V3 at pp 8 (1F1B: no merged passes), flex: the shared expert (2,048 wide) runs
+    // beside the dispatch and combine.
+    core::JobInputs in;
+    in.model = "deepseek-v3";
+    in.cluster = "hgx-h800";
+    in.nodes = 64;
+    in.pp = 8;
+    in.ep = 64;
+    in.dp = "auto";
+    in.micro_batch_size = 1;
+    in.global_batch_size = 1024;
+    in.seq_length = 4096;
+    in.first_stage_layers = 7;
+    in.last_stage_layers = 6;
+    in.moe_token_dispatcher = "flex";
+    const auto& h800 = test::preset_profile("h800-sxm5-80gb");
+    const simulator::CostModel plain(core::load_job(in), h800);
+    in.moe_shared_expert_overlap = true;
+    const core::JobSpec job = core::load_job(in);
+    const simulator::CostModel shared(job, h800);
+    const auto& f0 = plain.chunk(1, 0).forward;
+    const auto& f1 = shared.chunk(1, 0).forward;
+    EXPECT_GT(f0.shared_expert_s, 0.0);
+    EXPECT_NEAR(f1.moe_hidden_s, std::min(f0.moe_exchange_s, f0.shared_expert_s), 1e-12);
+    EXPECT_NEAR(f0.collective_s - f1.collective_s, f1.moe_hidden_s, 1e-12);
+    EXPECT_GT(f1.contention_s, f0.contention_s); // the exchange's SMs slow the experts
+    const auto& b0 = plain.chunk(1, 0).backward_input;
+    const auto& w0 = plain.chunk(1, 0).backward_weight;
+    EXPECT_NEAR(shared.chunk(1, 0).backward_input.moe_hidden_s,
+                std::min(b0.moe_exchange_s, b0.shared_expert_s + w0.shared_expert_s), 1e-12);
+    const simulator::Report on = simulator::simulate(job, h800);
+    in.moe_shared_expert_overlap = false;
+    const simulator::Report off = simulator::simulate(core::load_job(in), h800);
+    EXPECT_LT(on.step_time_s, off.step_time_s);
+    EXPECT_GT(on.stages[1].moe_hidden_s, 0.0);
+    EXPECT_EQ(off.stages[1].moe_hidden_s, 0.0);
+}
+
+TEST(SharedExpertOverlap, RefusedWhereMegatronCoreRefusesIt) {
+    const auto refused = [](const core::JobInputs& in, const std::string& words) {
+        try {
+            core::load_job(in);
+            ADD_FAILURE() << "accepted";
+        } catch (const core::SpecError& e) {
+            EXPECT_EQ(e.field(), "parallel.moe_shared_expert_overlap");
+            EXPECT_NE(e.reason().find(words), std::string::npos) << e.reason();
+        }
+    };
+    core::JobInputs in = mixtral(1, 64);
+    in.overlap_moe_expert_parallel_comm = false;
+    in.moe_shared_expert_overlap = true;
+    refused(in, "mixtral-8x7b has none");
+    in.model = "deepseek-v3";
+    in.nodes = 16;
+    in.ep = 64;
+    in.seq_length = 1024;
+    in.moe_token_dispatcher = "allgather";
+    refused(in, "not allgather");
+    in.moe_token_dispatcher = "alltoall";
+    in.overlap_moe_expert_parallel_comm = true;
+    refused(in, "overlap_moe_expert_parallel_comm");
+    in.overlap_moe_expert_parallel_comm = false;
+    in.recompute_modules = std::vector<std::string>{"shared_experts"};
+    refused(in, "shared_experts recomputation");
 }

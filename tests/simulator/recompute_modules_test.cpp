@@ -114,11 +114,11 @@ TEST(RecomputeModules, WholeMoeBlockKeepsOnlyItsInputAndRepeatsItsExchange) {
     const double h_bytes = 2.0 * 4096 * 2048;
     const double moe_internals =
         simulator::activation_bytes(m, all, 0) - simulator::activation_bytes(m, block, 0);
-    // Router probabilities (fp32, 128 experts), permuted copies, fc1 output (2 × 768 wide),
-    // activation output, expert outputs: 32,768 copies.
+    // Router probabilities (fp32, 128 experts), each copy's probability (fp32), permuted
+    // copies, fc1 output (2 × 768 wide), activation output: 32,768 copies.
     const double copies = 32768;
-    EXPECT_DOUBLE_EQ(moe_internals, 4.0 * 4096 * 128 + 2.0 * copies * 2048 + 2.0 * copies * 1536 +
-                                        2.0 * copies * 768 + 2.0 * copies * 2048);
+    EXPECT_DOUBLE_EQ(moe_internals, 4.0 * 4096 * 128 + 4.0 * copies + 2.0 * copies * 2048 +
+                                        2.0 * copies * 1536 + 2.0 * copies * 768);
     EXPECT_GT(simulator::activation_bytes(m, block, 0), 2 * h_bytes);
     const auto names = recomputed(m, 0, moe);
     EXPECT_EQ(names.count("dispatch"), 1u); // the exchange runs again (one all-to-all each way)

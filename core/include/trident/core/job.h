@@ -49,6 +49,15 @@ void validate(const JobSpec& job);
 // Selective recomputation's modules must exist in the model (mla_up_proj needs MLA, moe and
 // moe_act an MoE layer, shared_experts a shared expert, mlp a dense layer).
 void validate_recompute_modules(const ModelSpec& m, const Recompute& rc);
+// Megatron-Core's rules for --overlap-moe-expert-parallel-comm beyond ep and the dispatcher:
+// virtual stages at pp > 1, no full recomputation, no moe module recomputed. The reason it
+// cannot run (empty: it can), and the check that throws it.
+std::string moe_overlap_schedule_problem(const ParallelPlan& p);
+void validate_moe_overlap_schedule(const ParallelPlan& p);
+// --moe-shared-expert-overlap: shared experts, alltoall or flex, not with the all-to-all
+// overlap or the shared_experts recomputation module.
+std::string shared_expert_overlap_problem(const ModelSpec& m, const ParallelPlan& p);
+void validate_shared_expert_overlap(const ModelSpec& m, const ParallelPlan& p);
 
 // Writes a self-contained plan file: model, cluster and training inline, and the profile
 // when one is recorded.

@@ -72,6 +72,7 @@ struct JobInputs {
     std::optional<bool> tp_comm_overlap;
     std::optional<bool> overlap_p2p_comm;
     std::optional<bool> overlap_moe_expert_parallel_comm;
+    std::optional<bool> moe_shared_expert_overlap;
     std::optional<std::string> moe_token_dispatcher; // --moe-token-dispatcher-type
     std::optional<bool> flash_attention;
 };

@@ -174,6 +174,8 @@ private:
     void add_vocab_table(TensorRole role, bool duplicate, bool tied);
     // The MTP modules after the head (last stage), one FSDP unit each.
     void add_mtp_modules();
+    // Whether any chunk of this chunk's pipeline rank is the first stage (holds the embedding).
+    bool rank_holds_first_stage(const JobSpec& job) const;
 
     bool placing() const { return detail_ == LayoutDetail::tensors; }
 

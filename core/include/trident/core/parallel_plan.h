@@ -175,6 +175,13 @@ struct Recompute {
 };
 // "core_attn,moe_act" (the modules of a selective recomputation, in kRecomputeModuleNames order).
 std::string recompute_modules_text(std::uint32_t modules);
+// Module names (a JSON array of kRecomputeModuleNames) as module_bit()s; SpecError naming
+// `path`[i] for an unknown or repeated name.
+std::uint32_t recompute_modules_from_json(const Json& j, const std::string& path);
+// The output-discarding modules (layernorm, mla_up_proj, moe_act) that apply to a model with
+// these parts, beside core_attn: the cheap recomputation Megatron-Core offers MoE and MLA
+// models before recomputing whole modules (0 when the model has neither).
+std::uint32_t light_recompute_modules(bool moe, bool mla);
 
 struct ParallelPlan {
     std::int64_t tp = 1;
@@ -218,6 +225,9 @@ struct ParallelPlan {
     // backward of another run merged (combined 1F1B), each one's MoE dispatch and combine
     // beside the other's compute. Needs ep > 1 and the alltoall or flex dispatcher.
     bool overlap_moe_expert_parallel_comm = false;
+    // Megatron-Core's --moe-shared-expert-overlap: the shared experts run on their own stream
+    // beside the token exchange (fc1 during the dispatch, fc2 during the combine).
+    bool moe_shared_expert_overlap = false;
     bool p2p_overlapped() const {
         return overlap_p2p_comm && schedule == ScheduleKind::interleaved_1f1b;
     }

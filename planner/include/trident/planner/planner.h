@@ -51,6 +51,7 @@ struct SearchSpace {
     // Megatron-Core's --overlap-moe-expert-parallel-comm, pinned; nullopt: `overlap` wherever
     // it applies (ep > 1, the alltoall or flex dispatcher).
     std::optional<bool> overlap_moe_expert_parallel_comm;
+    std::optional<bool> moe_shared_expert_overlap; // pinned on/off; default: where it applies
     bool flash_attention = true;
     // Uneven pipeline stages, pinned (any given: only that split). None given: the planner
     // tries the even split, Megatron-Core's embedding-and-loss-counted split and the split

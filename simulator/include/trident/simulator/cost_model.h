@@ -30,8 +30,10 @@ struct PassCost {
     // The tensor-parallel collectives (within collective_s before any overlap); with
     // tp_comm_overlap, the part of them the GEMMs hide (taken out of collective_s).
     double tp_collective_s = 0.0, tp_hidden_s = 0.0;
-    // The MoE token exchange (dispatch, combine, routing map; within collective_s).
-    double moe_exchange_s = 0.0;
+    // The MoE token exchange (dispatch, combine, routing map; within collective_s) and, with
+    // moe_shared_expert_overlap, the part the shared experts' compute hid (taken out of
+    // collective_s); the shared experts' own compute (within compute_s + recompute_s).
+    double moe_exchange_s = 0.0, moe_hidden_s = 0.0, shared_expert_s = 0.0;
     // Compute lost to collectives overlapping it (their SMs: Profile::overlap_slowdown).
     double contention_s = 0.0;
     // Operations the host issues for the pass, and the time the GPU waits for it to issue

@@ -26,8 +26,8 @@ struct LayerBreakdown {
 };
 
 // One breakdown per distinct kind of layer the model has (the first dense layer, the first
-// MoE layer), then the embedding and the loss head; each layer with the plan's recomputation
-// of a chunk's first layer and its own FP8 recipe.
+// MoE layer), then the embedding, the loss head and each multi-token-prediction module; each
+// layer with the plan's recomputation of a chunk's first layer and its own FP8 recipe.
 std::vector<LayerBreakdown> layer_breakdowns(const core::JobSpec& job,
                                              const core::Profile& profile);
 
