@@ -83,6 +83,10 @@ TEST(ParameterCount, FineGrainedMoePresetsMatchTheirModelCards) {
     const ParameterCounts g = count_parameters(preset("gpt-oss-120b"));
     EXPECT_NEAR(double(g.total()), 117e9, 0.5e9);
     EXPECT_NEAR(double(g.active()) - 201088.0 * 2880.0, 5.1e9, 0.1e9);
+    // mixtral-8x22b: "141B parameters, 39B active" (Mistral AI's announcement).
+    const ParameterCounts x = count_parameters(preset("mixtral-8x22b"));
+    EXPECT_NEAR(double(x.total()), 141e9, 0.5e9);
+    EXPECT_NEAR(double(x.active()), 39e9, 0.5e9);
 }
 
 TEST(ParameterCount, DeepSeekV3WithLatentAttention) {

@@ -12,7 +12,7 @@ TEST(Presets, TheShippedSetIsComplete) {
     const auto models = preset_names(PresetKind::model);
     for (const char* name : {"gpt2-124m", "gpt2-350m", "gpt2-774m", "gpt2-1.5b", "gpt3-175b",
                              "megatron-gpt-1.7b", "megatron-gpt-1t", "llama3-8b", "llama3-70b",
-                             "llama3-405b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b",
+                             "llama3-405b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3", "qwen3-30b-a3b",
                              "qwen3-235b-a22b", "gpt-oss-120b"})
         EXPECT_NE(std::find(models.begin(), models.end(), name), models.end()) << name;
     const auto clusters = preset_names(PresetKind::cluster);
