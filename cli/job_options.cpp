@@ -166,6 +166,10 @@ void add_spec_options(CLI::App& app, core::JobInputs& in) {
            "--moe-z-loss-coeff", [&in](const double& v) { in.moe_z_loss_coeff = v; },
            "Router z-loss weight (overrides the model's moe.z_loss_coeff; default none)")
         ->group(job);
+    text(app, "--moe-expert-capacity-factor", in.moe_expert_capacity_factor,
+         "Capacity factor of every expert (overrides the model's; none: dropless; plan: a "
+         "list such as none,1.0,1.25 to search)",
+         job);
     app.add_option_function<std::int64_t>(
            "--mtp-num-layers", [&in](const std::int64_t& v) { in.mtp_num_layers = v; },
            "Multi-token-prediction modules on the last stage (overrides the model's; "

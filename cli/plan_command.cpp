@@ -142,6 +142,17 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
                                                       "--recompute-modules");
         s.recompute = r;
     }
+    // MoE capacity factors to search: a list here (one value is the model override itself).
+    if (const auto& list = o.inputs.moe_expert_capacity_factor;
+        list && list->find(',') != std::string::npos) {
+        std::size_t start = 0;
+        while (start <= list->size()) {
+            const std::size_t comma = std::min(list->find(',', start), list->size());
+            s.capacity_factors.push_back(core::parse_capacity_factor(
+                list->substr(start, comma - start), "--moe-expert-capacity-factor"));
+            start = comma + 1;
+        }
+    }
     // Pins of the pipeline split (the job options' flags, read into o.inputs).
     const core::JobInputs& in = o.inputs;
     if (in.pipeline_layout)
@@ -160,6 +171,24 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     s.moe_shared_expert_overlap = o.shared_expert_overlap;
     s.flash_attention = !o.no_flash_attention;
     return s;
+}
+
+// With capacity factors searched (or set), which each candidate runs: rows that differ only
+// there look alike in the table.
+void print_capacities(const planner::PlanResult& r, std::ostream& out) {
+    bool any = false;
+    for (const planner::Candidate& c : r.best)
+        any = any || (c.job.model.moe && c.job.model.moe->capacity_factor);
+    if (!any) return;
+    out << "capacity factor:";
+    for (std::size_t i = 0; i < r.best.size(); ++i) {
+        const auto& factor = r.best[i].job.model.moe->capacity_factor;
+        char cell[48];
+        std::snprintf(cell, sizeof cell, " #%zu %s", i + 1,
+                      factor ? std::to_string(*factor).substr(0, 4).c_str() : "dropless");
+        out << cell;
+    }
+    out << "\n";
 }
 
 void print_table(const planner::PlanResult& r, double budget, std::ostream& out) {
@@ -193,6 +222,7 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
             core::bytes_text(budget).c_str());
         out << line;
     }
+    print_capacities(r, out);
 }
 
 void print_csv(const planner::PlanResult& r, std::ostream& out) {
@@ -200,7 +230,7 @@ void print_csv(const planner::PlanResult& r, std::ostream& out) {
            "optimizer,zero_stage,sharding_replicas,precision,"
            "recompute,recompute_num_layers,recompute_modules,step_time_s,tokens_per_s,tflops_per_"
            "device,mfu,bubble_"
-           "fraction,peak_memory_bytes\n";
+           "fraction,peak_memory_bytes,capacity_factor\n";
     for (std::size_t i = 0; i < r.best.size(); ++i) {
         const planner::Candidate& c = r.best[i];
         const core::ParallelPlan& p = c.job.plan;
@@ -211,7 +241,11 @@ void print_csv(const planner::PlanResult& r, std::ostream& out) {
             << core::precision_name(p.fp8.recipe) << ',' << core::to_string(p.recompute.granularity)
             << ',' << p.recompute.num_layers << ',' << csv_modules(p.recompute) << ','
             << c.step_time_s << ',' << c.tokens_per_s << ',' << c.tflops_per_device << ',' << c.mfu
-            << ',' << c.bubble_fraction << ',' << c.peak_memory_bytes << '\n';
+            << ',' << c.bubble_fraction << ',' << c.peak_memory_bytes << ','
+            << (c.job.model.moe && c.job.model.moe->capacity_factor
+                    ? std::to_string(*c.job.model.moe->capacity_factor)
+                    : std::string())
+            << '\n';
     }
 }
 
@@ -259,6 +293,12 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
         const core::ParallelPlan& p = r.best.front().job.plan;
         out << "data-parallel sharding for #1: " << core::describe_sharding(p)
             << (p.tp_comm_overlap ? "; tensor-parallel communication overlapped" : "") << "\n";
+        if (const auto& moe = r.best.front().job.model.moe)
+            out << "MoE capacity factor for #1: "
+                << (moe->capacity_factor ? std::to_string(*moe->capacity_factor) +
+                                               " (copies past it dropped, the rest padded to it)"
+                                         : std::string("none (dropless)"))
+                << "\n";
         if (r.best.front().job.model.moe)
             out << "MoE token dispatcher for #1: "
                 << core::kTokenDispatcherNames[int(p.token_dispatcher)]
@@ -442,7 +482,12 @@ Command add_plan_command(CLI::App& app) {
     add_sharding_options(*c.app, o->inputs);
     add_output_options(c.app, o);
     c.run = [o] {
-        core::JobSpec specs = core::load_specs(o->inputs);
+        const planner::SearchSpace space = search_space(*o);
+        core::JobInputs inputs = o->inputs;
+        if (!space.capacity_factors.empty()) {
+            inputs.moe_expert_capacity_factor = "none"; // the search sets each in turn
+        }
+        core::JobSpec specs = core::load_specs(inputs);
         const core::ProfileChoice choice = choose_profile(o->profile, specs);
         const core::Profile profile = core::Profile::from_json(choice.json, "profile");
         specs.profile = choice.reference; // the plan file records the profile it was made with
@@ -451,7 +496,6 @@ Command add_plan_command(CLI::App& app) {
                 ? 0.9 * profile.memory_bytes() // the default: 90 % of the device
                 : planner::parse_memory_budget(o->memory_budget, profile.memory_bytes(),
                                                "--memory-budget");
-        const planner::SearchSpace space = search_space(*o);
         planner::PlanOptions options;
         options.memory_budget_bytes = budget;
         options.top_k = o->top;

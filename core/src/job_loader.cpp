@@ -98,6 +98,20 @@ PlanFile read_plan_file(const JobInputs& in) {
     return f;
 }
 
+} // namespace
+
+std::optional<double> parse_capacity_factor(const std::string& text, const std::string& field) {
+    if (text == "none" || text == "dropless") return std::nullopt;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(v > 0.0) || v > 1.0e6)
+        throw SpecError(field,
+                        "expected a positive number or none (dropless), got \"" + text + "\"");
+    return v;
+}
+
+namespace {
+
 // Megatron's precision-aware optimizer flags, written into the model's precision: the main
 // gradients' dtype and Adam's moments (one dtype for both here). Without
 // --use-precision-aware-optimizer Megatron keeps all of them in fp32.
@@ -152,6 +166,14 @@ void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
                 throw SpecError(std::string("model.moe.") + key,
                                 "the router losses need a mixture-of-experts model");
             model["moe"][key] = **given;
+        }
+        if (in.moe_expert_capacity_factor) {
+            if (!model.contains("moe") || !model["moe"].is_object())
+                throw SpecError("model.moe.capacity_factor",
+                                "--moe-expert-capacity-factor needs a mixture-of-experts model");
+            const auto factor =
+                parse_capacity_factor(*in.moe_expert_capacity_factor, "model.moe.capacity_factor");
+            model["moe"]["capacity_factor"] = factor ? Json(*factor) : Json(nullptr);
         }
         if (in.mtp_num_layers) model["mtp_num_layers"] = *in.mtp_num_layers;
         if (in.mtp_loss_scaling_factor)

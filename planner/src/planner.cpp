@@ -294,8 +294,11 @@ std::vector<CheckedLayouts> check_on_two_threads(const std::vector<ParallelPlan>
 
 } // namespace
 
-PlanResult plan(const JobSpec& specs, const core::Profile& profile, const SearchSpace& space,
-                const PlanOptions& options) {
+namespace {
+
+// One search over the layouts of `specs` as given (the model's own capacity factor).
+PlanResult search(const JobSpec& specs, const core::Profile& profile, const SearchSpace& space,
+                  const PlanOptions& options) {
     const auto started = std::chrono::steady_clock::now();
     PlanResult result;
     result.smallest_peak_bytes = INFINITY;
@@ -351,6 +354,41 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
     if (!std::isfinite(result.smallest_peak_bytes)) result.smallest_peak_bytes = 0.0;
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result;
+}
+
+} // namespace
+
+PlanResult plan(const JobSpec& specs, const core::Profile& profile, const SearchSpace& space,
+                const PlanOptions& options) {
+    if (space.capacity_factors.empty() || !specs.model.moe)
+        return search(specs, profile, space, options);
+    // Each capacity factor is a model of its own (tokens over it dropped, the rest padded to
+    // it): one search each, the candidates ranked together.
+    PlanResult result;
+    result.smallest_peak_bytes = INFINITY;
+    for (const std::optional<double>& capacity : space.capacity_factors) {
+        JobSpec with = specs;
+        with.model.moe->capacity_factor = capacity;
+        PlanResult one = search(with, profile, space, options);
+        merge_checks(one, result);
+        result.feasible += one.feasible;
+        result.simulated += one.simulated;
+        result.seconds += one.seconds;
+        result.cancelled = result.cancelled || one.cancelled;
+        for (Candidate& c : one.best)
+            result.best.insert(
+                std::upper_bound(result.best.begin(), result.best.end(), c, ranks_before),
+                std::move(c));
+        if (result.best.size() > options.top_k) result.best.resize(options.top_k);
+        if (result.cancelled) break;
+    }
+    std::stable_sort(
+        result.closest_rejected.begin(), result.closest_rejected.end(),
+        [](const Rejection& a, const Rejection& b) { return a.overrun_bytes < b.overrun_bytes; });
+    if (result.closest_rejected.size() > options.rejected_examples)
+        result.closest_rejected.resize(options.rejected_examples);
+    if (!std::isfinite(result.smallest_peak_bytes)) result.smallest_peak_bytes = 0.0;
     return result;
 }
 

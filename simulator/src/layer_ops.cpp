@@ -43,8 +43,7 @@ LayerView LayerView::global(std::int64_t sequences, std::int64_t seq_length) {
 }
 
 double routed_copies(const core::MoeSpec& e, const LayerView& v) {
-    return double(v.expert_tokens()) * double(e.top_k) * e.capacity_factor.value_or(1.0) *
-           e.slowest_rank_load(v.ep);
+    return double(v.expert_tokens()) * double(e.top_k) * e.expert_load(v.ep);
 }
 
 double fp8_weight_cast_bytes(const core::Fp8& fp8, double weights) {

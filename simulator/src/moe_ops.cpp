@@ -10,9 +10,9 @@ namespace {
 
 // What one MoE layer's token exchange moves on this rank: the hidden states it routes
 // (norm_tokens × hidden), the routed copies its experts take (the tp group's tokens × top-k,
-// padded to capacity, times the busiest rank's load, moe.load_balance), and those factors.
+// padded to capacity, or the busiest rank's load: core::MoeSpec::expert_load), and that factor.
 struct Exchange {
-    double rank_bytes = 0, received_bytes = 0, norm_tokens = 0, capacity = 1, load = 1;
+    double rank_bytes = 0, received_bytes = 0, norm_tokens = 0, load = 1;
 };
 
 // Dispatch (its forward, and its gradient in the backward) or, `combine`, the way back, as
@@ -42,7 +42,7 @@ void token_exchange(Builder& b, const core::MoeSpec& e, const LayerView& v, cons
         // Each routed copy crosses the ep group; the expert-tp ranks all-gather what arrived.
         if (v.ep > 1)
             both(Collective::all_to_all, Collective::all_to_all, GroupKind::expert,
-                 x.rank_bytes * double(e.top_k) * x.capacity * x.load);
+                 x.rank_bytes * double(e.top_k) * x.load);
         if (v.etp > 1) both(gather, scatter, GroupKind::expert_tensor, x.received_bytes);
         return;
     case core::TokenDispatcher::flex: {
@@ -50,7 +50,7 @@ void token_exchange(Builder& b, const core::MoeSpec& e, const LayerView& v, cons
         // any of its experts (every expert-tp rank of an expert's ep rank takes it), its top-k
         // probabilities (fp32). Across NVLink domains a token crosses the network once per
         // destination domain and is forwarded inside it (the cost model counts the domains).
-        const double scale = x.capacity * x.load;
+        const double scale = x.load;
         const double probabilities = x.norm_tokens * double(e.top_k) * 4.0;
         both(Collective::all_to_all, Collective::all_to_all, GroupKind::tensor_expert,
              (x.rank_bytes * double(v.etp) * e.expected_destinations(v.ep) + probabilities) * scale,
@@ -82,14 +82,13 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
         b.memory("router aux loss", MemoryKernel::elementwise, scores_b, scores_b);
     if (e.z_loss_coeff > 0)
         b.memory("router z-loss", MemoryKernel::elementwise, scores_b, 2 * scores_b);
-    // Token copies routed to experts, padded to capacity when a capacity factor is set; the
-    // busiest expert-parallel rank (moe.load_balance) receives `load` times the mean.
+    // Token copies routed to experts: the busiest expert-parallel rank receives `load` times
+    // the mean — the capacity factor when one is set (padded to it), else moe.load_balance's.
     const double copies = routed_copies(e, v);
     const Exchange x{.rank_bytes = double(norm_tokens) * double(h) * element_bytes(m),
                      .received_bytes = copies * double(h) * element_bytes(m),
                      .norm_tokens = double(norm_tokens),
-                     .capacity = e.capacity_factor.value_or(1.0),
-                     .load = e.slowest_rank_load(v.ep)};
+                     .load = e.expert_load(v.ep)};
     // alltoall sorts its own copies before sending them; the others sort what they received.
     const double permuted = v.dispatcher == core::TokenDispatcher::alltoall
                                 ? x.rank_bytes * double(e.top_k)

@@ -64,7 +64,7 @@ void print_moe(const Report& r, std::ostream& out) {
         r.job.plan.overlap_moe_expert_parallel_comm || r.job.plan.moe_shared_expert_overlap;
     out << "MoE token exchange (" << core::kTokenDispatcherNames[int(r.job.plan.token_dispatcher)]
         << " dispatcher; busiest expert-parallel rank at "
-        << fmt("%.2f", moe->slowest_rank_load(r.job.plan.ep)) << "x the mean tokens):\n"
+        << fmt("%.2f", moe->expert_load(r.job.plan.ep)) << "x the mean tokens):\n"
         << "stage  exchange s  of the step"
         << (overlapped ? "    hidden s  exposed of the step" : "") << "\n";
     for (const StageReport& s : r.stages) {

@@ -113,3 +113,37 @@ TEST(MoePresets, QwenGptOssAndMixtralArePlannedOnH100Clusters) {
         EXPECT_NEAR(again.step_time_s, best.step_time_s, 1e-9 * best.step_time_s) << model;
     }
 }
+
+TEST(MoePresets, ThePlannerSearchesCapacityFactors) {
+    // Mixtral 8x7B trained with the auxiliary loss: its busiest expert-parallel rank takes 1.52
+    // × the mean dropless; a capacity factor of 1.0 caps it (dropping the excess), so the
+    // searched factors rank it first, and each candidate carries the factor it runs with.
+    core::JobInputs in;
+    in.model = "mixtral-8x7b";
+    in.cluster = "dgx-h100";
+    in.nodes = 2;
+    in.global_batch_size = 256;
+    in.seq_length = 4096;
+    core::JobSpec specs = core::load_specs(in);
+    specs.model.moe->load_balance = core::LoadBalance::aux_loss;
+    planner::SearchSpace space;
+    space.micro_batch = {1};
+    space.precisions = {core::Fp8{}};
+    space.capacity_factors = {std::nullopt, 1.0};
+    planner::PlanOptions options;
+    options.memory_budget_bytes = 64.0 * kGiB;
+    options.top_k = 20;
+    const core::Profile& h100 = test::preset_profile("h100-sxm5-80gb");
+    const planner::PlanResult r = planner::plan(specs, h100, space, options);
+    ASSERT_FALSE(r.best.empty());
+    ASSERT_GT(r.best.front().job.plan.ep, 1);
+    EXPECT_EQ(r.best.front().job.model.moe->capacity_factor, std::optional<double>(1.0));
+    // The dropless search alone (the model's own) finds only slower layouts, and the joint
+    // search looked at both factors' layouts.
+    space.capacity_factors.clear();
+    const planner::PlanResult own = planner::plan(specs, h100, space, options);
+    ASSERT_FALSE(own.best.empty());
+    EXPECT_FALSE(own.best.front().job.model.moe->capacity_factor);
+    EXPECT_GT(own.best.front().step_time_s, r.best.front().step_time_s);
+    EXPECT_GT(r.layouts, own.layouts);
+}

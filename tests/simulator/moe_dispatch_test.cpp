@@ -364,3 +364,24 @@ TEST(MoeRouter, TopKAndTheRouterLossesPassOverTheScores) {
     in.ep = 1;
     EXPECT_THROW(core::load_job(in), core::SpecError);
 }
+
+TEST(MoeLoad, ACapacityFactorReplacesTheImbalanceItCaps) {
+    // Mixtral 8x7B at ep 8 (one expert a rank) under the auxiliary loss: the busiest rank takes
+    // 1.52 × the mean. With a capacity factor of 1.25 every expert is padded to exactly 1.25 ×
+    // the mean and what the router sends beyond it is dropped: 1.25, not 1.25 × 1.52.
+    core::ModelSpec m = preset_model("mixtral-8x7b");
+    m.moe->load_balance = core::LoadBalance::aux_loss;
+    const simulator::LayerView v = view(1, 8, core::TokenDispatcher::alltoall);
+    const double tokens_k = 4096.0 * 2; // top-2
+    EXPECT_NEAR(simulator::routed_copies(*m.moe, v), tokens_k * 1.52, 1e-6);
+    const double dropless_bytes = forward_bytes(m, v, "dispatch", core::GroupKind::expert);
+    m.moe->capacity_factor = 1.25;
+    EXPECT_DOUBLE_EQ(m.moe->expert_load(8), 1.25);
+    EXPECT_NEAR(simulator::routed_copies(*m.moe, v), tokens_k * 1.25, 1e-6);
+    EXPECT_NEAR(forward_bytes(m, v, "dispatch", core::GroupKind::expert),
+                dropless_bytes * 1.25 / 1.52, 1e-6 * dropless_bytes);
+    // Forced balance: a capacity of 1.0 pads nothing and drops nothing.
+    m.moe->load_balance = core::LoadBalance::forced;
+    m.moe->capacity_factor = 1.0;
+    EXPECT_NEAR(simulator::routed_copies(*m.moe, v), tokens_k, 1e-6);
+}

@@ -22,10 +22,11 @@ struct JobInputs {
     // model overrides (Megatron's --make-vocab-size-divisible-by, --norm-epsilon)
     std::optional<std::int64_t> make_vocab_size_divisible_by;
     std::optional<double> norm_epsilon;
-    std::optional<double> moe_aux_loss_coeff;      // --moe-aux-loss-coeff
-    std::optional<double> moe_z_loss_coeff;        // --moe-z-loss-coeff
-    std::optional<std::int64_t> mtp_num_layers;    // --mtp-num-layers
-    std::optional<double> mtp_loss_scaling_factor; // --mtp-loss-scaling-factor
+    std::optional<double> moe_aux_loss_coeff;              // --moe-aux-loss-coeff
+    std::optional<double> moe_z_loss_coeff;                // --moe-z-loss-coeff
+    std::optional<std::string> moe_expert_capacity_factor; // a number, or none (dropless)
+    std::optional<std::int64_t> mtp_num_layers;            // --mtp-num-layers
+    std::optional<double> mtp_loss_scaling_factor;         // --mtp-loss-scaling-factor
     // Megatron's precision-aware optimizer: --use-precision-aware-optimizer with
     // --main-grads-dtype, --exp-avg-dtype, --exp-avg-sq-dtype (and --main-params-dtype fp32)
     std::optional<bool> use_precision_aware_optimizer;
@@ -83,6 +84,10 @@ std::optional<Fp8> fp8_override(const JobInputs& inputs);
 // The sharding fields the sharding flags of `inputs` ask for, written into `parallel` (its
 // distributed_optimizer key dropped when a strategy is given, so the strategy decides).
 void apply_sharding_overrides(const JobInputs& inputs, Json& parallel);
+
+// Megatron's --moe-expert-capacity-factor value: a positive number, or "none"/"dropless"
+// (nullopt). SpecError naming `field` otherwise.
+std::optional<double> parse_capacity_factor(const std::string& text, const std::string& field);
 
 // Loads, applies overrides, resolves dp "auto", and validates. Throws SpecError.
 JobSpec load_job(const JobInputs& inputs);

@@ -55,6 +55,13 @@ struct MoeSpec {
     // Routed tokens of the busiest of `ep` expert-parallel ranks over the mean rank's (>= 1);
     // experts sit on ranks in contiguous blocks of num_experts / ep, as in Megatron-Core.
     double slowest_rank_load(std::int64_t ep) const;
+    // What the busiest expert-parallel rank's experts compute and receive, over the mean: the
+    // capacity factor when one is set — every expert padded to exactly that many copies, the
+    // rest dropped (Megatron's --moe-expert-capacity-factor with --moe-pad-expert-input-to-
+    // capacity) — else the routing's imbalance (slowest_rank_load).
+    double expert_load(std::int64_t ep) const {
+        return capacity_factor ? *capacity_factor : slowest_rank_load(ep);
+    }
     // Expected number of `holders` (ranks or nodes holding num_experts / holders contiguous
     // experts each) that receive at least one of a token's top-k experts, with routing limited
     // to router_group_topk groups when set: what a dispatcher that sends a token once per

@@ -48,6 +48,9 @@ struct SearchSpace {
     // beside it where ep > 1, and allgather where the tp·ep group stays inside the NVLink
     // domain (across it, gathering every token everywhere cannot win).
     std::optional<core::TokenDispatcher> token_dispatcher;
+    // MoE capacity factors to try (Megatron's --moe-expert-capacity-factor; nullopt: dropless),
+    // each searched as its own model and ranked together. Empty: the model's own.
+    std::vector<std::optional<double>> capacity_factors;
     // Megatron-Core's --overlap-moe-expert-parallel-comm, pinned; nullopt: `overlap` wherever
     // it applies (ep > 1, the alltoall or flex dispatcher).
     std::optional<bool> overlap_moe_expert_parallel_comm;
