@@ -84,3 +84,46 @@ TEST(Flops, GqaSwigluMoeMatchMegatronGeneralForm) {
         EXPECT_NEAR(simulator::step_flops(j).model / expected, 1.0, 1e-12) << name;
     }
 }
+
+TEST(Flops, DeepSeekV3MlaSharedExpertsAndMtpMatchMegatron) {
+    // Megatron-LM's num_floating_point_operations for MLA (its q_term, kv_lora_rank term,
+    // rotary key and output projection), dense first layers, shared experts, the router, and
+    // one MTP module (a layer like the last, 2h² for its projection, a second set of logits).
+    // Its attention core term is halved for the causal mask; Trident counts the full s², so
+    // the term is doubled back here; and Megatron's "+1" per latent (its norms) is left out,
+    // as norms are not FLOPs in either count's GEMM terms.
+    core::JobInputs in;
+    in.model = "deepseek-v3";
+    in.cluster = "dgx-h100";
+    in.nodes = 8;
+    in.tp = 8;
+    in.pp = 1;
+    in.ep = 8;
+    in.dp = "auto";
+    in.micro_batch_size = 1;
+    in.global_batch_size = 32;
+    in.seq_length = 2048;
+    const core::JobSpec j = core::load_job(in);
+    const auto& m = j.model;
+    ASSERT_TRUE(m.mla && m.moe);
+    ASSERT_EQ(m.mtp_num_layers, 1);
+    const auto& a = *m.mla;
+    const auto& e = *m.moe;
+    const double B = 32, s = 2048, h = double(m.hidden_size), H = double(m.num_attention_heads);
+    const double qk = double(a.qk_head_dim), pos = double(a.qk_pos_emb_head_dim);
+    const double v = double(a.v_head_dim), V = double(m.padded_vocab_size(8));
+    const double attention =
+        6 * (double(a.q_lora_rank) * (h + H * (qk + pos)) +
+             double(a.kv_lora_rank) * (h + H * (qk + v)) + h * pos + H * v * h) +
+        6 * s * (H * (qk + pos) + H * v);
+    const double dense_mlp = 6 * h * double(m.ffn_hidden_size) * 3;
+    const double moe_mlp = 6 * h *
+                               (double(e.expert_ffn_hidden_size) * double(e.top_k) * 3 +
+                                double(e.shared_expert_ffn_hidden_size) * 3) +
+                           6 * h * double(e.num_experts);
+    const double dense = double(e.first_dense_layers);
+    const double moe = double(m.num_layers) - dense + 1; // the MTP module's layer is MoE
+    const double per_token = (dense + moe) * attention + dense * dense_mlp + moe * moe_mlp +
+                             6 * 2 * h * h + 2 * 6 * h * V;
+    EXPECT_NEAR(simulator::step_flops(j).model / (B * s * per_token), 1.0, 1e-12);
+}

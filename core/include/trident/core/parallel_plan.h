@@ -228,8 +228,13 @@ struct ParallelPlan {
     // Megatron-Core's --moe-shared-expert-overlap: the shared experts run on their own stream
     // beside the token exchange (fc1 during the dispatch, fc2 during the combine).
     bool moe_shared_expert_overlap = false;
+    // Whether pipeline sends run beside the next compute: Megatron's interleaved schedule, and
+    // the two-chunk schedules as their references post them — DualPipe commits a chunk's sends
+    // when the next chunk starts and waits for them at the one after (deepseek-ai/DualPipe),
+    // PyTorch's ScheduleZBVZeroBubble waits for its sends only at the step's end.
     bool p2p_overlapped() const {
-        return overlap_p2p_comm && schedule == ScheduleKind::interleaved_1f1b;
+        return overlap_p2p_comm &&
+               (schedule == ScheduleKind::interleaved_1f1b || holds_two_chunks(schedule));
     }
     // Fused attention that never stores the s² scores (Dao 2022). Off: Megatron's 2021 path of
     // two batched GEMMs around a fused scale-mask-softmax (and dropout), scores kept.
