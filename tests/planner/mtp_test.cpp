@@ -1,6 +1,7 @@
 // Multi-token prediction (DeepSeek-V3 §2.2; Megatron-Core --mtp-num-layers): its parameters,
 // where they live, the FLOPs Megatron counts for it, what it adds to the last stage and how the
 // Megatron export writes it (here, where the planner library links the simulator).
+#include "../support/moe_jobs.h"
 #include "../support/preset_profile.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/model_layout.h"
@@ -19,21 +20,7 @@ namespace {
 
 // DeepSeek-V3 on 64 HGX H800 nodes: pp 8 (7 + 6×8 + 6 layers), ep 64, flex dispatcher.
 core::JobInputs deepseek(std::int64_t mtp) {
-    core::JobInputs in;
-    in.model = "deepseek-v3";
-    in.cluster = "hgx-h800";
-    in.nodes = 64;
-    in.tp = 1;
-    in.pp = 8;
-    in.ep = 64;
-    in.dp = "auto";
-    in.micro_batch_size = 1;
-    in.global_batch_size = 1024;
-    in.seq_length = 4096;
-    in.distributed_optimizer = true;
-    in.first_stage_layers = 7;
-    in.last_stage_layers = 6;
-    in.moe_token_dispatcher = "flex";
+    core::JobInputs in = test::deepseek_v3_on_512_h800();
     in.mtp_num_layers = mtp;
     return in;
 }

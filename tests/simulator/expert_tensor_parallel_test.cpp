@@ -123,7 +123,7 @@ TEST(ExpertTensorParallel, StagesHoldTheirExpertShardAndReduceOverExpertData) {
     EXPECT_EQ(wide.plan.expert_dp(), 4);
     // The report names the folding.
     std::ostringstream text;
-    simulator::print_report(
-        simulator::simulate(whole, test::preset_profile(whole.cluster.device)), text);
+    simulator::print_report(simulator::simulate(whole, test::preset_profile(whole.cluster.device)),
+                            text);
     EXPECT_NE(text.str().find("ep 16 · etp 1"), std::string::npos) << text.str();
 }

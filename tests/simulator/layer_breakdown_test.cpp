@@ -1,5 +1,6 @@
 // The per-operation breakdown behind `simulate --layer-ops`: one table per kind of layer, the
 // same operations and seconds the cost model adds up.
+#include "../support/moe_jobs.h"
 #include "../support/preset_profile.h"
 #include "trident/core/job_loader.h"
 #include "trident/simulator/cost_model.h"
@@ -13,20 +14,7 @@ using namespace trident;
 namespace {
 
 core::JobSpec deepseek_job() {
-    core::JobInputs in;
-    in.model = "deepseek-v3";
-    in.cluster = "hgx-h800";
-    in.nodes = 64;
-    in.pp = 8;
-    in.ep = 64;
-    in.dp = "auto";
-    in.micro_batch_size = 1;
-    in.global_batch_size = 1024;
-    in.seq_length = 4096;
-    in.first_stage_layers = 7;
-    in.last_stage_layers = 6;
-    in.moe_token_dispatcher = "flex";
-    return core::load_job(in);
+    return core::load_job(test::deepseek_v3_on_512_h800());
 }
 
 } // namespace

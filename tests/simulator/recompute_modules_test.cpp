@@ -1,5 +1,6 @@
 // Selective recomputation by module (Megatron-Core's --recompute-modules): what each module
 // stops keeping, counted by hand, what the backward does again, and the refusals.
+#include "../support/moe_jobs.h"
 #include "../support/preset_profile.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/presets.h"
@@ -54,22 +55,7 @@ std::multiset<std::string> recomputed(const core::ModelSpec& m, std::int64_t lay
 }
 
 core::JobInputs deepseek_inputs() {
-    core::JobInputs in;
-    in.model = "deepseek-v3";
-    in.cluster = "hgx-h800";
-    in.nodes = 64;
-    in.tp = 1;
-    in.pp = 8;
-    in.ep = 64;
-    in.dp = "auto";
-    in.micro_batch_size = 1;
-    in.global_batch_size = 1024;
-    in.seq_length = 4096;
-    in.distributed_optimizer = true;
-    in.first_stage_layers = 7;
-    in.last_stage_layers = 6;
-    in.moe_token_dispatcher = "flex";
-    return in;
+    return test::deepseek_v3_on_512_h800();
 }
 
 } // namespace
@@ -173,16 +159,7 @@ TEST(RecomputeModules, ModulesCostTimeAndSaveMemoryInAWholeStep) {
 }
 
 TEST(RecomputeModules, RefusalsNameTheFieldAndTheModel) {
-    const auto refused = [](core::JobInputs in, const std::string& field,
-                            const std::string& words) {
-        try {
-            core::load_job(in);
-            ADD_FAILURE() << "accepted";
-        } catch (const core::SpecError& e) {
-            EXPECT_EQ(e.field(), field);
-            EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-        }
-    };
+    const auto refused = test::expect_refused;
     core::JobInputs in = deepseek_inputs();
     in.recompute_modules = std::vector<std::string>{"mla_upproj"};
     refused(in, "parallel.recompute.modules[0]", "mla_up_proj");
