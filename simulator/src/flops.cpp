@@ -44,11 +44,8 @@ StepFlops step_flops(const core::JobSpec& job) {
     add(total, of(embedding_ops(job.model, v, vocab)));
     add(total, of(head_ops(job.model, v, vocab)));
     // Multi-token prediction: Megatron counts its layers, projections and logits as model FLOPs.
-    for (std::int64_t d = 0; d < job.model.mtp_num_layers; ++d) {
-        LayerView mtp = v;
-        mtp.recompute = job.recompute_at(0);
-        add(total, of(mtp_ops(job.model, mtp, vocab, d)));
-    }
+    for (std::int64_t d = 0; d < job.model.mtp_num_layers; ++d)
+        add(total, of(mtp_ops(job.model, mtp_view(job, v, d), vocab, d)));
     return total;
 }
 
