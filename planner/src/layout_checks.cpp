@@ -383,7 +383,6 @@ void LayoutChecker::check_split(const JobSpec& split_job, const std::string& spl
             job.plan = variants[v];
             job.plan.fp8 = precision;
             job.plan.token_dispatcher = best_dispatcher(job);
-            set_moe_overlaps(job.plan);
             try {
                 core::validate(job.plan);
             } catch (const core::SpecError& e) {
@@ -408,7 +407,8 @@ void LayoutChecker::check_split(const JobSpec& split_job, const std::string& spl
                 if (precision.enabled()) fp8_verdict[v] = verdict;
                 if (!verdict.fits) continue;
             }
-            set_moe_overlaps(job.plan); // Megatron runs neither beside some recomputations
+            // After the recomputation is chosen: Megatron runs neither beside some of them.
+            set_moe_overlaps(job.plan);
             const bool no_recompute = job.plan.recompute.granularity == RecomputeGranularity::none;
             out.feasible.push_back({job, verdict.why, split_reason, verdict.peak,
                                     lower_bound_s(job, profile_, parameters, layer_costs_)});

@@ -183,7 +183,8 @@ LossBytes loss_bytes(const core::JobSpec& job) {
     const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
     const double norm_output = eb * T * double(m.hidden_size) / sd;
     const double logits = 4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
-    LossBytes out{2.0 * norm_output + logits, norm_output + logits};
+    const LossBytes head{2.0 * norm_output + logits, norm_output + logits};
+    LossBytes out = head;
     // Each multi-token-prediction module keeps, besides its layer's activations, the next
     // tokens' embeddings (enorm's input), the projection's 2h-wide input and a loss of its own.
     for (std::int64_t d = 0; d < m.mtp_num_layers; ++d) {
@@ -191,10 +192,8 @@ LossBytes loss_bytes(const core::JobSpec& job) {
         const std::int64_t layer = m.num_layers + d;
         const double eh_input =
             (v.fp8 != core::Fp8Recipe::none ? 1.0 : eb) * 2.0 * T * double(m.hidden_size) / sd;
-        out.stored +=
-            norm_output + eh_input + activation_bytes(m, v, layer) + 2.0 * norm_output + logits;
-        out.weight_state +=
-            eh_input + weight_gradient_state_bytes(m, v, layer) + norm_output + logits;
+        out.stored += norm_output + eh_input + activation_bytes(m, v, layer) + head.stored;
+        out.weight_state += eh_input + weight_gradient_state_bytes(m, v, layer) + head.weight_state;
     }
     return out;
 }
