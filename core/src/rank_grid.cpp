@@ -8,7 +8,8 @@ namespace trident::core {
 
 RankGrid::RankGrid(const ParallelPlan& plan)
     : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp), ep_(plan.ep), etp_(plan.expert_tp()),
-      edp_(0), instances_(plan.sharding.instances) {
+      edp_(0), instances_(plan.sharding.instances),
+      ends_on_one_rank_(placement_of(plan.schedule) == StagePlacement::v_shape) {
     if (tp_ < 1 || cp_ < 1 || dp_ < 1 || pp_ < 1 || ep_ < 1 || etp_ < 1)
         throw SpecError("parallel", "rank grid needs positive degrees");
     if (!plan.expert_grid_tiles())
@@ -110,6 +111,7 @@ std::vector<std::int64_t> RankGrid::group_of(GroupKind kind, std::int64_t r) con
         break;
     }
     case GroupKind::embedding:
+        if (ends_on_one_rank_) break;            // summed on pipeline rank 0 itself
         if (c.pp != 0 && c.pp != pp_ - 1) break; // middle stages hold no embedding
         members.push_back(rank(c.tp, c.cp, c.dp, 0));
         if (pp_ > 1) members.push_back(rank(c.tp, c.cp, c.dp, pp_ - 1));

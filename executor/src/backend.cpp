@@ -28,6 +28,9 @@ void require_supported_on_cuda(const core::JobSpec& job) {
     };
     if (m.moe) no("model.moe", "mixture of experts");
     if (p.cp > 1) no("parallel.cp", "context parallelism");
+    // Their twin chunks and one-rank tied embedding are summed on the host (model_copies.h).
+    if (core::holds_two_chunks(p.schedule))
+        no("parallel.schedule", "schedule \"" + core::to_string(p.schedule) + "\"");
     // What the flash-attention kernels take (kernels/cuda/flash_attention.h).
     if (m.head_dim != 64 && m.head_dim != 128)
         throw core::SpecError("model.head_dim", "the CUDA backend's flash attention takes head "

@@ -102,6 +102,8 @@ void agree(MPI_Comm world, const std::string& field, const std::string& local_er
 }
 
 // What must match between the run and a checkpoint for the shards to mean the same thing.
+constexpr std::string_view kStagePlacementNames[] = {"loop", "v_shape", "two_copies"};
+
 core::Json layout_of(const core::JobSpec& job, int world_size) {
     const core::ParallelPlan& p = job.plan;
     return {{"tp", p.tp},
@@ -111,7 +113,11 @@ core::Json layout_of(const core::JobSpec& job, int world_size) {
             {"pp", p.pp},
             {"vpp", p.vpp},
             {"distributed_optimizer", p.distributed_optimizer},
-            {"world_size", world_size}};
+            {"world_size", world_size},
+            // Where the stages sit (loop, V or two copies) and how many layers each holds:
+            // the same degrees with another placement or split are another layout.
+            {"stage_placement", kStagePlacementNames[std::size_t(core::placement_of(p.schedule))]},
+            {"layers_per_stage", job.pipeline_split().layers}};
 }
 
 std::string describe_layout(const core::Json& l) {
@@ -120,6 +126,12 @@ std::string describe_layout(const core::Json& l) {
       << " · dp " << l.value("dp", 0) << " · pp " << l.value("pp", 0) << " · vpp "
       << l.value("vpp", 0)
       << (l.value("distributed_optimizer", false) ? " · distributed optimizer" : "");
+    if (l.contains("stage_placement") && l["stage_placement"] != "loop")
+        s << " · " << l["stage_placement"].get<std::string>() << " stages";
+    if (l.contains("layers_per_stage")) {
+        s << " · layers";
+        for (const auto& n : l["layers_per_stage"]) s << " " << n.get<std::int64_t>();
+    }
     return s.str();
 }
 

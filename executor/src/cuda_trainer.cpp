@@ -318,6 +318,12 @@ public:
         t_.nccl_.pipeline->recv_typed(slot.received_gradient.get(), hidden(w), ncclBfloat16,
                                       w.action.peer);
     }
+    void hand_activation(CudaSlot& from, CudaSlot& to) override {
+        to.received_activation = std::move(from.acts.output);
+    }
+    void hand_gradient(CudaSlot& from, CudaSlot& to) override {
+        to.received_gradient = std::move(from.acts.dinput);
+    }
     void keep_only_input_gradient(CudaSlot& slot) override {
         CudaTensor<bf16> dinput = std::move(slot.acts.dinput);
         slot.acts = CudaGptChunk::Activations{};

@@ -126,6 +126,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         top_k_ = m.moe->top_k;
         expert_ffn_ = m.moe->expert_ffn_hidden_size;
         aux_coeff_ = m.moe->aux_loss_coeff;
+        z_coeff_ = m.moe->z_loss_coeff;
         capacity_factor_ = m.moe->capacity_factor.value_or(0.0);
     }
     const std::vector<std::int64_t> offsets = allocate_tensors(layout, store, seed);
@@ -157,11 +158,15 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
                 lp.experts.push_back(
                     {at(R::expert_fc1_weight, layer, e), at(R::expert_fc1_bias, layer, e),
                      at(R::expert_fc2_weight, layer, e), at(R::expert_fc2_bias, layer, e)});
-        } else {
-            lp.fc_w = at(R::fc1_weight, layer);
-            lp.fc_b = at(R::fc1_bias, layer);
-            lp.fc2_w = at(R::fc2_weight, layer);
-            lp.fc2_b = at(R::fc2_bias, layer);
+        }
+        const bool shared = lp.moe && m.moe->shared_expert_ffn_hidden_size > 0;
+        if (!lp.moe || shared) {
+            lp.fc_w = at(shared ? R::shared_fc1_weight : R::fc1_weight, layer);
+            lp.fc_b = at(shared ? R::shared_fc1_bias : R::fc1_bias, layer);
+            lp.fc2_w = at(shared ? R::shared_fc2_weight : R::fc2_weight, layer);
+            lp.fc2_b = at(shared ? R::shared_fc2_bias : R::fc2_bias, layer);
+            lp.mlp_width =
+                shared ? m.moe->shared_expert_ffn_hidden_size / plan.tp : shape_.local_ffn;
         }
         layers_.push_back(lp);
         recompute_.push_back(job.recompute_at(layer - shape_.first_layer));
@@ -214,8 +219,7 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     Communicator& tp = comms.tensor;
     const std::int64_t layer = shape_.first_layer + std::int64_t(i);
     const std::int64_t NLH = shape_.rows * shape_.hidden,
-                       Wl = (shape_.local_heads + 2 * shape_.local_kv_groups) * shape_.head_dim,
-                       gate = swiglu_ ? 2 : 1;
+                       Wl = (shape_.local_heads + 2 * shape_.local_kv_groups) * shape_.head_dim;
     const LayerParams& lp = layers_[i];
     // x holds this rank's rows; the GEMMs and attention see all N rows.
     L.x_in = x;
@@ -254,24 +258,34 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     L.ln2 = gather_rows(std::move(normed), tp);
     if (lp.moe) {
         moe_forward(lp, L, y, comms.expert); // experts see whole tokens: tp is 1 for MoE here
+        if (lp.mlp_width > 0) {              // shared experts: every token, beside the routed
+            const Vec shared = mlp_forward(lp, L, tp);
+            for (std::int64_t j = 0; j < NLH; ++j) y[std::size_t(j)] += shared[std::size_t(j)];
+        }
     } else {
-        L.fc.resize(std::size_t(shape_.tokens * gate * shape_.local_ffn));
-        k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr,
-                          shape_.tokens, shape_.hidden, gate * shape_.local_ffn);
-        L.act.resize(std::size_t(shape_.tokens * shape_.local_ffn));
-        if (swiglu_)
-            k::swiglu_forward(L.act.data(), L.fc.data(), shape_.tokens, shape_.local_ffn);
-        else
-            k::gelu_forward(L.act.data(), L.fc.data(), shape_.tokens * shape_.local_ffn);
-        y.resize(std::size_t(shape_.tokens * shape_.hidden)); // fully overwritten by the GEMM
-        k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, shape_.tokens,
-                          shape_.local_ffn, shape_.hidden);
-        y = reduce_rows(std::move(y), tp);
-        if (bias_) add_bias(y.data(), p(lp.fc2_b), shape_.rows, shape_.hidden);
+        y = mlp_forward(lp, L, tp);
     }
     if (dropping(a)) drop_rows(y, mlp_out, layer, a);
     for (std::int64_t j = 0; j < NLH; ++j)
         x[std::size_t(j)] = L.x_mid[std::size_t(j)] + y[std::size_t(j)];
+}
+
+Vec GptChunk::mlp_forward(const LayerParams& lp, Layer& L, Communicator& tp) const {
+    const std::int64_t F = lp.mlp_width, gate = swiglu_ ? 2 : 1;
+    L.fc.resize(std::size_t(shape_.tokens * gate * F));
+    k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr,
+                      shape_.tokens, shape_.hidden, gate * F);
+    L.act.resize(std::size_t(shape_.tokens * F));
+    if (swiglu_)
+        k::swiglu_forward(L.act.data(), L.fc.data(), shape_.tokens, F);
+    else
+        k::gelu_forward(L.act.data(), L.fc.data(), shape_.tokens * F);
+    Vec y(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
+    k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, shape_.tokens, F,
+                      shape_.hidden);
+    y = reduce_rows(std::move(y), tp);
+    if (bias_) add_bias(y.data(), p(lp.fc2_b), shape_.rows, shape_.hidden);
+    return y;
 }
 
 void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
@@ -301,6 +315,7 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
     for (std::size_t i = 0; i < layers_.size(); ++i) {
         Layer& L = a.layers[i];
         layer_forward(i, L, x, comms, a);
+        a.router_loss += L.moe.router_loss;
         if (recompute_[i] == core::RecomputeGranularity::full) {
             Vec input = std::move(L.x_in);
             L = Layer{};

@@ -51,7 +51,8 @@ void GptChunk::linear_weight_gradient(const LayerParams& lp, Layer& L, Linear wh
                                   shape_.tokens, C, OC);
         if (release_inputs) {
             release(dout);
-            release(in);
+            // An MoE layer's shared experts read L.ln2 with the router: its W frees it.
+            if (&in != &L.ln2 || !lp.moe) release(in);
         }
     };
     switch (which) {
@@ -61,9 +62,9 @@ void GptChunk::linear_weight_gradient(const LayerParams& lp, Layer& L, Linear wh
         return grad(lp.proj_w, lp.proj_b, L.d_proj_out, L.att, shape_.local_heads * shape_.head_dim,
                     shape_.hidden);
     case Linear::fc1:
-        return grad(lp.fc_w, lp.fc_b, L.d_fc, L.ln2, shape_.hidden, gate * shape_.local_ffn);
+        return grad(lp.fc_w, lp.fc_b, L.d_fc, L.ln2, shape_.hidden, gate * lp.mlp_width);
     case Linear::fc2:
-        return grad(lp.fc2_w, lp.fc2_b, L.d_fc2_out, L.act, shape_.local_ffn, shape_.hidden);
+        return grad(lp.fc2_w, lp.fc2_b, L.d_fc2_out, L.act, lp.mlp_width, shape_.hidden);
     }
 }
 
@@ -115,8 +116,7 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
     Layer& L = a.layers[i];
     const std::int64_t layer = shape_.first_layer + std::int64_t(i);
     const std::int64_t NH = shape_.tokens * shape_.hidden,
-                       Wl = (shape_.local_heads + 2 * shape_.local_kv_groups) * shape_.head_dim,
-                       gate = swiglu_ ? 2 : 1;
+                       Wl = (shape_.local_heads + 2 * shape_.local_kv_groups) * shape_.head_dim;
     const auto weights = [&](auto&& work) {
         if (fused) timed(a.weight_gradient_s, work);
     };
@@ -132,31 +132,16 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
     // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))) — or the experts'.
     Vec d_ln2(static_cast<std::size_t>(NH), 0.0f);
     if (lp.moe) {
-        moe_backward(lp, L, branch_gradient(dx, mlp_out, layer, a), d_ln2, loss_scale,
-                     comms.expert);
+        const Vec dy = branch_gradient(dx, mlp_out, layer, a);
+        moe_backward(lp, L, dy, d_ln2, loss_scale, comms.expert);
         note_peak();
+        if (lp.mlp_width > 0) { // the shared experts' B (and W) before the router's W frees ln2
+            const Vec shared = mlp_backward(lp, L, dy, a, tp, fused);
+            for (std::int64_t j = 0; j < NH; ++j) d_ln2[std::size_t(j)] += shared[std::size_t(j)];
+        }
         weights([&] { moe_weight_gradients(lp, L, true); });
     } else {
-        L.d_fc2_out = gather_rows(branch_gradient(dx, mlp_out, layer, a), tp);
-        note_peak();
-        Vec d_act(static_cast<std::size_t>(shape_.tokens * shape_.local_ffn), 0.0f);
-        k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), shape_.tokens,
-                                 shape_.local_ffn, shape_.hidden);
-        weights([&] { linear_weight_gradient(lp, L, Linear::fc2, true); });
-        L.d_fc.assign(std::size_t(shape_.tokens * gate * shape_.local_ffn), 0.0f);
-        if (swiglu_)
-            k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), shape_.tokens,
-                               shape_.local_ffn);
-        else
-            k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(),
-                             shape_.tokens * shape_.local_ffn);
-        note_peak();
-        release(d_act);
-        release(L.fc);
-        k::matmul_backward_input(d_ln2.data(), L.d_fc.data(), p(lp.fc_w), shape_.tokens,
-                                 shape_.hidden, gate * shape_.local_ffn);
-        weights([&] { linear_weight_gradient(lp, L, Linear::fc1, true); });
-        d_ln2 = reduce_rows(std::move(d_ln2), tp); // column-parallel input gradient
+        d_ln2 = mlp_backward(lp, L, branch_gradient(dx, mlp_out, layer, a), a, tp, fused);
     }
     // dx becomes the gradient of x_mid: the residual's plus the norm's.
     norm_backward(dx.data(), d_ln2.data(), L.x_mid.data(), L.ln2_mean.data(), L.ln2_rstd.data(),
@@ -189,6 +174,34 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
                   lp.ln1_w, lp.ln1_b);
     // What remains is what W needs (nothing, after a fused backward).
     for (Vec* v : {&L.x_in, &L.ln1_mean, &L.ln1_rstd}) release(*v);
+}
+
+Vec GptChunk::mlp_backward(const LayerParams& lp, Layer& L, Vec dy, Activations& a,
+                           Communicator& tp, bool fused) const {
+    const std::int64_t F = lp.mlp_width, gate = swiglu_ ? 2 : 1;
+    const auto weights = [&](auto&& work) {
+        if (fused) timed(a.weight_gradient_s, work);
+    };
+    const auto note_peak = [&] { a.peak_bytes = std::max(a.peak_bytes, a.bytes()); };
+    L.d_fc2_out = gather_rows(std::move(dy), tp);
+    note_peak();
+    Vec d_act(static_cast<std::size_t>(shape_.tokens * F), 0.0f);
+    k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), shape_.tokens, F,
+                             shape_.hidden);
+    weights([&] { linear_weight_gradient(lp, L, Linear::fc2, true); });
+    L.d_fc.assign(std::size_t(shape_.tokens * gate * F), 0.0f);
+    if (swiglu_)
+        k::swiglu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), shape_.tokens, F);
+    else
+        k::gelu_backward(L.d_fc.data(), L.fc.data(), d_act.data(), shape_.tokens * F);
+    note_peak();
+    release(d_act);
+    release(L.fc);
+    Vec d_in(static_cast<std::size_t>(shape_.tokens * shape_.hidden), 0.0f);
+    k::matmul_backward_input(d_in.data(), L.d_fc.data(), p(lp.fc_w), shape_.tokens, shape_.hidden,
+                             gate * F);
+    weights([&] { linear_weight_gradient(lp, L, Linear::fc1, true); });
+    return reduce_rows(std::move(d_in), tp); // column-parallel input gradient
 }
 
 void GptChunk::backward_pass(Activations& a, const float* dout, float loss_scale,
@@ -243,12 +256,11 @@ void GptChunk::backward_weight(Activations& a) const {
         Layer& L = a.layers[i];
         linear_weight_gradient(lp, L, Linear::qkv, true);
         linear_weight_gradient(lp, L, Linear::proj, true);
-        if (lp.moe) {
-            moe_weight_gradients(lp, L, true);
-        } else {
+        if (lp.mlp_width > 0) { // the dense MLP, or the shared experts (before the router)
             linear_weight_gradient(lp, L, Linear::fc1, true);
             linear_weight_gradient(lp, L, Linear::fc2, true);
         }
+        if (lp.moe) moe_weight_gradients(lp, L, true);
     }
     if (last_) head_weight_gradient(a, true);
     if (first_) embedding_weight_gradient(a, true);

@@ -46,6 +46,8 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
     s.topk.resize(std::size_t(shape_.tokens * K));
     s.gates.resize(std::size_t(shape_.tokens * K));
     s.load.assign(std::size_t(E), 0.0f);
+    if (z_coeff_ > 0) s.lse.resize(std::size_t(shape_.tokens));
+    double z_sum = 0.0;
     for (std::int64_t n = 0; n < shape_.tokens; ++n) {
         const float* l = logits.data() + n * E;
         float* pr = s.probs.data() + n * E;
@@ -53,6 +55,10 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
         for (std::int64_t e = 0; e < E; ++e) max = std::fmax(max, l[e]);
         for (std::int64_t e = 0; e < E; ++e) sum += (pr[e] = std::exp(l[e] - max));
         for (std::int64_t e = 0; e < E; ++e) pr[e] /= sum;
+        if (z_coeff_ > 0) {
+            s.lse[std::size_t(n)] = max + std::log(sum);
+            z_sum += double(s.lse[std::size_t(n)]) * double(s.lse[std::size_t(n)]);
+        }
         std::vector<std::int32_t> order(static_cast<std::size_t>(E));
         for (std::int64_t e = 0; e < E; ++e) order[std::size_t(e)] = std::int32_t(e);
         std::partial_sort(order.begin(), order.begin() + K, order.end(),
@@ -68,6 +74,16 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
             s.load[std::size_t(e)] += 1.0f / float(shape_.tokens * K);
         }
     }
+    // The router losses' value: Fedus et al. 2021's coeff · E · Σ_e f_e · P_e (P_e the mean
+    // probability of expert e) and ST-MoE's z-loss, coeff · mean over tokens of lse².
+    double balance = 0.0;
+    for (std::int64_t e = 0; e < E; ++e) {
+        double mean_probability = 0.0;
+        for (std::int64_t n = 0; n < shape_.tokens; ++n)
+            mean_probability += s.probs[std::size_t(n * E + e)];
+        balance += double(s.load[std::size_t(e)]) * mean_probability / double(shape_.tokens);
+    }
+    s.router_loss = aux_coeff_ * double(E) * balance + z_coeff_ * z_sum / double(shape_.tokens);
     // With a capacity factor each expert takes at most ⌈cf · N·k / E⌉ of this rank's slots, in
     // token order; the rest are dropped (their output is zero, as in GShard and Switch).
     std::vector<std::int64_t> taken(static_cast<std::size_t>(E), 0);
@@ -257,9 +273,15 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
                 (d_gate[std::size_t(n * K + j)] - weighted) / chosen;
         float dot = 0.0f;
         for (std::int64_t e = 0; e < E; ++e) dot += pr[e] * d_prob[std::size_t(e)];
+        // The z-loss (Zoph et al. 2022, ST-MoE): d(coeff · mean lse²)/d logit = coeff · 2 ·
+        // lse / N · softmax, straight onto the logits.
+        const float z = z_coeff_ > 0 ? loss_scale * float(z_coeff_) * 2.0f * s.lse[std::size_t(n)] /
+                                           float(shape_.tokens)
+                                     : 0.0f;
         for (std::int64_t e = 0; e < E; ++e)
-            s.d_logits[std::size_t(n * E + e)] = pr[e] * (d_prob[std::size_t(e)] - dot);
+            s.d_logits[std::size_t(n * E + e)] = pr[e] * (d_prob[std::size_t(e)] - dot + z);
     }
+    Vec().swap(s.lse);
     k::matmul_backward_input(d_ln2.data(), s.d_logits.data(), p(lp.router_w), shape_.tokens,
                              shape_.hidden, E);
     Vec().swap(s.probs);

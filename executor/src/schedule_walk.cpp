@@ -78,6 +78,15 @@ WalkAction ScheduleWalk::describe(std::size_t index, bool forward_only) const {
     return w;
 }
 
+std::optional<std::int32_t> ScheduleWalk::local_neighbour(const WalkAction& a,
+                                                          std::int32_t step) const {
+    const std::int32_t vs = a.virtual_stage + step;
+    if (vs < 0 || vs >= schedule_.virtual_stages()) return std::nullopt;
+    const std::int32_t mb = a.action.microbatch;
+    if (schedule_.rank_of(mb, vs) != rank_) return std::nullopt;
+    return schedule_.chunk_of(mb, vs);
+}
+
 core::TraceEvent ScheduleWalk::event_of(const WalkAction& a, double p2p_bytes,
                                         std::int32_t world_rank) const {
     core::TraceEvent e;

@@ -9,6 +9,8 @@
 // - one Slot per live (micro-batch, chunk): created at its first action, reduced to B's input
 //   gradient when its W is done, dropped after its last forward-only use, all dropped when the
 //   rank's sends have completed;
+// - a hop between two chunks of one rank (no send or receive in the schedule) handed over in
+//   memory;
 // - the fused backward (core::fuses_backward) flagged on both its B and its W;
 // - the activation peak over the live slots, and the trace hooks around every action.
 // A new schedule kind therefore needs no executor change: it is data the walk follows.
@@ -17,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -48,6 +51,12 @@ public:
     virtual void recv_activation(const WalkAction& a, Slot& slot) = 0;
     virtual void send_gradient(const WalkAction& a, Slot& slot) = 0;
     virtual void recv_gradient(const WalkAction& a, Slot& slot) = 0;
+    // A hop between two chunks of this rank (the turn of a V-shaped schedule) has no send or
+    // receive: the tensor moves in memory, as the receive would have delivered it — the
+    // previous chunk's output into `to` before its F, the next chunk's input gradient into
+    // `to` before its B.
+    virtual void hand_activation(Slot& from, Slot& to) = 0;
+    virtual void hand_gradient(Slot& from, Slot& to) = 0;
     // W is done: the slot keeps only B's input gradient, which its send still needs.
     virtual void keep_only_input_gradient(Slot& slot) = 0;
     // Completes every send this rank posted (the slots are dropped after it).
@@ -111,6 +120,9 @@ public:
 private:
     // The WalkAction of this rank's action `index`.
     WalkAction describe(std::size_t index, bool forward_only) const;
+    // The chunk of this rank that holds the virtual stage `step` away on a's micro-batch's
+    // path, when this rank holds it; none at either end of the path or on another rank.
+    std::optional<std::int32_t> local_neighbour(const WalkAction& a, std::int32_t step) const;
     core::TraceEvent event_of(const WalkAction& a, double p2p_bytes, std::int32_t world_rank) const;
 
     core::Schedule schedule_;
@@ -135,21 +147,35 @@ WalkResult ScheduleWalk::run(ActionBodies<Slot>& bodies, const WalkOptions& opti
         bool drop = false; // forward-only: this slot has served its last use
         switch (a.action.kind) {
         case core::ActionKind::forward:
+            if (const auto from = local_neighbour(a, -1)) {
+                bodies.hand_activation(slots.at({a.action.microbatch, *from}), slot);
+                if (a.forward_only) slots.erase({a.action.microbatch, *from});
+            }
             bodies.forward(a, slot);
             drop = a.forward_only && a.last_stage;
             break;
         case core::ActionKind::backward_input:
+            if (const auto from = local_neighbour(a, +1))
+                bodies.hand_gradient(slots.at({a.action.microbatch, *from}), slot);
             fused_weight_s = bodies.backward_input(a, slot);
             if (!a.fused) fused_weight_s = 0.0;
             break;
-        case core::ActionKind::backward_weight: bodies.backward_weight(a, slot); break;
+        case core::ActionKind::backward_weight:
+            bodies.backward_weight(a, slot);
+            break;
         case core::ActionKind::send_activation:
             bodies.send_activation(a, slot);
             drop = a.forward_only; // sends copy their buffer
             break;
-        case core::ActionKind::recv_activation: bodies.recv_activation(a, slot); break;
-        case core::ActionKind::send_gradient: bodies.send_gradient(a, slot); break;
-        case core::ActionKind::recv_gradient: bodies.recv_gradient(a, slot); break;
+        case core::ActionKind::recv_activation:
+            bodies.recv_activation(a, slot);
+            break;
+        case core::ActionKind::send_gradient:
+            bodies.send_gradient(a, slot);
+            break;
+        case core::ActionKind::recv_gradient:
+            bodies.recv_gradient(a, slot);
+            break;
         }
         if (options.tracer) options.tracer->end(a.fused ? fused_weight_s : 0.0);
         if (a.action.kind == core::ActionKind::backward_weight) {
@@ -162,7 +188,8 @@ WalkResult ScheduleWalk::run(ActionBodies<Slot>& bodies, const WalkOptions& opti
         double live = 0.0;
         for (const auto& [k, s] : slots) live += bodies.held_bytes(s);
         if (a.action.kind == core::ActionKind::backward_input)
-            live = std::max(live, live - bodies.held_bytes(slot) + bodies.backward_peak_bytes(slot));
+            live =
+                std::max(live, live - bodies.held_bytes(slot) + bodies.backward_peak_bytes(slot));
         result.peak_activation_bytes = std::max(result.peak_activation_bytes, live);
     }
     bodies.wait_sends();

@@ -1,6 +1,7 @@
 #include "trident/executor/trainer.h"
 
 #include "host_memory.h"
+#include "model_copies.h"
 #include "partial_sums.h"
 #include "schedule_walk.h"
 #include "trident/core/hash.h"
@@ -12,6 +13,7 @@
 #include "trident/executor/mpi.h"
 #include "trident/kernels/cpu.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -37,9 +39,9 @@ void require_supported(const core::JobSpec& job) {
         if (p.distributed_optimizer)
             no("parallel.distributed_optimizer",
                "the distributed optimizer with mixture of experts");
-        if (e.shared_expert_ffn_hidden_size > 0)
-            no("model.moe.shared_expert_ffn_hidden_size", "shared experts");
-        if (e.z_loss_coeff > 0) no("model.moe.z_loss_coeff", "the router z-loss");
+        if (e.router_num_groups > 0)
+            no("model.moe.router_num_groups",
+               "group-limited routing (" + std::to_string(e.router_num_groups) + " groups)");
     }
     if (job.model.mla) no("model.mla", "multi-head latent attention");
     if (job.model.mtp_num_layers > 0)
@@ -51,10 +53,6 @@ void require_supported(const core::JobSpec& job) {
         no("parallel.recompute.modules",
            "selective recomputation of " + core::recompute_modules_text(p.recompute.modules) +
                " (the executors recompute core_attn, or whole layers with granularity full)");
-    if (core::holds_two_chunks(p.schedule))
-        no("parallel.schedule", "schedule \"" + core::to_string(p.schedule) +
-                                    "\" (simulate and plan time it; run takes gpipe, 1f1b, "
-                                    "interleaved-1f1b or zero-bubble-h1)");
     if (p.zero_stage() >= 2)
         no("parallel.data_parallel_sharding_strategy",
            std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +
@@ -236,9 +234,15 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
         core::state_bytes_per_parameter(core::cpu_executor_precision(), optimizer_shards(job.plan)),
         "fp32 parameters, gradients and Adam state");
     const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
-    for (std::int32_t c = 0; c < job.plan.vpp; ++c)
+    std::size_t first_chunk1_tensor = 0;
+    for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
+        if (c == 1) first_chunk1_tensor = store_.tensors.size();
         chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),
                              int(groups.coord.cp), store_, seed);
+    }
+    if (core::placement_of(job.plan.schedule) == core::StagePlacement::two_copies)
+        twins_ = std::make_unique<DualPipeTwins>(store_, first_chunk1_tensor, *groups.pipeline,
+                                                 pp_rank, job.plan.pp);
     shard_ = optimizer_shard(store_, job.plan.distributed_optimizer, groups.data->size(),
                              groups.data->rank(), groups.coord.tp);
     store_.values.resize(std::size_t(shard_.padded_size), 0.0f);
@@ -333,6 +337,12 @@ public:
         groups_.pipeline->recv(slot.received_gradient.data(), hidden(w), w.action.peer,
                                tag(w.virtual_stage, w.action.microbatch, true));
     }
+    void hand_activation(CpuSlot& from, CpuSlot& to) override {
+        to.received_activation = std::move(from.acts.output);
+    }
+    void hand_gradient(CpuSlot& from, CpuSlot& to) override {
+        to.received_gradient = std::move(from.acts.dinput);
+    }
     void keep_only_input_gradient(CpuSlot& slot) override {
         Vec dinput = std::move(slot.acts.dinput);
         slot.acts = GptChunk::Activations{};
@@ -380,8 +390,10 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
         walk_->run(bodies, {forward_only, tracer ? &*tracer : nullptr, groups_.world_rank});
     stats.peak_activation_bytes =
         std::max(stats.peak_activation_bytes, walked.peak_activation_bytes);
-    stats.loss = step_loss(bodies.loss_sum() / double(m), chunks_.back().last(), groups_.coord.tp,
-                           job_.plan.dp, *groups_.world);
+    const bool last =
+        std::any_of(chunks_.begin(), chunks_.end(), [](const GptChunk& c) { return c.last(); });
+    stats.loss = step_loss(bodies.loss_sum() / double(m), last, groups_.coord.tp, job_.plan.dp,
+                           *groups_.world);
 }
 
 double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
@@ -389,6 +401,9 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     const core::TrainingSpec& t = job_.training;
     float* grads = store_.grads.data();
     sum_partial_gradients(job_, store_, grads, groups_.embedding.get(), *groups_.tensor);
+    if (core::placement_of(p.schedule) == core::StagePlacement::v_shape)
+        sum_tied_embedding_locally(job_, store_, grads);
+    if (twins_) twins_->sum_gradients(grads);
     // Data parallelism: gradients summed over the data ranks, in buckets (Megatron's DDP), or
     // reduce-scattered so each rank gets the sum over its shard (distributed optimizer).
     Communicator& data = *groups_.data;
@@ -439,6 +454,7 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
         data.all_gather(params, gathered.data(), std::size_t(shard_.size));
         store_.values = std::move(gathered);
     }
+    if (twins_) twins_->copy_parameters(store_.values.data());
     return stats.grad_norm;
 }
 

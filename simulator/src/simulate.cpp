@@ -155,8 +155,10 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
             cost.chunk(r, c).backward_input.total_s() + cost.chunk(r, c).backward_weight.total_s();
     StepTail t;
     reduce_gradients(x, last_backward_s, t);
-    // Tied embeddings across stages: first and last stage sum their embedding gradients.
-    if (job.model.tied_embeddings && p.pp > 1 && (r == 0 || r == p.pp - 1))
+    // Tied embeddings across stages: first and last stage sum their embedding gradients
+    // (V-shaped schedules hold both on rank 0, which adds them locally).
+    if (job.model.tied_embeddings && p.pp > 1 && (r == 0 || r == p.pp - 1) &&
+        core::placement_of(p.schedule) != core::StagePlacement::v_shape)
         t.embedding_sync_s =
             cost.collective_s(GroupKind::embedding, r, Collective::all_reduce,
                               double(job.model.padded_vocab_size(p.tp)) *

@@ -85,6 +85,10 @@ TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
     sp.devices_per_node = 2;
     sp.sequence_parallel = true;
     EXPECT_NO_THROW(executor::require_supported_on_cuda(job_with(sp)));
+    core::JobInputs v = dense; // the CPU backend runs the two-chunk schedules, CUDA not yet
+    v.schedule = "zero-bubble-v";
+    EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(v)); }).substr(0, 18),
+              "parallel.schedule:");
 }
 
 ParameterStore store_of(const std::vector<std::int64_t>& sizes) {

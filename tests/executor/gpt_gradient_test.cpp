@@ -41,8 +41,9 @@ struct Harness {
         a.tokens = tokens.data();
         a.targets = targets.data();
         chunk->forward(a, {*self, *self, *self});
-        return a.loss;
+        return a.loss + (with_router_loss ? a.router_loss : 0.0);
     }
+    bool with_router_loss = false; // the function the gradient differentiates includes them
     void gradients() {
         std::fill(store.grads.begin(), store.grads.end(), 0.0f);
         executor::GptChunk::Activations a;
@@ -55,8 +56,9 @@ struct Harness {
 };
 
 void check(const std::string& model, const std::vector<std::string>& tensors,
-           double aux_free_tolerance) {
+           double aux_free_tolerance, bool with_router_loss = false) {
     Harness h(model);
+    h.with_router_loss = with_router_loss;
     h.gradients();
     for (const auto& name : tensors) {
         const auto it = std::find_if(h.store.tensors.begin(), h.store.tensors.end(),
@@ -113,6 +115,15 @@ TEST(GptGradient, MixtureOfExperts) {
           {"layer.1.router.weight", "layer.1.expert.0.fc1.weight", "layer.2.expert.3.fc2.weight",
            "layer.3.norm2.weight", "output.weight"},
           0.1);
+}
+
+TEST(GptGradient, SharedExpertsAndRouterLosses) {
+    // A shared expert beside the routed ones, the load-balancing loss and the z-loss: the
+    // reported value of the router losses added to the loss is what the gradient describes.
+    check(std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-shared.json",
+          {"layer.1.router.weight", "layer.1.shared.fc1.weight", "layer.2.shared.fc2.weight",
+           "layer.2.expert.1.fc1.weight", "layer.3.norm2.weight", "output.weight"},
+          0.1, true);
 }
 
 int main(int argc, char** argv) {

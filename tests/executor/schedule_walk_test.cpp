@@ -37,6 +37,16 @@ public:
     void recv_activation(const WalkAction& a, RecordedSlot& s) override { record(a, s, 0.0); }
     void send_gradient(const WalkAction& a, RecordedSlot& s) override { record(a, s, 0.0); }
     void recv_gradient(const WalkAction& a, RecordedSlot& s) override { record(a, s, 0.0); }
+    // (micro-batch, chunk) of the giving and the taking slot of each in-memory hop.
+    std::vector<std::pair<std::int32_t, std::int32_t>> activation_hops, gradient_hops;
+    void hand_activation(RecordedSlot& from, RecordedSlot& to) override {
+        EXPECT_GE(from.id, 0) << "handed from a slot that never ran";
+        activation_hops.push_back({from.id, to.id});
+    }
+    void hand_gradient(RecordedSlot& from, RecordedSlot& to) override {
+        EXPECT_GE(from.id, 0) << "handed from a slot that never ran";
+        gradient_hops.push_back({from.id, to.id});
+    }
     void keep_only_input_gradient(RecordedSlot& s) override {
         ++keep_only_calls;
         s.bytes = 0.0;
@@ -65,6 +75,9 @@ std::vector<std::tuple<ScheduleKind, std::int32_t, std::int32_t, std::int32_t>> 
             for (std::int32_t m : {1, 3, 8}) out.emplace_back(kind, p, 1, m);
     for (std::int32_t p : {2, 4})
         for (std::int32_t v : {2, 3}) out.emplace_back(ScheduleKind::interleaved_1f1b, p, v, 2 * p);
+    for (auto kind : {ScheduleKind::zero_bubble_v, ScheduleKind::dualpipev, ScheduleKind::dualpipe})
+        for (std::int32_t p : {2, 4})
+            for (std::int32_t m : {2 * p, 3 * p + 2}) out.emplace_back(kind, p, 2, m);
     return out;
 }
 
@@ -158,6 +171,35 @@ TEST(ScheduleWalk, RefusesAMalformedScheduleBeforeRunningIt) {
     EXPECT_THROW(ScheduleWalk(broken, 0), core::InternalError);
     EXPECT_THROW(ScheduleWalk(core::make_schedule(ScheduleKind::gpipe, 2, 1, 2), 2),
                  core::InternalError);
+}
+
+// The turn of a V (stage p − 1 to stage p, both on the last pipeline rank) has no send or
+// receive: the walk hands chunk 0's output to chunk 1 before its F and chunk 1's input gradient
+// to chunk 0 before its B, once per micro-batch; no other rank and no DualPipe rank hands over.
+TEST(ScheduleWalk, TheTurnOfAVIsHandedOverInMemory) {
+    for (auto kind : {ScheduleKind::zero_bubble_v, ScheduleKind::dualpipev, ScheduleKind::dualpipe})
+        for (std::int32_t p : {1, 2, 4}) {
+            if (p == 1 && kind == ScheduleKind::dualpipe) continue; // needs an even p
+            const std::int32_t m = 2 * std::max(p, 2);
+            const core::Schedule schedule = core::make_schedule(kind, p, 2, m);
+            for (std::int32_t r = 0; r < p; ++r) {
+                RecordingBodies bodies;
+                ScheduleWalk(schedule, r).run(bodies, {false, nullptr, 0});
+                const bool turns = kind != ScheduleKind::dualpipe && r == p - 1;
+                const std::string where = core::to_string(kind) + " p " + std::to_string(p) +
+                                          " rank " + std::to_string(r);
+                ASSERT_EQ(bodies.activation_hops.size(), turns ? std::size_t(m) : 0u) << where;
+                ASSERT_EQ(bodies.gradient_hops.size(), turns ? std::size_t(m) : 0u) << where;
+                for (const auto& [from, to] : bodies.activation_hops) {
+                    EXPECT_EQ(from % 1000, 0) << where; // chunk 0 gives
+                    EXPECT_EQ(to, -1) << where;         // to chunk 1's fresh slot, before its F
+                }
+                for (const auto& [from, to] : bodies.gradient_hops) {
+                    EXPECT_EQ(from % 1000, 1) << where;
+                    EXPECT_EQ(to, from - 1) << where; // the same micro-batch's chunk 0
+                }
+            }
+        }
 }
 
 } // namespace

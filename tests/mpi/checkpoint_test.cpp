@@ -140,7 +140,8 @@ TEST(Checkpoint, ResumeIsExact) {
 
 // Saved on a 2-rank pipeline, resumed in other layouts (the shards resharded by tensor name and
 // placement, Adam state included): the losses continue as the uninterrupted run's, within the
-// 1e-5 by which layouts differ anyway. Also the way back, from a ZeRO-1 data-parallel save.
+// 1e-5 by which layouts differ anyway — also where only the stages differ (DualPipe's two
+// copies; an uneven split). Also the way back, from a ZeRO-1 data-parallel save.
 TEST(Checkpoint, LoadsIntoAnotherLayout) {
     const auto& reference = reference_losses();
     const std::string dir = fresh_dir("reshard");
@@ -156,7 +157,10 @@ TEST(Checkpoint, LoadsIntoAnotherLayout) {
     };
     for (const Target& t : {Target{2, "--tp 2 --pp 1 --dp 1"},
                             Target{2, "--tp 1 --pp 1 --dp 2 --distributed-optimizer"},
-                            Target{1, "--tp 1 --pp 1 --dp 1"}}) {
+                            Target{1, "--tp 1 --pp 1 --dp 1"},
+                            // The same degrees, other stages: another placement, another split.
+                            Target{2, "--tp 1 --pp 2 --dp 1 --schedule dualpipe"},
+                            Target{2, "--tp 1 --pp 2 --dp 1 --pipeline-layout 1,3"}}) {
         const std::string zero_dir = fresh_dir("reshard-zero");
         const auto r = run_shell("mpirun --allow-run-as-root --oversubscribe -np " +
                                  std::to_string(t.ranks) + rest + dir + " --devices-per-node " +

@@ -106,6 +106,8 @@ const std::string kCapacity =
 // Without the load-balancing loss, MoE under context parallelism is the same sum as one process
 // (with it, each context rank balances its own tokens, as Megatron does, which is not).
 const std::string kNoAux = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-no-aux.json";
+// A shared expert beside the routed ones, with the load-balancing loss and the router z-loss.
+const std::string kShared = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-shared.json";
 // RoPE: each rank turns its tokens by their own positions (context parallelism: not 0..T/cp).
 const std::string kRope = std::string(TRIDENT_FIXTURES) + "/models/llama-tiny-rope.json";
 // Dropout: masks keyed by position, never by rank, so every layout drops the same elements.
@@ -138,6 +140,20 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{4, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --cp 2 --recompute selective"},
         Layout{4, "gpt-tiny", "--tp 1 --pp 1 --dp 2 --cp 2 --distributed-optimizer"},
         Layout{2, kNoAux.c_str(), "--tp 1 --pp 1 --dp 1 --cp 2 --ep 2"},
+        // Two chunks per rank: the V's turn handed over in memory, the tied embedding summed on
+        // rank 0 (V), DualPipe's twin chunks summed and copied, uneven stages from a layout.
+        Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --schedule zero-bubble-v"},
+        Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --schedule dualpipe"},
+        Layout{1, "gpt-tiny", "--tp 1 --pp 1 --dp 1 --schedule dualpipev"},
+        Layout{4, "gpt-tiny", "--tp 2 --pp 2 --dp 1 --schedule dualpipev --sequence-parallel"},
+        Layout{4, "llama-tiny", "--tp 2 --pp 2 --dp 1 --schedule dualpipe"},
+        Layout{2, kEight.c_str(),
+               "--tp 1 --pp 2 --dp 1 --schedule dualpipev --pipeline-model-parallel-layout "
+               "'Ettt|tt|t|ttL'"},
+        Layout{4, "moe-tiny", "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v"},
+        Layout{2, kShared.c_str(), "--tp 1 --pp 1 --dp 2 --ep 2"},
+        Layout{4, kShared.c_str(), "--tp 1 --pp 2 --dp 2 --ep 2 --recompute full"},
+        Layout{4, kShared.c_str(), "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-h1"},
         Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --recompute full --recompute-num-layers 1"},
         Layout{4, kRope.c_str(), "--tp 2 --pp 2 --dp 1 --sequence-parallel"},
         Layout{2, kRope.c_str(), "--tp 1 --pp 1 --dp 1 --cp 2"},

@@ -92,6 +92,9 @@ private:
 
     std::int64_t tp_, cp_, dp_, pp_, ep_, etp_, edp_;
     std::int64_t instances_; // hybrid-sharding replicas
+    // V-shaped schedules put the first and the last stage on pipeline rank 0: the tied
+    // embedding and its copy sit on one rank, so there is no embedding group.
+    bool ends_on_one_rank_ = false;
 };
 
 // Distinct domains of `ranks_per_domain` consecutive ranks (nodes, NVLink domains) that

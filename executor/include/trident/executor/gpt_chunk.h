@@ -129,6 +129,8 @@ public:
         std::vector<Vec> x, fc, act;  // per local expert: inputs, fc1 out, activation out
         std::vector<Vec> d_fc, d_out; // per local expert, for W: fc1 and fc2 output grads
         Vec d_logits;                 // [N×E] for the router's W
+        Vec lse;                      // [N] log-sum-exp of the router logits (z-loss)
+        double router_loss = 0.0;     // the load-balancing and z-losses' value
     };
     struct Layer {
         Vec x_in, ln1, ln1_mean, ln1_rstd, qkv, att, x_mid, ln2, ln2_mean, ln2_rstd, fc, act;
@@ -149,8 +151,12 @@ public:
         std::vector<Layer> layers;
         Vec embedding_grad; // first chunk: d(embedding output)
         Vec lnf, lnf_mean, lnf_rstd, logits, row_max, sum_exp, dlogits; // last chunk
-        Vec hidden_out;                 // last chunk: final layer output
-        double loss = 0.0;              // last chunk: mean over tokens
+        Vec hidden_out;    // last chunk: final layer output
+        double loss = 0.0; // last chunk: mean over tokens
+        // MoE layers: the load-balancing and z-losses' value, summed over this chunk's layers.
+        // Not in `loss` (which Megatron reports as the language-model loss alone); the
+        // gradients include them.
+        double router_loss = 0.0;
         Vec dinput;                     // B's result (not the first chunk)
         double weight_gradient_s = 0.0; // a fused backward: the seconds its weight gradients took
         double peak_bytes = 0.0;        // the most bytes() reached inside the last backward
@@ -179,11 +185,20 @@ private:
     struct LayerParams {
         std::int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w,
             fc2_b;
+        // The dense MLP (fc_*) is the layer's MLP, or an MoE layer's shared experts as one MLP
+        // (DeepSeekMoE; Megatron-Core's SharedExpertMLP) beside the routed ones.
+        std::int64_t mlp_width = 0; // this rank's columns of fc1 (per half under SwiGLU); 0: none
         bool moe = false;
         std::int64_t router_w = -1;
         std::vector<ExpertParams> experts; // this rank's experts
     };
     enum class Linear { qkv, proj, fc1, fc2 };
+    // The dense MLP on L.ln2: the output rows (reduced over the tensor group, bias added).
+    Vec mlp_forward(const LayerParams& lp, Layer& L, Communicator& tp) const;
+    // Its B from the gradient of its output rows: the gradient of L.ln2's rows; fused, each
+    // weight gradient right after its input gradient.
+    Vec mlp_backward(const LayerParams& lp, Layer& L, Vec dy, Activations& a, Communicator& tp,
+                     bool fused) const;
     void moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator& ep) const;
     void moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_ln2, float loss_scale,
                       Communicator& ep) const;
@@ -251,7 +266,7 @@ private:
     core::ChunkShape shape_; // this rank's sizes: tokens, rows, local heads, vocabulary, …
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
     std::int64_t experts_ = 0, top_k_ = 0, expert_ffn_ = 0;
-    double aux_coeff_ = 0.0;
+    double aux_coeff_ = 0.0, z_coeff_ = 0.0;
     double capacity_factor_ = 0.0; // 0: dropless
     std::vector<LayerParams> layers_;
     std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk

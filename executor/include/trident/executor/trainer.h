@@ -25,6 +25,8 @@
 
 namespace trident::executor {
 
+class DualPipeTwins;
+
 class ScheduleWalk;
 class GradientBuckets;
 
@@ -157,6 +159,7 @@ private:
     OptimizerShard shard_;
     Vec adam_m_, adam_v_;
     std::unique_ptr<GradientBuckets> dense_buckets_; // data-parallel all-reduce, experts aside
+    std::unique_ptr<DualPipeTwins> twins_;           // DualPipe: chunk 1 is a copy of a twin's
     std::int64_t skipped_ = 0;
 };
 
