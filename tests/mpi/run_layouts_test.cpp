@@ -152,6 +152,8 @@ INSTANTIATE_TEST_SUITE_P(
                "'Ettt|tt|t|ttL'"},
         Layout{4, "moe-tiny", "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v"},
         Layout{2, kShared.c_str(), "--tp 1 --pp 1 --dp 2 --ep 2"},
+        Layout{4, "qwen-moe-tiny", "--tp 1 --pp 1 --dp 4 --ep 4"},
+        Layout{4, "qwen-moe-tiny", "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v"},
         Layout{4, kShared.c_str(), "--tp 1 --pp 2 --dp 2 --ep 2 --recompute full"},
         Layout{4, kShared.c_str(), "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-h1"},
         Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --recompute full --recompute-num-layers 1"},
