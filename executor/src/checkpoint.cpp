@@ -181,7 +181,7 @@ void load_own(const checkpoint_detail::Shard& shard, const TrainerState& state, 
     const auto& mine = state.store->tensors;
     bool same =
         shard.tensors.size() == mine.size() && shard.parameters.size() == state.parameters.size() &&
-        shard.adam_m.size() == state.adam_m.size() && shard.moment_begin == state.moment_begin;
+        shard.adam_m.size() == state.adam_m.size() && shard.moment_runs == state.moment_runs;
     for (std::size_t i = 0; same && i < mine.size(); ++i)
         same = shard.tensors[i].name == mine[i].name && shard.tensors[i].offset == mine[i].offset &&
                shard.tensors[i].size == mine[i].size;
@@ -214,7 +214,7 @@ void load_resharded(const std::vector<checkpoint_detail::Shard>& shards,
     std::map<std::string, Full> full;
     for (const auto& t : state.store->tensors) full[source_of(t.name)];
     for (const auto& shard : shards) {
-        const std::int64_t m_end = shard.moment_begin + std::int64_t(shard.adam_m.size());
+        const checkpoint_detail::MomentIndex moments(shard.moment_runs);
         for (const auto& t : shard.tensors) {
             const auto it = full.find(t.name);
             if (t.duplicate || it == full.end()) continue;
@@ -236,16 +236,16 @@ void load_resharded(const std::vector<checkpoint_detail::Shard>& shards,
                         f.p[at] = shard.parameters[std::size_t(local)];
                         f.has_p[at] = 1;
                     }
-                    if (!f.has_moments[at] && local >= shard.moment_begin && local < m_end) {
-                        f.m[at] = shard.adam_m[std::size_t(local - shard.moment_begin)];
-                        f.v[at] = shard.adam_v[std::size_t(local - shard.moment_begin)];
-                        f.has_moments[at] = 1;
-                    }
+                    if (f.has_moments[at]) continue;
+                    const std::int64_t moment = moments.of(local);
+                    if (moment < 0) continue;
+                    f.m[at] = shard.adam_m[std::size_t(moment)];
+                    f.v[at] = shard.adam_v[std::size_t(moment)];
+                    f.has_moments[at] = 1;
                 }
         }
     }
-    const std::int64_t m_begin = state.moment_begin,
-                       m_end = state.moment_begin + std::int64_t(state.adam_m.size());
+    const checkpoint_detail::MomentIndex moments(state.moment_runs);
     for (const auto& t : state.store->tensors) {
         const Full& f = full.at(source_of(t.name));
         if (std::int64_t(f.p.size()) != t.full_size)
@@ -259,13 +259,14 @@ void load_resharded(const std::vector<checkpoint_detail::Shard>& shards,
                     throw core::SpecError("--load", "the checkpoint lacks part of tensor " +
                                                         source_of(t.name));
                 state.parameters[std::size_t(local)] = f.p[at];
-                if (local < m_begin || local >= m_end) continue;
+                const std::int64_t moment = moments.of(local);
+                if (moment < 0) continue;
                 if (!f.has_moments[at])
                     throw core::SpecError("--load", "the checkpoint lacks the Adam state of "
                                                     "part of tensor " +
                                                         source_of(t.name));
-                state.adam_m[std::size_t(local - m_begin)] = f.m[at];
-                state.adam_v[std::size_t(local - m_begin)] = f.v[at];
+                state.adam_m[std::size_t(moment)] = f.m[at];
+                state.adam_v[std::size_t(moment)] = f.v[at];
             }
     }
     *state.skipped_steps = shards.front().skipped_steps;

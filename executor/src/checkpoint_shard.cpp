@@ -2,13 +2,14 @@
 
 #include "trident/core/spec_error.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace trident::executor::checkpoint_detail {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'R', 'I', 'D', 'C', 'K', 'P', 'T'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 
 // resize + memcpy rather than insert: GCC 12 reports false overflows for byte inserts.
 void append(std::vector<std::uint8_t>& out, const void* data, std::size_t n) {
@@ -88,7 +89,11 @@ std::vector<std::uint8_t> serialize_shard(int rank, std::int64_t iteration,
             put(out, length);
         }
     }
-    put(out, state.moment_begin);
+    put(out, std::uint64_t(state.moment_runs.size()));
+    for (const FlatRun& r : state.moment_runs) {
+        put(out, r.begin);
+        put(out, r.length);
+    }
     put_floats(out, state.parameters);
     put_floats(out, state.adam_m);
     put_floats(out, state.adam_v);
@@ -100,7 +105,8 @@ Shard parse_shard(const std::vector<std::uint8_t>& bytes, const std::string& wha
     char magic[8];
     in.read(magic, 8);
     if (std::memcmp(magic, kMagic, 8) != 0) in.fail("has the wrong magic");
-    if (in.get<std::uint32_t>() != kVersion) in.fail("has an unknown version");
+    const auto version = in.get<std::uint32_t>();
+    if (version != kVersion && version != 1) in.fail("has an unknown version");
     Shard s;
     s.rank = in.get<std::uint32_t>();
     s.iteration = in.get<std::int64_t>();
@@ -119,11 +125,21 @@ Shard parse_shard(const std::vector<std::uint8_t>& bytes, const std::string& wha
             length = in.get<std::int64_t>();
         }
     }
-    s.moment_begin = in.get<std::int64_t>();
+    std::int64_t version1_begin = 0;
+    if (version == 1) {
+        version1_begin = in.get<std::int64_t>();
+    } else {
+        s.moment_runs.resize(in.count(16));
+        for (FlatRun& r : s.moment_runs) {
+            r.begin = in.get<std::int64_t>();
+            r.length = in.get<std::int64_t>();
+        }
+    }
     s.parameters = in.floats();
     s.adam_m = in.floats();
     s.adam_v = in.floats();
     if (!in.done()) in.fail("has trailing bytes");
+    if (version == 1) s.moment_runs = {{version1_begin, std::int64_t(s.adam_m.size())}};
     // Every run must lie inside the buffers, so a loader can index without checks.
     for (const ShardTensor& t : s.tensors) {
         std::int64_t length = 0;
@@ -135,10 +151,33 @@ Shard parse_shard(const std::vector<std::uint8_t>& bytes, const std::string& wha
             t.offset + t.size > std::int64_t(s.parameters.size()))
             in.fail("has a bad tensor table");
     }
-    if (s.moment_begin < 0 || s.adam_m.size() != s.adam_v.size() ||
-        s.moment_begin + std::int64_t(s.adam_m.size()) > std::int64_t(s.parameters.size()))
+    std::int64_t moments = 0;
+    for (const FlatRun& r : s.moment_runs) {
+        if (r.begin < 0 || r.length < 0 || r.begin + r.length > std::int64_t(s.parameters.size()))
+            in.fail("has moments outside its parameters");
+        moments += r.length;
+    }
+    if (s.adam_m.size() != s.adam_v.size() || moments != std::int64_t(s.adam_m.size()))
         in.fail("has moments outside its parameters");
     return s;
+}
+
+MomentIndex::MomentIndex(const std::vector<FlatRun>& runs) {
+    std::int64_t moment = 0;
+    for (const FlatRun& r : runs) {
+        sorted_.push_back({r.begin, r.length, moment});
+        moment += r.length;
+    }
+    std::sort(sorted_.begin(), sorted_.end(),
+              [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+}
+
+std::int64_t MomentIndex::of(std::int64_t flat) const {
+    auto it = std::upper_bound(sorted_.begin(), sorted_.end(), flat,
+                               [](std::int64_t f, const Entry& e) { return f < e.begin; });
+    if (it == sorted_.begin()) return -1;
+    --it;
+    return flat < it->begin + it->length ? it->moment + (flat - it->begin) : -1;
 }
 
 } // namespace trident::executor::checkpoint_detail

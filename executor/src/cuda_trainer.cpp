@@ -190,7 +190,7 @@ TrainerState CudaTrainer::state() {
     TRIDENT_CUDA_CHECK(cudaMemcpyAsync(host_v_.data(), adam_v_.get(), adam_v_.size_bytes(),
                                        cudaMemcpyDeviceToHost, s));
     parameters(); // and waits for all three
-    return {store_.values, host_m_, host_v_, shard_.begin, &skipped_, &store_};
+    return {store_.values, host_m_, host_v_, shard_.owned, &skipped_, &store_};
 }
 
 void CudaTrainer::state_loaded() {

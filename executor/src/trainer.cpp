@@ -4,6 +4,7 @@
 #include "model_copies.h"
 #include "partial_sums.h"
 #include "schedule_walk.h"
+#include "sharded_sets.h"
 #include "trident/core/hash.h"
 #include "trident/core/model_layout.h"
 #include "trident/core/spec_error.h"
@@ -36,9 +37,6 @@ void require_supported(const core::JobSpec& job) {
             no("parallel.etp", "expert tensor parallelism " + std::to_string(p.expert_tp()) +
                                    " beside tp " + std::to_string(p.tp) +
                                    " (MoE parallel folding)");
-        if (p.distributed_optimizer)
-            no("parallel.distributed_optimizer",
-               "the distributed optimizer with mixture of experts");
         if (e.router_num_groups > 0)
             no("model.moe.router_num_groups",
                "group-limited routing (" + std::to_string(e.router_num_groups) + " groups)");
@@ -106,22 +104,37 @@ OptimizerShard optimizer_shard(const ParameterStore& store, bool distributed, st
     s.padded_size = distributed ? (total + dp - 1) / dp * dp : total;
     s.size = distributed ? s.padded_size / dp : s.padded_size;
     s.begin = distributed ? dp_rank * s.size : 0;
-    // Runs of equal treatment within this rank's shard, from the tensors that overlap it.
-    for (const auto& t : store.tensors) {
-        const std::int64_t begin = std::max(t.offset, s.begin) - s.begin;
-        const std::int64_t end = std::min(t.offset + t.size, s.begin + s.size) - s.begin;
-        if (begin >= end) continue;
-        if (s.decay_runs.empty() || s.decay_runs.back().flag != t.decay ||
-            s.decay_runs.back().end != begin)
-            s.decay_runs.push_back({begin, end, t.decay});
-        else
-            s.decay_runs.back().end = end;
-        // Each parameter counts once in the global norm: replicated tensors on tensor rank 0,
-        // and never the last stage's copy of a tied embedding.
-        if (!t.duplicate && (!t.tp_replicated || tp_rank == 0))
-            s.norm_runs.push_back({begin, end, t.expert});
-    }
+    s.owned = {{s.begin, s.size}};
+    add_optimizer_runs(store, tp_rank, s);
     return s;
+}
+
+void add_optimizer_runs(const ParameterStore& store, std::int64_t tp_rank, OptimizerShard& s) {
+    // Runs of equal treatment within this rank's owned elements, from the tensors that overlap
+    // each owned run; a run continues only where both the owned order and the flat buffer do.
+    const auto extend = [](std::vector<OptimizerShard::Run>& runs, OptimizerShard::Run r) {
+        if (!runs.empty() && runs.back().flag == r.flag && runs.back().end == r.begin &&
+            runs.back().flat + (runs.back().end - runs.back().begin) == r.flat)
+            runs.back().end = r.end;
+        else
+            runs.push_back(r);
+    };
+    std::int64_t at = 0; // owned position of the current run's start
+    for (const FlatRun& own : s.owned) {
+        for (const auto& t : store.tensors) {
+            const std::int64_t begin = std::max(t.offset, own.begin);
+            const std::int64_t end = std::min(t.offset + t.size, own.begin + own.length);
+            if (begin >= end) continue;
+            const OptimizerShard::Run piece{at + begin - own.begin, at + end - own.begin, false,
+                                            begin};
+            extend(s.decay_runs, {piece.begin, piece.end, t.decay, piece.flat});
+            // Each parameter counts once in the global norm: replicated tensors on tensor
+            // rank 0, and never a copy kept in sync (a tied embedding's, DualPipe's chunk 1).
+            if (!t.duplicate && (!t.tp_replicated || tp_rank == 0))
+                s.norm_runs.push_back({piece.begin, piece.end, t.expert, piece.flat});
+        }
+        at += own.length;
+    }
 }
 
 std::int64_t optimizer_shards(const core::ParallelPlan& plan) {
@@ -243,10 +256,24 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
     if (core::placement_of(job.plan.schedule) == core::StagePlacement::two_copies)
         twins_ = std::make_unique<DualPipeTwins>(store_, first_chunk1_tensor, *groups.pipeline,
                                                  pp_rank, job.plan.pp);
-    shard_ = optimizer_shard(store_, job.plan.distributed_optimizer, groups.data->size(),
-                             groups.data->rank(), groups.coord.tp);
-    store_.values.resize(std::size_t(shard_.padded_size), 0.0f);
-    store_.grads.resize(std::size_t(shard_.padded_size), 0.0f);
+    // Adam state over everything, or (distributed optimizer) over this rank's slice of the
+    // dense tensors (data × context group) and of the routed experts' (expert-data group).
+    if (job.plan.distributed_optimizer) {
+        sharded_sets_.push_back(
+            sharded_set(store_, false, groups.data->size(), groups.data->rank()));
+        if (job.model.moe)
+            sharded_sets_.push_back(
+                sharded_set(store_, true, groups.expert_data->size(), groups.expert_data->rank()));
+        for (const ShardedSet& set : sharded_sets_) {
+            for (const FlatRun& r : set.owned()) shard_.owned.push_back(r);
+            shard_.size += set.owned_elements();
+        }
+    } else {
+        shard_.size = std::int64_t(store_.values.size());
+        shard_.owned = {{0, shard_.size}};
+    }
+    shard_.padded_size = std::int64_t(store_.values.size());
+    add_optimizer_runs(store_, groups.coord.tp, shard_);
     adam_m_.assign(std::size_t(shard_.size), 0.0f);
     adam_v_.assign(std::size_t(shard_.size), 0.0f);
     dense_buckets_ = std::make_unique<GradientBuckets>(
@@ -405,14 +432,13 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
         sum_tied_embedding_locally(job_, store_, grads);
     if (twins_) twins_->sum_gradients(grads);
     // Data parallelism: gradients summed over the data ranks, in buckets (Megatron's DDP), or
-    // reduce-scattered so each rank gets the sum over its shard (distributed optimizer).
+    // reduce-scattered so each rank gets the sum over its slices (distributed optimizer).
     Communicator& data = *groups_.data;
-    Vec shard_grads;
-    float* g = grads;
+    Vec owned_grads;
+    float* g = grads; // this rank's owned elements, in the moments' order
     if (p.distributed_optimizer) {
-        shard_grads.resize(std::size_t(shard_.size));
-        data.reduce_scatter_sum(grads, shard_grads.data(), std::size_t(shard_.size));
-        g = shard_grads.data();
+        owned_grads = reduce_scatter_sets(grads);
+        g = owned_grads.data();
     } else {
         // Dense tensors over the data ranks, in buckets; routed experts' over the ranks holding
         // the same experts (the expert-data group).
@@ -423,39 +449,67 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
                 groups_.expert_data->all_reduce_sum(grads + tensor.offset,
                                                     std::size_t(tensor.size));
     }
-    // Global gradient norm: each parameter once (see norm_mask_), over data ranks when sharded
-    // and over the tensor and pipeline ranks of the model.
+    // Global gradient norm: each parameter once (see add_optimizer_runs), over the ranks that
+    // share its slices when sharded, and over the tensor and pipeline ranks of the model.
     double dense = 0.0, experts = 0.0; // in double: 10^8 squares would drown in float
     for (const OptimizerShard::Run& run : shard_.norm_runs) {
         double sum = 0.0;
         for (std::int64_t i = run.begin; i < run.end; ++i) sum += double(g[i]) * double(g[i]);
         (run.flag ? experts : dense) += sum;
     }
-    float expert_squares = float(experts); // each expert lives on one rank of the expert group
-    groups_.expert->all_reduce_sum(&expert_squares, 1);
-    float squares = float(dense) + expert_squares;
-    if (p.distributed_optimizer) data.all_reduce_sum(&squares, 1);
+    float dense_squares = float(dense), expert_squares = float(experts);
+    if (p.distributed_optimizer) {
+        data.all_reduce_sum(&dense_squares, 1);
+        groups_.expert_data->all_reduce_sum(&expert_squares, 1);
+    }
+    groups_.expert->all_reduce_sum(&expert_squares, 1); // each expert on one expert rank
+    float squares = dense_squares + expert_squares;
     groups_.model->all_reduce_sum(&squares, 1);
     const std::optional<float> clipping = finish_gradient_norm(squares, index, t, stats, skipped_);
     if (!clipping) return stats.grad_norm;
     const float clip = *clipping;
-    float* params = store_.values.data() + shard_.begin;
     if (clip != 1.0f) // the gradients are rebuilt every step: scale them in place
         for (std::int64_t i = 0; i < shard_.size; ++i) g[i] *= clip;
-    // AdamW with decay on matrices only: one call per run of equal decay in this shard
-    // (padding beyond the last tensor is in no run and stays zero).
+    // AdamW with decay on matrices only: one call per run of equal decay in this shard.
+    float* values = store_.values.data();
     for (const OptimizerShard::Run& run : shard_.decay_runs)
-        kernels::cpu::adamw_update(params + run.begin, g + run.begin, adam_m_.data() + run.begin,
+        kernels::cpu::adamw_update(values + run.flat, g + run.begin, adam_m_.data() + run.begin,
                                    adam_v_.data() + run.begin, run.end - run.begin, float(stats.lr),
                                    float(t.adam_beta1), float(t.adam_beta2), 1e-8f,
                                    run.flag ? float(t.weight_decay) : 0.0f, int(index + 1));
-    if (p.distributed_optimizer) {
-        Vec gathered(static_cast<std::size_t>(shard_.padded_size));
-        data.all_gather(params, gathered.data(), std::size_t(shard_.size));
-        store_.values = std::move(gathered);
-    }
+    if (p.distributed_optimizer) all_gather_sets();
     if (twins_) twins_->copy_parameters(store_.values.data());
     return stats.grad_norm;
+}
+
+Communicator& CpuTrainer::group_of_set(std::size_t set) {
+    return set == 0 ? *groups_.data : *groups_.expert_data;
+}
+
+Vec CpuTrainer::reduce_scatter_sets(const float* grads) {
+    Vec owned(static_cast<std::size_t>(shard_.size));
+    std::int64_t at = 0;
+    for (std::size_t i = 0; i < sharded_sets_.size(); ++i) {
+        const ShardedSet& set = sharded_sets_[i];
+        Vec packed(static_cast<std::size_t>(set.ranks * set.slice)),
+            mine(static_cast<std::size_t>(set.slice));
+        set.pack(grads, packed.data());
+        group_of_set(i).reduce_scatter_sum(packed.data(), mine.data(), mine.size());
+        std::copy_n(mine.begin(), set.owned_elements(), owned.begin() + at);
+        at += set.owned_elements();
+    }
+    return owned;
+}
+
+void CpuTrainer::all_gather_sets() {
+    for (std::size_t i = 0; i < sharded_sets_.size(); ++i) {
+        const ShardedSet& set = sharded_sets_[i];
+        Vec mine(static_cast<std::size_t>(set.slice)),
+            whole(static_cast<std::size_t>(set.ranks * set.slice));
+        set.pack_owned(store_.values.data(), mine.data());
+        group_of_set(i).all_gather(mine.data(), whole.data(), mine.size());
+        set.unpack(whole.data(), store_.values.data());
+    }
 }
 
 CpuTrainer::~CpuTrainer() = default;
@@ -478,7 +532,7 @@ double CpuTrainer::evaluate(const SampleSource& samples, std::int64_t first_samp
 }
 
 TrainerState CpuTrainer::state() {
-    return {store_.values, adam_m_, adam_v_, shard_.begin, &skipped_, &store_};
+    return {store_.values, adam_m_, adam_v_, shard_.owned, &skipped_, &store_};
 }
 
 } // namespace trident::executor

@@ -189,6 +189,43 @@ TEST(Checkpoint, LoadsIntoAnotherLayout) {
     }
 }
 
+// The distributed optimizer with experts keeps Adam state for a slice of the dense tensors
+// (over the data group) and a slice of the experts' (over the expert-data group): several
+// moment runs per rank. Saved at dp4·ep2 (expert-data group of 2), resumed on one rank and at
+// dp2·ep2, the losses continue as the uninterrupted one-process run's.
+TEST(Checkpoint, ExpertAndDenseSlicesReshard) {
+    const std::string job = std::string(" ") + TRIDENT_BINARY +
+                            " run --model moe-tiny --cluster localhost --mbs 2 --gbs 8 "
+                            "--seq-length 16 --train-iters 10 --seed 11 --lr 1e-3 "
+                            "--lr-warmup-iters 2";
+    const auto one = run_shell(job + " --devices-per-node 1");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const auto reference = losses_of(one.out);
+    ASSERT_EQ(reference.size(), 10u);
+    const std::string dir = fresh_dir("moe-zero1");
+    const auto saved = run_shell("mpirun --allow-run-as-root --oversubscribe -np 4" + job +
+                                 " --devices-per-node 4 --dp 4 --ep 2 --distributed-optimizer "
+                                 "--save " +
+                                 dir + " --exit-interval 5");
+    ASSERT_EQ(saved.exit_code, 0) << saved.err;
+    for (const std::string& target :
+         {std::string(" --devices-per-node 1"),
+          std::string(" --devices-per-node 2 --dp 2 --ep 2 --distributed-optimizer")}) {
+        const int ranks = target.find("--dp 2") != std::string::npos ? 2 : 1;
+        const auto r = run_shell("mpirun --allow-run-as-root --oversubscribe -np " +
+                                 std::to_string(ranks) + job + target + " --load " + dir);
+        ASSERT_EQ(r.exit_code, 0) << target << "\n" << r.err;
+        EXPECT_NE(r.out.find("resharded from tp 1 · cp 1 · ep 2 · dp 4"), std::string::npos)
+            << r.out;
+        const auto losses = losses_of(r.out);
+        ASSERT_EQ(losses.size(), 5u) << r.out;
+        for (const auto& [step, loss] : losses)
+            EXPECT_NEAR(std::stod(loss), std::stod(reference.at(step)),
+                        1e-5 * std::stod(reference.at(step)))
+                << target << " step " << step;
+    }
+}
+
 TEST(Checkpoint, RefusesDamagedOrMismatchedCheckpoints) {
     const std::string dir = fresh_dir("refuse");
     const auto saved = run_shell(kMpirun + kJob + " --steps 2 --save " + dir);

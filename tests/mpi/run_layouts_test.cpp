@@ -153,6 +153,13 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{4, "moe-tiny", "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v"},
         Layout{2, kShared.c_str(), "--tp 1 --pp 1 --dp 2 --ep 2"},
         Layout{4, "qwen-moe-tiny", "--tp 1 --pp 1 --dp 4 --ep 4"},
+        // The distributed optimizer beside experts: dense slices over the data group, expert
+        // slices over the expert-data group (1 rank at dp2·ep2, 2 at dp4·ep2).
+        Layout{2, "moe-tiny", "--tp 1 --pp 1 --dp 2 --ep 2 --distributed-optimizer"},
+        Layout{4, "moe-tiny", "--tp 1 --pp 1 --dp 4 --ep 2 --distributed-optimizer"},
+        Layout{4, kShared.c_str(),
+               "--tp 1 --pp 2 --dp 2 --ep 2 --distributed-optimizer --schedule zero-bubble-v"},
+        Layout{4, "qwen-moe-tiny", "--tp 1 --pp 1 --dp 4 --ep 2 --distributed-optimizer"},
         Layout{4, "qwen-moe-tiny", "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v"},
         Layout{4, kShared.c_str(), "--tp 1 --pp 2 --dp 2 --ep 2 --recompute full"},
         Layout{4, kShared.c_str(), "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-h1"},

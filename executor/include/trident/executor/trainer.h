@@ -26,6 +26,7 @@
 namespace trident::executor {
 
 class DualPipeTwins;
+struct ShardedSet;
 
 class ScheduleWalk;
 class GradientBuckets;
@@ -51,11 +52,19 @@ struct StepStats {
 // data-parallel rank reads its contiguous part of it.
 using SampleSource = std::function<void(std::int64_t index, std::int32_t* tokens)>;
 
+// A contiguous run of a rank's flat parameter buffer.
+struct FlatRun {
+    std::int64_t begin = 0, length = 0;
+    bool operator==(const FlatRun&) const = default;
+};
+
 // The optimizer state a checkpoint holds for this rank (views into the trainer).
 struct TrainerState {
     std::span<float> parameters; // this rank's whole flat buffer (padded)
     std::span<float> adam_m, adam_v;
-    std::int64_t moment_begin = 0; // where the moments start in the flat buffer (ZeRO-1 shard)
+    // The flat elements the moments belong to, in the moments' order: everything, one ZeRO-1
+    // shard, or — dense and expert tensors sharded over different groups — several runs.
+    std::vector<FlatRun> moment_runs;
     std::int64_t* skipped_steps = nullptr;
     const ParameterStore* store = nullptr; // the tensors: names, offsets, placement
 };
@@ -107,15 +116,20 @@ double learning_rate(const core::LrSchedule& schedule, std::int64_t index);
 // weight decay and the runs the global gradient norm counts.
 struct OptimizerShard {
     struct Run {
-        std::int64_t begin = 0, end = 0; // relative to the shard
+        std::int64_t begin = 0, end = 0; // in this rank's owned elements (the moments' order)
         bool flag = false;               // decay runs: decayed; norm runs: an expert's
+        std::int64_t flat = 0;           // where `begin` sits in the flat buffer
     };
     std::int64_t padded_size = 0; // the flat buffer, padded to a multiple of dp when sharded
     std::int64_t begin = 0, size = 0;
+    std::vector<FlatRun> owned; // the flat elements this rank steps, in the moments' order
     std::vector<Run> decay_runs, norm_runs;
 };
+// One shard of the whole flat buffer (padded to a multiple of dp) when distributed, else all.
 OptimizerShard optimizer_shard(const ParameterStore& store, bool distributed, std::int64_t dp,
                                std::int64_t dp_rank, std::int64_t tp_rank);
+// Fills s.decay_runs and s.norm_runs over s.owned from the tensors of `store`.
+void add_optimizer_runs(const ParameterStore& store, std::int64_t tp_rank, OptimizerShard& s);
 
 // The global index of the first sequence of micro-batch `microbatch` that data-parallel rank
 // `dp_rank` reads from the global batch starting at `first_sample`.
@@ -159,7 +173,13 @@ private:
     OptimizerShard shard_;
     Vec adam_m_, adam_v_;
     std::unique_ptr<GradientBuckets> dense_buckets_; // data-parallel all-reduce, experts aside
-    std::unique_ptr<DualPipeTwins> twins_;           // DualPipe: chunk 1 is a copy of a twin's
+    std::vector<ShardedSet> sharded_sets_;           // distributed optimizer: dense, then experts
+    Communicator& group_of_set(std::size_t set);
+    // The summed gradients of this rank's slices, in the moments' order.
+    Vec reduce_scatter_sets(const float* grads);
+    // Every rank's stepped slices back into the flat parameters.
+    void all_gather_sets();
+    std::unique_ptr<DualPipeTwins> twins_; // DualPipe: chunk 1 is a copy of a twin's
     std::int64_t skipped_ = 0;
 };
 

@@ -1,0 +1,36 @@
+#pragma once
+// ZeRO-1 as Megatron-Core's distributed optimizer does it beside experts: the dense tensors are
+// sharded over the data × context group, the routed experts' over the expert-data group (the
+// ranks that hold the same experts). Each set's elements, in flat-buffer order, are padded to a
+// multiple of its group's size; rank k of the group owns the k-th slice: it receives that slice
+// of the summed gradients (reduce-scatter), steps it, and gives it back (all-gather).
+#include "trident/executor/gpt_chunk.h"
+#include "trident/executor/trainer.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace trident::executor {
+
+struct ShardedSet {
+    std::vector<FlatRun> runs; // the set's elements in the flat buffer, in flat order
+    std::int64_t elements = 0; // their count
+    std::int64_t ranks = 1, rank = 0;
+    std::int64_t slice = 0; // ⌈elements / ranks⌉
+
+    // This rank's slice as flat runs (padding excluded), and their element count.
+    std::vector<FlatRun> owned() const;
+    std::int64_t owned_elements() const;
+    // The set in order into out[ranks·slice], zero-padded.
+    void pack(const float* flat, float* out) const;
+    // This rank's slice into out[slice], zero-padded.
+    void pack_owned(const float* flat, float* out) const;
+    // The whole set (as pack wrote it) back into the flat buffer.
+    void unpack(const float* set, float* flat) const;
+};
+
+// The routed experts' tensors of `store` (experts) or every other tensor, over `ranks`.
+ShardedSet sharded_set(const ParameterStore& store, bool experts, std::int64_t ranks,
+                       std::int64_t rank);
+
+} // namespace trident::executor
