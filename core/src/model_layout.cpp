@@ -182,7 +182,8 @@ std::string TensorLayout::name() const {
 }
 
 ChunkShape ChunkShape::of(const JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
-                          std::int64_t tp_rank, std::int64_t ep_rank, std::int64_t cp) {
+                          std::int64_t tp_rank, std::int64_t ep_rank, std::int64_t cp,
+                          std::int64_t etp_rank) {
     const ModelSpec& m = job.model;
     const ParallelPlan& p = job.plan;
     ChunkShape s;
@@ -217,13 +218,14 @@ ChunkShape ChunkShape::of(const JobSpec& job, std::int32_t pipeline_rank, std::i
         s.local_experts = m.moe->num_experts / p.ep;
         s.first_expert = ep_rank * s.local_experts;
         s.etp = p.expert_tp();
-        // A rank's expert-tp index is tp_rank mod etp when etp divides tp (the executor runs
-        // etp = tp); other foldings are laid out for rank 0 only (the simulator's counts).
-        if (p.tp % s.etp != 0 && tp_rank != 0)
+        // A rank's expert-tp index is tp_rank mod etp when etp divides tp; other foldings name
+        // it (the executor, from its RankCoord) or are laid out for rank 0 only (the
+        // simulator's counts).
+        if (etp_rank < 0 && p.tp % s.etp != 0 && tp_rank != 0)
             throw InternalError("expert layout of tp rank " + std::to_string(tp_rank) +
                                 " with etp " + std::to_string(s.etp) + " not dividing tp " +
                                 std::to_string(p.tp));
-        s.etp_rank = tp_rank % s.etp;
+        s.etp_rank = etp_rank >= 0 ? etp_rank : tp_rank % s.etp;
         s.local_expert_ffn = m.moe->expert_ffn_hidden_size / s.etp;
     }
     return s;
@@ -231,9 +233,9 @@ ChunkShape ChunkShape::of(const JobSpec& job, std::int32_t pipeline_rank, std::i
 
 ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
                          std::int64_t tp_rank, std::int64_t ep_rank, std::int64_t cp,
-                         LayoutDetail detail)
+                         LayoutDetail detail, std::int64_t etp_rank)
     : job_(&job), detail_(detail),
-      shape_(ChunkShape::of(job, pipeline_rank, chunk, tp_rank, ep_rank, cp)) {
+      shape_(ChunkShape::of(job, pipeline_rank, chunk, tp_rank, ep_rank, cp, etp_rank)) {
     const ModelSpec& m = job.model;
     if (shape_.first) {
         add_vocab_table(TensorRole::word_embedding, false, m.tied_embeddings);
@@ -399,7 +401,12 @@ void ChunkLayout::add_layer(std::int64_t layer) {
         return;
     }
     const MoeSpec& e = *m.moe;
-    add(replicated(TensorRole::router_weight, layer, e.num_experts, m.hidden_size));
+    // Under sequence parallelism each tensor rank routes its own rows: its router gradient is
+    // partial, summed over the tensor group like the norms'.
+    TensorLayout router =
+        replicated(TensorRole::router_weight, layer, e.num_experts, m.hidden_size);
+    router.flags.sequence_partial = shape_.rows != shape_.tokens;
+    add(std::move(router));
     if (e.shared_expert_ffn_hidden_size > 0)
         add_mlp(layer, e.shared_expert_ffn_hidden_size, e.shared_expert_ffn_hidden_size / shape_.tp,
                 TensorRole::shared_fc1_weight, -1, false);

@@ -31,7 +31,7 @@ double GptChunk::Activations::bytes() const {
              &l.x_mid, &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fc, &l.act, &l.d_qkv, &l.d_proj_out,
              &l.d_fc, &l.d_fc2_out});
         const MoeState& s = l.moe;
-        add({&s.probs, &s.gates, &s.load, &s.slot_out, &s.d_logits});
+        add({&s.probs, &s.gates, &s.load, &s.slot_out, &s.d_logits, &s.lse, &l.moe_in});
         for (const auto* experts : {&s.x, &s.fc, &s.act, &s.d_fc, &s.d_out})
             for (const Vec& v : *experts) n += double(v.size());
     }
@@ -93,11 +93,13 @@ std::vector<std::int32_t> context_positions(std::int64_t seq, std::int64_t cp, s
 }
 
 GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
-                   int tp_rank, int ep_rank, int cp_rank, ParameterStore& store, std::uint64_t seed)
+                   int tp_rank, int ep_rank, int cp_rank, ParameterStore& store, std::uint64_t seed,
+                   int etp_rank)
     : model_(&job.model), store_(&store) {
     const core::ModelSpec& m = job.model;
     const core::ParallelPlan& plan = job.plan;
-    const core::ChunkLayout layout(job, pipeline_rank, chunk, tp_rank, ep_rank, plan.cp);
+    const core::ChunkLayout layout(job, pipeline_rank, chunk, tp_rank, ep_rank, plan.cp,
+                                   core::LayoutDetail::tensors, etp_rank);
     shape_ = layout.shape();
     first_ = shape_.first;
     last_ = shape_.last;
@@ -124,7 +126,6 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     if (m.moe) {
         experts_ = m.moe->num_experts;
         top_k_ = m.moe->top_k;
-        expert_ffn_ = m.moe->expert_ffn_hidden_size;
         aux_coeff_ = m.moe->aux_loss_coeff;
         z_coeff_ = m.moe->z_loss_coeff;
         capacity_factor_ = m.moe->capacity_factor.value_or(0.0);
@@ -255,10 +256,15 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     normed.resize(std::size_t(NLH));
     norm_forward(L.x_mid.data(), normed.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w,
                  lp.ln2_b);
-    L.ln2 = gather_rows(std::move(normed), tp);
+    // Under sequence parallelism an MoE layer routes this rank's rows (Megatron-Core); only
+    // its shared experts, tensor-parallel like a dense MLP, take all rows.
+    const bool local_routing = lp.moe && shape_.rows != shape_.tokens;
+    if (local_routing && lp.mlp_width > 0) L.moe_in = normed;
+    L.ln2 =
+        local_routing && lp.mlp_width == 0 ? std::move(normed) : gather_rows(std::move(normed), tp);
     if (lp.moe) {
-        moe_forward(lp, L, y, comms.expert); // experts see whole tokens: tp is 1 for MoE here
-        if (lp.mlp_width > 0) {              // shared experts: every token, beside the routed
+        moe_forward(lp, L, y, comms);
+        if (lp.mlp_width > 0) { // shared experts: every token, beside the routed
             const Vec shared = mlp_forward(lp, L, tp);
             for (std::int64_t j = 0; j < NLH; ++j) y[std::size_t(j)] += shared[std::size_t(j)];
         }

@@ -71,19 +71,21 @@ void GptChunk::linear_weight_gradient(const LayerParams& lp, Layer& L, Linear wh
 void GptChunk::moe_weight_gradients(const LayerParams& lp, Layer& L, bool release_inputs) const {
     const std::int64_t gate = swiglu_ ? 2 : 1;
     MoeState& s = L.moe;
-    k::matmul_backward_weight(g(lp.router_w), nullptr, s.d_logits.data(), L.ln2.data(),
-                              shape_.tokens, shape_.hidden, experts_);
+    k::matmul_backward_weight(g(lp.router_w), nullptr, s.d_logits.data(), routed_input(L).data(),
+                              shape_.rows, shape_.hidden, experts_);
+    const std::int64_t F = shape_.local_expert_ffn;
     for (std::size_t e = 0; e < lp.experts.size(); ++e) {
         const std::int64_t rows = std::int64_t(s.x[e].size()) / shape_.hidden;
         if (rows == 0) continue;
         const ExpertParams& x = lp.experts[e];
         k::matmul_backward_weight(g(x.fc_w), bias_ ? g(x.fc_b) : nullptr, s.d_fc[e].data(),
-                                  s.x[e].data(), rows, shape_.hidden, gate * expert_ffn_);
+                                  s.x[e].data(), rows, shape_.hidden, gate * F);
         k::matmul_backward_weight(g(x.fc2_w), bias_ ? g(x.fc2_b) : nullptr, s.d_out[e].data(),
-                                  s.act[e].data(), rows, expert_ffn_, shape_.hidden);
+                                  s.act[e].data(), rows, F, shape_.hidden);
     }
     if (release_inputs) {
         release(L.ln2);
+        release(L.moe_in);
         L.moe = MoeState{};
     }
 }
@@ -131,13 +133,14 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
     note_peak();
     // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))) — or the experts'.
     Vec d_ln2(static_cast<std::size_t>(NH), 0.0f);
-    if (lp.moe) {
+    if (lp.moe) { // this rank's rows: the router's and (sequence parallel) the experts' input
         const Vec dy = branch_gradient(dx, mlp_out, layer, a);
-        moe_backward(lp, L, dy, d_ln2, loss_scale, comms.expert);
+        d_ln2.assign(std::size_t(shape_.rows * shape_.hidden), 0.0f);
+        moe_backward(lp, L, dy, d_ln2, loss_scale, comms);
         note_peak();
         if (lp.mlp_width > 0) { // the shared experts' B (and W) before the router's W frees ln2
             const Vec shared = mlp_backward(lp, L, dy, a, tp, fused);
-            for (std::int64_t j = 0; j < NH; ++j) d_ln2[std::size_t(j)] += shared[std::size_t(j)];
+            for (std::size_t j = 0; j < d_ln2.size(); ++j) d_ln2[j] += shared[j];
         }
         weights([&] { moe_weight_gradients(lp, L, true); });
     } else {

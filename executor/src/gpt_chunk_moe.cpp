@@ -1,6 +1,9 @@
-// The mixture-of-experts MLP of a GptChunk layer: top-k routing with the load-balancing loss,
-// token dispatch and combine over the expert group by all-to-all(v), capacity dropping, and
-// this rank's experts (forward and backward).
+// The mixture-of-experts MLP of a GptChunk layer: top-k routing with the load-balancing and
+// z-losses, token dispatch and combine over the expert group by all-to-all(v), capacity
+// dropping, and this rank's experts (forward and backward) — under expert tensor parallelism
+// with the received rows all-gathered over the expert-tensor group and the experts' partial
+// outputs (and input gradients) reduce-scattered back, as Megatron-Core's all-to-all
+// dispatcher does. Under sequence parallelism each tensor rank routes its own rows.
 #include "trident/executor/gpt_chunk.h"
 #include "trident/kernels/cpu.h"
 
@@ -31,24 +34,57 @@ std::int64_t total_rows(const std::vector<std::int64_t>& rows) {
     return std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
 }
 
+// Every rank's block of `width`-wide rows, in rank order, on every rank of `g`; `counts` gets
+// each rank's row count. (A variable-size all-gather, through all-to-all-v.)
+Vec gather_row_blocks(const Vec& mine, std::int64_t width, Communicator& g,
+                      std::vector<std::int64_t>& counts) {
+    const int R = g.size();
+    float n = float(std::int64_t(mine.size()) / width);
+    Vec all_n(static_cast<std::size_t>(R));
+    g.all_gather(&n, all_n.data(), 1);
+    counts.assign(std::size_t(R), 0);
+    for (int r = 0; r < R; ++r) counts[std::size_t(r)] = std::int64_t(all_n[std::size_t(r)]);
+    Vec send(static_cast<std::size_t>(R) * mine.size()),
+        out(std::size_t(total_rows(counts) * width));
+    for (int r = 0; r < R; ++r) std::copy(mine.begin(), mine.end(), send.begin() + r * mine.size());
+    g.all_to_allv(send.data(), std::vector<std::size_t>(std::size_t(R), mine.size()), out.data(),
+                  element_counts(counts, width));
+    return out;
+}
+
+// The inverse of gather_row_blocks for partial sums: `all` holds a block per rank of `g`
+// (`counts` rows each); every rank gets the sum over ranks of its own block.
+Vec reduce_scatter_row_blocks(const Vec& all, const std::vector<std::int64_t>& counts,
+                              std::int64_t width, Communicator& g) {
+    const int R = g.size(), me = g.rank();
+    const std::size_t mine = std::size_t(counts[std::size_t(me)] * width);
+    Vec received(static_cast<std::size_t>(R) * mine);
+    g.all_to_allv(all.data(), element_counts(counts, width), received.data(),
+                  std::vector<std::size_t>(std::size_t(R), mine));
+    Vec sum(mine, 0.0f);
+    for (int r = 0; r < R; ++r)
+        for (std::size_t i = 0; i < mine; ++i) sum[i] += received[std::size_t(r) * mine + i];
+    return sum;
+}
+
 } // namespace
 
-void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator& ep) const {
-    const std::int64_t E = experts_, K = top_k_, R = ep.size(), El = shape_.local_experts,
-                       gate = swiglu_ ? 2 : 1;
+void GptChunk::moe_route(const LayerParams& lp, Layer& L, Communicator& tp) const {
+    const std::int64_t E = experts_, K = top_k_, N = shape_.rows;
     MoeState& s = L.moe;
-    s = MoeState{};
     // Router: softmax over all experts, the top k per token, gates renormalised over them.
-    Vec logits(static_cast<std::size_t>(shape_.tokens * E));
-    k::matmul_forward(logits.data(), L.ln2.data(), p(lp.router_w), nullptr, shape_.tokens,
+    Vec logits(static_cast<std::size_t>(N * E));
+    k::matmul_forward(logits.data(), routed_input(L).data(), p(lp.router_w), nullptr, N,
                       shape_.hidden, E);
     s.probs.resize(logits.size());
-    s.topk.resize(std::size_t(shape_.tokens * K));
-    s.gates.resize(std::size_t(shape_.tokens * K));
-    s.load.assign(std::size_t(E), 0.0f);
-    if (z_coeff_ > 0) s.lse.resize(std::size_t(shape_.tokens));
-    double z_sum = 0.0;
-    for (std::int64_t n = 0; n < shape_.tokens; ++n) {
+    s.topk.resize(std::size_t(N * K));
+    s.gates.resize(std::size_t(N * K));
+    // Per expert: routed slots and summed probabilities, then the lse² sum — over the whole
+    // micro-batch: under sequence parallelism summed over the tensor group (Megatron-Core
+    // reduces the load-balancing statistics over the sequence's ranks).
+    Vec totals(static_cast<std::size_t>(2 * E + 1), 0.0f);
+    if (z_coeff_ > 0) s.lse.resize(std::size_t(N));
+    for (std::int64_t n = 0; n < N; ++n) {
         const float* l = logits.data() + n * E;
         float* pr = s.probs.data() + n * E;
         float max = -INFINITY, sum = 0.0f;
@@ -57,10 +93,10 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
         for (std::int64_t e = 0; e < E; ++e) pr[e] /= sum;
         if (z_coeff_ > 0) {
             s.lse[std::size_t(n)] = max + std::log(sum);
-            z_sum += double(s.lse[std::size_t(n)]) * double(s.lse[std::size_t(n)]);
+            totals[std::size_t(2 * E)] += s.lse[std::size_t(n)] * s.lse[std::size_t(n)];
         }
         std::vector<std::int32_t> order(static_cast<std::size_t>(E));
-        for (std::int64_t e = 0; e < E; ++e) order[std::size_t(e)] = std::int32_t(e);
+        std::iota(order.begin(), order.end(), 0);
         std::partial_sort(order.begin(), order.begin() + K, order.end(),
                           [&](std::int32_t a, std::int32_t b) {
                               return pr[a] > pr[b] || (pr[a] == pr[b] && a < b);
@@ -71,32 +107,41 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
             const std::int32_t e = order[std::size_t(j)];
             s.topk[std::size_t(n * K + j)] = e;
             s.gates[std::size_t(n * K + j)] = pr[e] / chosen;
-            s.load[std::size_t(e)] += 1.0f / float(shape_.tokens * K);
+            totals[std::size_t(e)] += 1.0f;
         }
+        for (std::int64_t e = 0; e < E; ++e) totals[std::size_t(E + e)] += pr[e];
     }
-    // The router losses' value: Fedus et al. 2021's coeff · E · Σ_e f_e · P_e (P_e the mean
-    // probability of expert e) and ST-MoE's z-loss, coeff · mean over tokens of lse².
+    if (N != shape_.tokens) tp.all_reduce_sum(totals.data(), totals.size());
+    // The router losses' value: Fedus et al. 2021's coeff · E · Σ_e f_e · P_e (f_e the share
+    // of routed slots, P_e the mean probability of expert e) and ST-MoE's z-loss, coeff · mean
+    // over tokens of lse².
+    const double tokens = double(shape_.tokens);
+    s.load.assign(std::size_t(E), 0.0f);
     double balance = 0.0;
     for (std::int64_t e = 0; e < E; ++e) {
-        double mean_probability = 0.0;
-        for (std::int64_t n = 0; n < shape_.tokens; ++n)
-            mean_probability += s.probs[std::size_t(n * E + e)];
-        balance += double(s.load[std::size_t(e)]) * mean_probability / double(shape_.tokens);
+        s.load[std::size_t(e)] = totals[std::size_t(e)] / float(tokens * double(K));
+        balance += double(s.load[std::size_t(e)]) * double(totals[std::size_t(E + e)]) / tokens;
     }
-    s.router_loss = aux_coeff_ * double(E) * balance + z_coeff_ * z_sum / double(shape_.tokens);
+    s.router_loss =
+        aux_coeff_ * double(E) * balance + z_coeff_ * double(totals[std::size_t(2 * E)]) / tokens;
+}
+
+Vec GptChunk::moe_dispatch(Layer& L, Communicator& ep) const {
+    const std::int64_t E = experts_, K = top_k_, R = ep.size(), El = shape_.local_experts,
+                       N = shape_.rows;
+    MoeState& s = L.moe;
     // With a capacity factor each expert takes at most ⌈cf · N·k / E⌉ of this rank's slots, in
     // token order; the rest are dropped (their output is zero, as in GShard and Switch).
     std::vector<std::int64_t> taken(static_cast<std::size_t>(E), 0);
     const std::int64_t capacity =
-        capacity_factor_ > 0
-            ? std::int64_t(std::ceil(capacity_factor_ * double(shape_.tokens * K) / double(E)))
-            : shape_.tokens * K;
-    // Dispatch: each slot's token to the rank holding its expert; the counts first, then the
-    // rows (each with its expert, local to the receiver) by a variable-size all-to-all.
+        capacity_factor_ > 0 ? std::int64_t(std::ceil(capacity_factor_ * double(N * K) / double(E)))
+                             : N * K;
+    // Each slot's token goes to the rank holding its expert; the counts first, then the rows
+    // (each with its expert, local to the receiver) by a variable-size all-to-all.
     s.sent.assign(std::size_t(R), 0);
-    s.slot_rank.assign(std::size_t(shape_.tokens * K), -1);
-    s.slot_row.assign(std::size_t(shape_.tokens * K), -1);
-    for (std::int64_t slot = 0; slot < shape_.tokens * K; ++slot) {
+    s.slot_rank.assign(std::size_t(N * K), -1);
+    s.slot_row.assign(std::size_t(N * K), -1);
+    for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (taken[std::size_t(s.topk[std::size_t(slot)])]++ >= capacity) continue; // dropped
         const std::int32_t r = std::int32_t(s.topk[std::size_t(slot)] / El);
         s.slot_rank[std::size_t(slot)] = r;
@@ -112,153 +157,179 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator
     const std::int64_t row = shape_.hidden + 1; // the token, then its expert
     Vec out_buf(static_cast<std::size_t>(total_rows(s.sent) * row)),
         in_buf(static_cast<std::size_t>(total_rows(s.received) * row));
-    for (std::int64_t slot = 0; slot < shape_.tokens * K; ++slot) {
+    const Vec& in = routed_input(L);
+    for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
         float* dst = out_buf.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
                                        s.slot_row[std::size_t(slot)]) *
                                           row;
-        std::copy_n(L.ln2.data() + (slot / K) * shape_.hidden, shape_.hidden, dst);
+        std::copy_n(in.data() + (slot / K) * shape_.hidden, shape_.hidden, dst);
         dst[shape_.hidden] = float(s.topk[std::size_t(slot)] % El);
     }
     ep.all_to_allv(out_buf.data(), element_counts(s.sent, row), in_buf.data(),
                    element_counts(s.received, row));
-    // The local experts run on the rows they received.
+    return in_buf;
+}
+
+void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkComms& comms) const {
+    const std::int64_t K = top_k_, El = shape_.local_experts, N = shape_.rows, h = shape_.hidden,
+                       F = shape_.local_expert_ffn, gate = swiglu_ ? 2 : 1;
+    MoeState& s = L.moe;
+    s = MoeState{};
+    moe_route(lp, L, comms.tensor);
+    Vec rows = moe_dispatch(L, comms.expert);
+    // Expert tensor parallelism: every rank of the expert-tensor group runs its columns of the
+    // experts over the rows all of them received.
+    Communicator& etp = comms.expert_tensor;
+    if (etp.size() > 1)
+        rows = gather_row_blocks(rows, h + 1, etp, s.etp_rows);
+    else
+        s.etp_rows = {std::int64_t(rows.size()) / (h + 1)};
+    const std::int64_t all_rows = total_rows(s.etp_rows);
     s.x.assign(std::size_t(El), Vec{});
-    const std::int64_t arrived = total_rows(s.received);
-    s.recv_expert.assign(std::size_t(arrived), -1);
-    s.recv_pos.assign(std::size_t(arrived), -1);
-    for (std::int64_t r = 0; r < arrived; ++r) {
-        const float* src = in_buf.data() + r * row;
-        const std::int32_t e = std::int32_t(src[shape_.hidden]);
+    s.recv_expert.assign(std::size_t(all_rows), -1);
+    s.recv_pos.assign(std::size_t(all_rows), -1);
+    for (std::int64_t r = 0; r < all_rows; ++r) {
+        const float* src = rows.data() + r * (h + 1);
+        const std::int32_t e = std::int32_t(src[h]);
         s.recv_expert[std::size_t(r)] = e;
-        s.recv_pos[std::size_t(r)] =
-            std::int32_t(s.x[std::size_t(e)].size() / std::size_t(shape_.hidden));
-        s.x[std::size_t(e)].insert(s.x[std::size_t(e)].end(), src, src + shape_.hidden);
+        s.recv_pos[std::size_t(r)] = std::int32_t(s.x[std::size_t(e)].size() / std::size_t(h));
+        s.x[std::size_t(e)].insert(s.x[std::size_t(e)].end(), src, src + h);
     }
     s.fc.assign(std::size_t(El), Vec{});
     s.act.assign(std::size_t(El), Vec{});
     std::vector<Vec> expert_out(static_cast<std::size_t>(El));
     for (std::int64_t e = 0; e < El; ++e) {
-        const std::int64_t rows = std::int64_t(s.x[std::size_t(e)].size()) / shape_.hidden;
-        if (rows == 0) continue;
+        const std::int64_t n = std::int64_t(s.x[std::size_t(e)].size()) / h;
+        if (n == 0) continue;
         const ExpertParams& x = lp.experts[std::size_t(e)];
         Vec& fc = s.fc[std::size_t(e)];
         Vec& act = s.act[std::size_t(e)];
-        fc.resize(std::size_t(rows * gate * expert_ffn_));
+        fc.resize(std::size_t(n * gate * F));
         k::matmul_forward(fc.data(), s.x[std::size_t(e)].data(), p(x.fc_w),
-                          bias_ ? p(x.fc_b) : nullptr, rows, shape_.hidden, gate * expert_ffn_);
-        act.resize(std::size_t(rows * expert_ffn_));
+                          bias_ ? p(x.fc_b) : nullptr, n, h, gate * F);
+        act.resize(std::size_t(n * F));
         if (swiglu_)
-            k::swiglu_forward(act.data(), fc.data(), rows, expert_ffn_);
+            k::swiglu_forward(act.data(), fc.data(), n, F);
         else
-            k::gelu_forward(act.data(), fc.data(), rows * expert_ffn_);
-        expert_out[std::size_t(e)].resize(std::size_t(rows * shape_.hidden));
+            k::gelu_forward(act.data(), fc.data(), n * F);
+        expert_out[std::size_t(e)].resize(std::size_t(n * h));
         k::matmul_forward(expert_out[std::size_t(e)].data(), act.data(), p(x.fc2_w),
-                          bias_ ? p(x.fc2_b) : nullptr, rows, expert_ffn_, shape_.hidden);
+                          bias_ ? p(x.fc2_b) : nullptr, n, F, h);
     }
-    // Combine: outputs return the way the tokens came; each token sums its k gated outputs.
-    Vec ret(static_cast<std::size_t>(arrived * shape_.hidden)),
-        back(static_cast<std::size_t>(total_rows(s.sent) * shape_.hidden));
-    for (std::int64_t r = 0; r < arrived; ++r)
+    // Combine: outputs (summed over the expert-tensor group) return the way the tokens came;
+    // each token sums its k gated outputs.
+    Vec ret(static_cast<std::size_t>(all_rows * h));
+    for (std::int64_t r = 0; r < all_rows; ++r)
         std::copy_n(expert_out[std::size_t(s.recv_expert[std::size_t(r)])].data() +
-                        s.recv_pos[std::size_t(r)] * shape_.hidden,
-                    shape_.hidden, ret.data() + r * shape_.hidden);
-    ep.all_to_allv(ret.data(), element_counts(s.received, shape_.hidden), back.data(),
-                   element_counts(s.sent, shape_.hidden));
-    y.assign(std::size_t(shape_.tokens * shape_.hidden), 0.0f);
-    s.slot_out.assign(std::size_t(shape_.tokens * K * shape_.hidden), 0.0f);
-    for (std::int64_t slot = 0; slot < shape_.tokens * K; ++slot) {
+                        s.recv_pos[std::size_t(r)] * h,
+                    h, ret.data() + r * h);
+    if (etp.size() > 1) ret = reduce_scatter_row_blocks(ret, s.etp_rows, h, etp);
+    Vec back(static_cast<std::size_t>(total_rows(s.sent) * h));
+    comms.expert.all_to_allv(ret.data(), element_counts(s.received, h), back.data(),
+                             element_counts(s.sent, h));
+    const std::vector<std::int64_t> send_at = row_offsets(s.sent);
+    y.assign(std::size_t(N * h), 0.0f);
+    s.slot_out.assign(std::size_t(N * K * h), 0.0f);
+    for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
         const float* o = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
                                         s.slot_row[std::size_t(slot)]) *
-                                           shape_.hidden;
-        std::copy_n(o, shape_.hidden, s.slot_out.data() + slot * shape_.hidden);
+                                           h;
+        std::copy_n(o, h, s.slot_out.data() + slot * h);
         const float g = s.gates[std::size_t(slot)];
-        for (std::int64_t c = 0; c < shape_.hidden; ++c)
-            y[std::size_t((slot / K) * shape_.hidden + c)] += g * o[c];
+        for (std::int64_t c = 0; c < h; ++c) y[std::size_t((slot / K) * h + c)] += g * o[c];
     }
 }
 
-void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_ln2,
-                            float loss_scale, Communicator& ep) const {
-    const std::int64_t E = experts_, K = top_k_, El = shape_.local_experts, gate = swiglu_ ? 2 : 1;
+void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_in,
+                            float loss_scale, const ChunkComms& comms) const {
+    const std::int64_t K = top_k_, El = shape_.local_experts, N = shape_.rows, h = shape_.hidden,
+                       F = shape_.local_expert_ffn, gate = swiglu_ ? 2 : 1;
     MoeState& s = L.moe;
     // Gradients of the gates and of each slot's expert output (gate · dy), sent to the experts.
-    Vec d_gate(static_cast<std::size_t>(shape_.tokens * K));
+    Vec d_gate(static_cast<std::size_t>(N * K), 0.0f); // a dropped slot contributed nothing
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
-    const std::int64_t arrived = total_rows(s.received);
-    Vec to_experts(static_cast<std::size_t>(total_rows(s.sent) * shape_.hidden)),
-        at_experts(static_cast<std::size_t>(arrived * shape_.hidden));
-    for (std::int64_t slot = 0; slot < shape_.tokens * K; ++slot) {
-        if (s.slot_rank[std::size_t(slot)] < 0) {
-            d_gate[std::size_t(slot)] = 0.0f; // a dropped slot contributed nothing
-            continue;
-        }
-        const float* d = dy.data() + (slot / K) * shape_.hidden;
-        const float* o = s.slot_out.data() + slot * shape_.hidden;
+    Vec to_experts(static_cast<std::size_t>(total_rows(s.sent) * h)),
+        at_experts(static_cast<std::size_t>(total_rows(s.received) * h));
+    for (std::int64_t slot = 0; slot < N * K; ++slot) {
+        if (s.slot_rank[std::size_t(slot)] < 0) continue;
+        const float* d = dy.data() + (slot / K) * h;
+        const float* o = s.slot_out.data() + slot * h;
         float* dst = to_experts.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
                                           s.slot_row[std::size_t(slot)]) *
-                                             shape_.hidden;
+                                             h;
         float dot = 0.0f;
         const float g = s.gates[std::size_t(slot)];
-        for (std::int64_t c = 0; c < shape_.hidden; ++c) {
+        for (std::int64_t c = 0; c < h; ++c) {
             dot += d[c] * o[c];
             dst[c] = g * d[c];
         }
         d_gate[std::size_t(slot)] = dot;
     }
-    ep.all_to_allv(to_experts.data(), element_counts(s.sent, shape_.hidden), at_experts.data(),
-                   element_counts(s.received, shape_.hidden));
+    comms.expert.all_to_allv(to_experts.data(), element_counts(s.sent, h), at_experts.data(),
+                             element_counts(s.received, h));
+    Communicator& etp = comms.expert_tensor;
+    std::vector<std::int64_t> counts;
+    if (etp.size() > 1) at_experts = gather_row_blocks(at_experts, h, etp, counts);
+    const std::int64_t all_rows = total_rows(s.etp_rows);
     s.d_out.assign(std::size_t(El), Vec{});
     s.d_fc.assign(std::size_t(El), Vec{});
     for (std::int64_t e = 0; e < El; ++e)
         s.d_out[std::size_t(e)].resize(s.x[std::size_t(e)].size());
-    for (std::int64_t r = 0; r < arrived; ++r)
-        std::copy_n(at_experts.data() + r * shape_.hidden, shape_.hidden,
+    for (std::int64_t r = 0; r < all_rows; ++r)
+        std::copy_n(at_experts.data() + r * h, h,
                     s.d_out[std::size_t(s.recv_expert[std::size_t(r)])].data() +
-                        s.recv_pos[std::size_t(r)] * shape_.hidden);
-    std::vector<Vec> d_in(static_cast<std::size_t>(El));
+                        s.recv_pos[std::size_t(r)] * h);
+    std::vector<Vec> d_x(static_cast<std::size_t>(El));
     for (std::int64_t e = 0; e < El; ++e) {
-        const std::int64_t rows = std::int64_t(s.x[std::size_t(e)].size()) / shape_.hidden;
-        if (rows == 0) continue;
+        const std::int64_t n = std::int64_t(s.x[std::size_t(e)].size()) / h;
+        if (n == 0) continue;
         const ExpertParams& x = lp.experts[std::size_t(e)];
-        Vec d_act(static_cast<std::size_t>(rows * expert_ffn_), 0.0f);
-        k::matmul_backward_input(d_act.data(), s.d_out[std::size_t(e)].data(), p(x.fc2_w), rows,
-                                 expert_ffn_, shape_.hidden);
+        Vec d_act(static_cast<std::size_t>(n * F), 0.0f);
+        k::matmul_backward_input(d_act.data(), s.d_out[std::size_t(e)].data(), p(x.fc2_w), n, F, h);
         Vec& d_fc = s.d_fc[std::size_t(e)];
-        d_fc.assign(std::size_t(rows * gate * expert_ffn_), 0.0f);
+        d_fc.assign(std::size_t(n * gate * F), 0.0f);
         if (swiglu_)
-            k::swiglu_backward(d_fc.data(), s.fc[std::size_t(e)].data(), d_act.data(), rows,
-                               expert_ffn_);
+            k::swiglu_backward(d_fc.data(), s.fc[std::size_t(e)].data(), d_act.data(), n, F);
         else
-            k::gelu_backward(d_fc.data(), s.fc[std::size_t(e)].data(), d_act.data(),
-                             rows * expert_ffn_);
-        d_in[std::size_t(e)].assign(std::size_t(rows * shape_.hidden), 0.0f);
-        k::matmul_backward_input(d_in[std::size_t(e)].data(), d_fc.data(), p(x.fc_w), rows,
-                                 shape_.hidden, gate * expert_ffn_);
+            k::gelu_backward(d_fc.data(), s.fc[std::size_t(e)].data(), d_act.data(), n * F);
+        d_x[std::size_t(e)].assign(std::size_t(n * h), 0.0f);
+        k::matmul_backward_input(d_x[std::size_t(e)].data(), d_fc.data(), p(x.fc_w), n, h,
+                                 gate * F);
         Vec().swap(s.fc[std::size_t(e)]);
     }
-    // Input gradients return to the tokens' ranks and add up per token.
-    Vec ret(at_experts.size()), back(to_experts.size());
-    for (std::int64_t r = 0; r < arrived; ++r)
-        std::copy_n(d_in[std::size_t(s.recv_expert[std::size_t(r)])].data() +
-                        s.recv_pos[std::size_t(r)] * shape_.hidden,
-                    shape_.hidden, ret.data() + r * shape_.hidden);
-    ep.all_to_allv(ret.data(), element_counts(s.received, shape_.hidden), back.data(),
-                   element_counts(s.sent, shape_.hidden));
-    for (std::int64_t slot = 0; slot < shape_.tokens * K; ++slot) {
+    // Input gradients (partial over the expert-tensor group: fc1 is column-parallel) are
+    // summed back to the rows' receivers, return to the tokens' ranks and add up per token.
+    Vec ret(static_cast<std::size_t>(all_rows * h));
+    for (std::int64_t r = 0; r < all_rows; ++r)
+        std::copy_n(d_x[std::size_t(s.recv_expert[std::size_t(r)])].data() +
+                        s.recv_pos[std::size_t(r)] * h,
+                    h, ret.data() + r * h);
+    if (etp.size() > 1) ret = reduce_scatter_row_blocks(ret, s.etp_rows, h, etp);
+    Vec back(to_experts.size());
+    comms.expert.all_to_allv(ret.data(), element_counts(s.received, h), back.data(),
+                             element_counts(s.sent, h));
+    for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
         const float* d = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
                                         s.slot_row[std::size_t(slot)]) *
-                                           shape_.hidden;
-        for (std::int64_t c = 0; c < shape_.hidden; ++c)
-            d_ln2[std::size_t((slot / K) * shape_.hidden + c)] += d[c];
+                                           h;
+        for (std::int64_t c = 0; c < h; ++c) d_in[std::size_t((slot / K) * h + c)] += d[c];
     }
-    // Router: through the renormalised gates, the load-balancing loss (Fedus et al. 2021:
-    // coeff · E · Σ f_e · P_e, f_e held constant) and the softmax.
-    s.d_logits.assign(std::size_t(shape_.tokens * E), 0.0f);
+    moe_router_backward(lp, L, d_gate, d_in, loss_scale);
+}
+
+void GptChunk::moe_router_backward(const LayerParams& lp, Layer& L, const Vec& d_gate, Vec& d_in,
+                                   float loss_scale) const {
+    const std::int64_t E = experts_, K = top_k_, N = shape_.rows;
+    const float tokens = float(shape_.tokens); // the micro-batch's, over the tensor group
+    MoeState& s = L.moe;
+    // Through the renormalised gates, the load-balancing loss (Fedus et al. 2021: coeff · E ·
+    // Σ f_e · P_e, f_e held constant) and the softmax.
+    s.d_logits.assign(std::size_t(N * E), 0.0f);
     Vec d_prob(static_cast<std::size_t>(E));
-    for (std::int64_t n = 0; n < shape_.tokens; ++n) {
+    for (std::int64_t n = 0; n < N; ++n) {
         const float* pr = s.probs.data() + n * E;
         float chosen = 0.0f, weighted = 0.0f;
         for (std::int64_t j = 0; j < K; ++j) {
@@ -266,8 +337,8 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
             weighted += d_gate[std::size_t(n * K + j)] * s.gates[std::size_t(n * K + j)];
         }
         for (std::int64_t e = 0; e < E; ++e)
-            d_prob[std::size_t(e)] = loss_scale * float(aux_coeff_) * float(E) *
-                                     s.load[std::size_t(e)] / float(shape_.tokens);
+            d_prob[std::size_t(e)] =
+                loss_scale * float(aux_coeff_) * float(E) * s.load[std::size_t(e)] / tokens;
         for (std::int64_t j = 0; j < K; ++j)
             d_prob[std::size_t(s.topk[std::size_t(n * K + j)])] +=
                 (d_gate[std::size_t(n * K + j)] - weighted) / chosen;
@@ -275,15 +346,14 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         for (std::int64_t e = 0; e < E; ++e) dot += pr[e] * d_prob[std::size_t(e)];
         // The z-loss (Zoph et al. 2022, ST-MoE): d(coeff · mean lse²)/d logit = coeff · 2 ·
         // lse / N · softmax, straight onto the logits.
-        const float z = z_coeff_ > 0 ? loss_scale * float(z_coeff_) * 2.0f * s.lse[std::size_t(n)] /
-                                           float(shape_.tokens)
-                                     : 0.0f;
+        const float z = z_coeff_ > 0
+                            ? loss_scale * float(z_coeff_) * 2.0f * s.lse[std::size_t(n)] / tokens
+                            : 0.0f;
         for (std::int64_t e = 0; e < E; ++e)
             s.d_logits[std::size_t(n * E + e)] = pr[e] * (d_prob[std::size_t(e)] - dot + z);
     }
     Vec().swap(s.lse);
-    k::matmul_backward_input(d_ln2.data(), s.d_logits.data(), p(lp.router_w), shape_.tokens,
-                             shape_.hidden, E);
+    k::matmul_backward_input(d_in.data(), s.d_logits.data(), p(lp.router_w), N, shape_.hidden, E);
     Vec().swap(s.probs);
     Vec().swap(s.slot_out);
 }

@@ -38,6 +38,7 @@ ProcessGroups::ProcessGroups(const core::ParallelPlan& plan, int rank)
     embedding = split(grid, core::GroupKind::embedding, rank);
     expert = split(grid, core::GroupKind::expert, rank);
     expert_data = split(grid, core::GroupKind::expert_data, rank);
+    expert_tensor = split(grid, core::GroupKind::expert_tensor, rank);
 }
 
 } // namespace trident::executor

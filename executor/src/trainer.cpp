@@ -32,11 +32,14 @@ void require_supported(const core::JobSpec& job) {
     };
     if (job.model.moe) {
         const core::MoeSpec& e = *job.model.moe;
-        if (p.tp > 1) no("parallel.tp", "tensor parallelism with mixture of experts");
-        if (p.expert_tp() != p.tp)
-            no("parallel.etp", "expert tensor parallelism " + std::to_string(p.expert_tp()) +
-                                   " beside tp " + std::to_string(p.tp) +
-                                   " (MoE parallel folding)");
+        // Megatron-Core trains MoE under tensor parallelism only with sequence parallelism.
+        if (p.tp > 1 && !p.sequence_parallel)
+            throw core::SpecError("parallel.sequence_parallel",
+                                  "mixture of experts with tp " + std::to_string(p.tp) +
+                                      " needs --sequence-parallel (as Megatron-Core)");
+        if (p.expert_tp() > 1 && job.model.linear_bias)
+            no("model.linear_bias",
+               "expert biases under expert tensor parallelism " + std::to_string(p.expert_tp()));
         if (e.router_num_groups > 0)
             no("model.moe.router_num_groups",
                "group-limited routing (" + std::to_string(e.router_num_groups) + " groups)");
@@ -74,6 +77,11 @@ std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda
         ignored.push_back("parallel.overlap_moe_expert_parallel_comm / moe_shared_expert_overlap: "
                           "the executors run each pass's token exchange in order (the same "
                           "numbers, not overlapped)");
+    if (job.model.moe && job.plan.token_dispatcher != core::TokenDispatcher::alltoall)
+        ignored.push_back(
+            "parallel.token_dispatcher: the executors exchange tokens by all-to-all, not " +
+            std::string(core::kTokenDispatcherNames[std::size_t(job.plan.token_dispatcher)]) +
+            " (the same numbers; the dispatcher changes only the time)");
     if (job.model.dropout && cuda_backend)
         ignored.push_back("model.dropout: dropout is not applied by the CUDA backend yet (the CPU "
                           "backend applies it); this run trains without it");
@@ -251,7 +259,7 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
     for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
         if (c == 1) first_chunk1_tensor = store_.tensors.size();
         chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),
-                             int(groups.coord.cp), store_, seed);
+                             int(groups.coord.cp), store_, seed, int(groups.coord.etp));
     }
     if (core::placement_of(job.plan.schedule) == core::StagePlacement::two_copies)
         twins_ = std::make_unique<DualPipeTwins>(store_, first_chunk1_tensor, *groups.pipeline,
@@ -308,7 +316,8 @@ public:
               std::int64_t first_sample, std::int32_t microbatches)
         : job_(job), groups_(groups), chunks_(chunks), samples_(samples),
           first_sample_(first_sample),
-          m_(microbatches), comms_{*groups.tensor, *groups.expert, *groups.context},
+          m_(microbatches), comms_{*groups.tensor, *groups.expert, *groups.context,
+                                   *groups.expert_tensor},
           loss_scale_(1.0f / float(microbatches * job.plan.dp)) {} // cp shares already add up
 
     double loss_sum() const { return loss_sum_; }
@@ -462,9 +471,15 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
         data.all_reduce_sum(&dense_squares, 1);
         groups_.expert_data->all_reduce_sum(&expert_squares, 1);
     }
-    groups_.expert->all_reduce_sum(&expert_squares, 1); // each expert on one expert rank
-    float squares = dense_squares + expert_squares;
-    groups_.model->all_reduce_sum(&squares, 1);
+    // Dense tensors over the model's tensor and pipeline ranks; each routed expert lives on one
+    // expert rank, its columns over the expert-tensor ranks, its layer on one pipeline rank.
+    groups_.model->all_reduce_sum(&dense_squares, 1);
+    if (job_.model.moe) {
+        groups_.expert->all_reduce_sum(&expert_squares, 1);
+        groups_.expert_tensor->all_reduce_sum(&expert_squares, 1);
+        groups_.pipeline->all_reduce_sum(&expert_squares, 1);
+    }
+    const float squares = dense_squares + expert_squares;
     const std::optional<float> clipping = finish_gradient_norm(squares, index, t, stats, skipped_);
     if (!clipping) return stats.grad_norm;
     const float clip = *clipping;

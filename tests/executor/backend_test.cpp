@@ -91,6 +91,43 @@ TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
               "parallel.schedule:");
 }
 
+// What the CPU executor refuses of MoE layouts, on any machine (the run checks this before
+// it needs its ranks): tensor parallelism without sequence parallelism (Megatron-Core's rule),
+// expert biases under expert tensor parallelism.
+TEST(CpuExecutor, MoeRefusals) {
+    core::JobInputs tp;
+    tp.model = "moe-tiny";
+    tp.seq_length = 16;
+    tp.tp = 2;
+    tp.devices_per_node = 2;
+    EXPECT_EQ(field_of([&] { executor::require_supported(job_with(tp)); }).substr(0, 27),
+              "parallel.sequence_parallel:");
+    tp.sequence_parallel = true; // runs (the layouts test checks it against one process)
+    EXPECT_NO_THROW(executor::require_supported(job_with(tp)));
+    core::JobInputs bias;
+    bias.model = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-bias.json";
+    bias.seq_length = 16;
+    bias.dp = "2";
+    bias.etp = 2;
+    bias.devices_per_node = 2;
+    EXPECT_EQ(field_of([&] { executor::require_supported(job_with(bias)); }).substr(0, 18),
+              "model.linear_bias:");
+    bias.etp = 1;
+    EXPECT_NO_THROW(executor::require_supported(job_with(bias)));
+}
+
+// What the executors accept but do not do says so, once per field.
+TEST(CpuExecutor, WarnsOfWhatItRunsOtherwise) {
+    core::JobInputs moe;
+    moe.model = "moe-tiny";
+    moe.seq_length = 16;
+    EXPECT_TRUE(executor::ignored_by_executor(job_with(moe), false).empty());
+    moe.moe_token_dispatcher = "flex";
+    const auto ignored = executor::ignored_by_executor(job_with(moe), false);
+    ASSERT_EQ(ignored.size(), 1u);
+    EXPECT_EQ(ignored[0].rfind("parallel.token_dispatcher: ", 0), 0u) << ignored[0];
+}
+
 ParameterStore store_of(const std::vector<std::int64_t>& sizes) {
     ParameterStore s;
     for (std::size_t i = 0; i < sizes.size(); ++i)

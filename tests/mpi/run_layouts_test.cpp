@@ -100,6 +100,25 @@ TEST_P(Layouts, LossesAndParametersMatchOneProcess) {
     std::remove(params.c_str());
 }
 
+// qwen-moe-tiny at ep 4 · etp 2 on 8 ranks (one micro-batch per data rank): the losses of
+// one process.
+TEST(ExpertTensorParallel, QwenMoeTinyAtEp4Etp2OnEightRanks) {
+    const std::string job = std::string(TRIDENT_BINARY) +
+                            " run --model qwen-moe-tiny --cluster localhost --mbs 1 --gbs 8 "
+                            "--steps 6 --seed 7 --seq-length 32";
+    const auto one = trident::test::run_shell(job + " --devices-per-node 1");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const auto eight =
+        trident::test::run_shell("mpirun --allow-run-as-root --oversubscribe -np 8 " + job +
+                                 " --devices-per-node 8 --dp 8 --ep 4 --etp 2");
+    ASSERT_EQ(eight.exit_code, 0) << eight.err;
+    const auto reference = losses_of(one.out), losses = losses_of(eight.out);
+    ASSERT_EQ(reference.size(), 6u);
+    ASSERT_EQ(losses.size(), reference.size());
+    for (std::size_t i = 0; i < losses.size(); ++i)
+        EXPECT_NEAR(losses[i], reference[i], 1e-5 * reference[i]) << "step " << i + 1;
+}
+
 const std::string kEight = std::string(TRIDENT_FIXTURES) + "/models/gpt-tiny-8-layers.json";
 const std::string kCapacity =
     std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-capacity.json"; // drops tokens
@@ -160,6 +179,18 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{4, kShared.c_str(),
                "--tp 1 --pp 2 --dp 2 --ep 2 --distributed-optimizer --schedule zero-bubble-v"},
         Layout{4, "qwen-moe-tiny", "--tp 1 --pp 1 --dp 4 --ep 2 --distributed-optimizer"},
+        // MoE under tensor parallelism (sequence parallel: each rank routes its own rows) and
+        // expert tensor parallelism (received rows gathered over the etp group, partial outputs
+        // reduce-scattered back), both foldings.
+        Layout{2, "moe-tiny", "--tp 2 --pp 1 --dp 1 --sequence-parallel"},
+        Layout{4, "moe-tiny",
+               "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --distributed-optimizer"},
+        Layout{2, "moe-tiny", "--tp 1 --pp 1 --dp 2 --etp 2"},
+        Layout{4, "moe-tiny", "--tp 1 --pp 1 --dp 4 --ep 2 --etp 2"},
+        Layout{2, "moe-tiny", "--tp 2 --etp 1 --pp 1 --dp 1 --ep 2 --sequence-parallel"},
+        Layout{2, kShared.c_str(), "--tp 2 --pp 1 --dp 1 --sequence-parallel"},
+        Layout{4, kShared.c_str(),
+               "--tp 2 --pp 2 --dp 1 --sequence-parallel --schedule dualpipev --recompute full"},
         Layout{4, "qwen-moe-tiny", "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v"},
         Layout{4, kShared.c_str(), "--tp 1 --pp 2 --dp 2 --ep 2 --recompute full"},
         Layout{4, kShared.c_str(), "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-h1"},

@@ -126,8 +126,11 @@ struct ChunkShape {
     std::int64_t vocab = 0, padded_vocab = 0, local_vocab = 0, vocab_start = 0;
     std::int64_t local_experts = 0, first_expert = 0, local_expert_ffn = 0;
 
+    // `etp_rank`: the rank's expert-tensor index (RankCoord::etp); -1 takes tp_rank mod etp,
+    // which is it when etp divides tp.
     static ChunkShape of(const JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
-                         std::int64_t tp_rank, std::int64_t ep_rank, std::int64_t cp = 1);
+                         std::int64_t tp_rank, std::int64_t ep_rank, std::int64_t cp = 1,
+                         std::int64_t etp_rank = -1);
 };
 
 // The parameters of one FSDP unit on one rank — what ZeRO-3 gathers at once: the embedding, a
@@ -146,7 +149,7 @@ class ChunkLayout {
 public:
     ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk,
                 std::int64_t tp_rank, std::int64_t ep_rank, std::int64_t cp = 1,
-                LayoutDetail detail = LayoutDetail::tensors);
+                LayoutDetail detail = LayoutDetail::tensors, std::int64_t etp_rank = -1);
 
     const ChunkShape& shape() const { return shape_; }
     const std::vector<TensorLayout>& tensors() const { return tensors_; }

@@ -87,6 +87,7 @@ struct ChunkComms {
     Communicator& tensor;
     Communicator& expert;
     Communicator& context;
+    Communicator& expert_tensor; // the ranks splitting each expert's columns (etp)
 };
 
 // Positions of the tokens a context-parallel rank holds, per sequence (Megatron's causal load
@@ -98,8 +99,10 @@ public:
     // Adds this chunk's tensors to `store` and initialises them: every tensor is generated at
     // full size from (seed, name) and this tensor rank's shard kept, so any layout starts
     // from the same model.
+    // `etp_rank`: the rank's expert-tensor index (RankCoord::etp; -1: tp_rank mod etp).
     GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::int32_t chunk, int tp_rank,
-             int ep_rank, int cp_rank, ParameterStore& store, std::uint64_t seed);
+             int ep_rank, int cp_rank, ParameterStore& store, std::uint64_t seed,
+             int etp_rank = -1);
 
     bool first() const { return first_; }
     bool last() const { return last_; }
@@ -125,12 +128,13 @@ public:
         std::vector<std::int32_t> slot_rank, slot_row; // where each slot's token went (-1: dropped)
         std::vector<std::int64_t> sent, received;      // rows to / from each expert rank
         std::vector<std::int32_t> recv_expert, recv_pos; // received row → local expert, row
-        Vec slot_out;                 // [N×k×h] expert outputs, for the gates' gradient
-        std::vector<Vec> x, fc, act;  // per local expert: inputs, fc1 out, activation out
-        std::vector<Vec> d_fc, d_out; // per local expert, for W: fc1 and fc2 output grads
-        Vec d_logits;                 // [N×E] for the router's W
-        Vec lse;                      // [N] log-sum-exp of the router logits (z-loss)
-        double router_loss = 0.0;     // the load-balancing and z-losses' value
+        std::vector<std::int64_t> etp_rows; // rows each expert-tensor rank received, in order
+        Vec slot_out;                       // [N×k×h] expert outputs, for the gates' gradient
+        std::vector<Vec> x, fc, act;        // per local expert: inputs, fc1 out, activation out
+        std::vector<Vec> d_fc, d_out;       // per local expert, for W: fc1 and fc2 output grads
+        Vec d_logits;                       // [N×E] for the router's W
+        Vec lse;                            // [N] log-sum-exp of the router logits (z-loss)
+        double router_loss = 0.0;           // the load-balancing and z-losses' value
     };
     struct Layer {
         Vec x_in, ln1, ln1_mean, ln1_rstd, qkv, att, x_mid, ln2, ln2_mean, ln2_rstd, fc, act;
@@ -139,6 +143,9 @@ public:
         Vec kv;    // context parallelism: the whole sequence's keys and values [B×seq×2·KV·D]
         std::vector<std::uint64_t> attention_keys; // dropout: one per (sequence, head, query)
         Vec d_qkv, d_proj_out, d_fc, d_fc2_out;
+        // An MoE layer with shared experts under sequence parallelism: this rank's rows of
+        // norm2's output, which it routes (ln2 then holds all rows, for the shared experts).
+        Vec moe_in;
         MoeState moe;
     };
     struct Activations {
@@ -199,9 +206,18 @@ private:
     // weight gradient right after its input gradient.
     Vec mlp_backward(const LayerParams& lp, Layer& L, Vec dy, Activations& a, Communicator& tp,
                      bool fused) const;
-    void moe_forward(const LayerParams& lp, Layer& L, Vec& y, Communicator& ep) const;
-    void moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_ln2, float loss_scale,
-                      Communicator& ep) const;
+    // The rows the router sees: this rank's (ln2, or moe_in when ln2 holds all rows).
+    const Vec& routed_input(const Layer& L) const { return L.moe_in.empty() ? L.ln2 : L.moe_in; }
+    // MoE forward in steps (gpt_chunk_moe.cpp): the router and its losses; the dispatch (rows
+    // received, each followed by its local expert); the experts and the combine into y.
+    void moe_route(const LayerParams& lp, Layer& L, Communicator& tp) const;
+    Vec moe_dispatch(Layer& L, Communicator& ep) const;
+    void moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkComms& comms) const;
+    // B: d_in (this rank's rows of norm2's output) += the routed experts' and the router's.
+    void moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_in, float loss_scale,
+                      const ChunkComms& comms) const;
+    void moe_router_backward(const LayerParams& lp, Layer& L, const Vec& d_gate, Vec& d_in,
+                             float loss_scale) const;
     // Entering a tensor-parallel region: this rank's rows → all rows (all-gather under
     // sequence parallelism, a copy otherwise).
     Vec gather_rows(Vec local, Communicator& tp) const; // moves `local` through when not split
@@ -265,7 +281,7 @@ private:
     int cp_rank_ = 0;
     core::ChunkShape shape_; // this rank's sizes: tokens, rows, local heads, vocabulary, …
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
-    std::int64_t experts_ = 0, top_k_ = 0, expert_ffn_ = 0;
+    std::int64_t experts_ = 0, top_k_ = 0;
     double aux_coeff_ = 0.0, z_coeff_ = 0.0;
     double capacity_factor_ = 0.0; // 0: dropless
     std::vector<LayerParams> layers_;

@@ -18,11 +18,12 @@ struct ProcessGroups {
     std::unique_ptr<MpiCommunicator> tensor;
     std::unique_ptr<MpiCommunicator> context; // cp ranks sharing a sequence
     std::unique_ptr<MpiCommunicator> pipeline;
-    std::unique_ptr<MpiCommunicator> data;        // dp ranks holding the same shard
-    std::unique_ptr<MpiCommunicator> model;       // tp·pp ranks of one replica
-    std::unique_ptr<MpiCommunicator> embedding;   // first and last stage; null on middle stages
-    std::unique_ptr<MpiCommunicator> expert;      // ep ranks exchanging tokens
-    std::unique_ptr<MpiCommunicator> expert_data; // ranks holding the same experts
+    std::unique_ptr<MpiCommunicator> data;          // dp ranks holding the same shard
+    std::unique_ptr<MpiCommunicator> model;         // tp·pp ranks of one replica
+    std::unique_ptr<MpiCommunicator> embedding;     // first and last stage; null on middle stages
+    std::unique_ptr<MpiCommunicator> expert;        // ep ranks exchanging tokens
+    std::unique_ptr<MpiCommunicator> expert_data;   // ranks holding the same experts
+    std::unique_ptr<MpiCommunicator> expert_tensor; // ranks splitting the same experts (etp)
 };
 
 } // namespace trident::executor
