@@ -451,22 +451,31 @@ void ChunkLayout::add_attention(std::int64_t layer) {
         const std::int64_t Hl = shape_.local_heads, qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
         const std::int64_t kv_out = a.qk_head_dim + a.v_head_dim;
         const auto whole = [](std::int64_t n) { return Runs{{0, n}}; };
+        // Each tensor rank backpropagates only its heads into the replicated parts.
+        const TensorFlags partial{.decay = true, .tp_replicated = true, .tensor_partial = true};
+        const auto mark_norms_partial = [&](std::size_t added) {
+            for (std::size_t i = tensors_.size() - added; i < tensors_.size(); ++i)
+                tensors_[i].flags.tensor_partial = true;
+        };
+        const std::size_t norm_tensors = m.normalization == Normalization::layernorm ? 2 : 1;
         std::int64_t q_in = h;
         if (a.q_lora_rank > 0) {
             matrix(TensorRole::mla_q_down, a.q_lora_rank, h, whole(a.q_lora_rank * h),
-                   a.q_lora_rank * h, {.decay = true, .tp_replicated = true}, kInitStd);
+                   a.q_lora_rank * h, partial, kInitStd);
             add_norm(TensorRole::mla_q_norm, TensorRole::mla_q_norm_bias, layer, a.q_lora_rank,
                      false);
+            if (placing()) mark_norms_partial(norm_tensors);
             q_in = a.q_lora_rank;
         }
         matrix(TensorRole::mla_q_up, H * qk, q_in,
                runs_if(placing(), row_runs, q_in, Runs{{r * Hl * qk, Hl * qk}}), Hl * qk * q_in,
                {.decay = true}, kInitStd);
         const std::int64_t kv_rows = a.kv_lora_rank + a.qk_pos_emb_head_dim;
-        matrix(TensorRole::mla_kv_down, kv_rows, h, whole(kv_rows * h), kv_rows * h,
-               {.decay = true, .tp_replicated = true}, kInitStd);
+        matrix(TensorRole::mla_kv_down, kv_rows, h, whole(kv_rows * h), kv_rows * h, partial,
+               kInitStd);
         add_norm(TensorRole::mla_kv_norm, TensorRole::mla_kv_norm_bias, layer, a.kv_lora_rank,
                  false);
+        if (placing()) mark_norms_partial(norm_tensors);
         matrix(TensorRole::mla_kv_up, H * kv_out, a.kv_lora_rank,
                runs_if(placing(), row_runs, a.kv_lora_rank, Runs{{r * Hl * kv_out, Hl * kv_out}}),
                Hl * kv_out * a.kv_lora_rank, {.decay = true}, kInitStd);

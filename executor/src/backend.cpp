@@ -27,6 +27,7 @@ void require_supported_on_cuda(const core::JobSpec& job) {
                                             "runs it)");
     };
     if (m.moe) no("model.moe", "mixture of experts");
+    if (m.mla) no("model.mla", "multi-head latent attention");
     if (p.cp > 1) no("parallel.cp", "context parallelism");
     // Their twin chunks and one-rank tied embedding are summed on the host (model_copies.h).
     if (core::holds_two_chunks(p.schedule))

@@ -32,6 +32,9 @@ double GptChunk::Activations::bytes() const {
              &l.d_fc, &l.d_fc2_out});
         const MoeState& s = l.moe;
         add({&s.probs, &s.gates, &s.load, &s.slot_out, &s.d_logits, &s.lse, &l.moe_in});
+        const MlaState& t = l.mla;
+        add({&t.q_c, &t.q_in, &t.q_mean, &t.q_rstd, &t.kv_c, &t.c_n, &t.c_mean, &t.c_rstd, &t.att_v,
+             &t.d_q, &t.d_q_c, &t.d_kv_up, &t.d_kv_c});
         for (const auto* experts : {&s.x, &s.fc, &s.act, &s.d_fc, &s.d_out})
             for (const Vec& v : *experts) n += double(v.size());
     }
@@ -130,6 +133,15 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         z_coeff_ = m.moe->z_loss_coeff;
         capacity_factor_ = m.moe->capacity_factor.value_or(0.0);
     }
+    // MLA: one key/value group per head, of the queries' and keys' width (values padded).
+    proj_in_ = shape_.local_heads * shape_.head_dim;
+    if (m.mla) {
+        is_mla_ = true;
+        mla_ = *m.mla;
+        shape_.head_dim = mla_.qk_head_dim + mla_.qk_pos_emb_head_dim;
+        shape_.local_kv_groups = shape_.local_heads;
+        proj_in_ = shape_.local_heads * mla_.v_head_dim;
+    }
     const std::vector<std::int64_t> offsets = allocate_tensors(layout, store, seed);
     const auto at = [&](core::TensorRole role, std::int64_t layer = -1, std::int64_t expert = -1) {
         const std::int64_t i = layout.find(role, layer, expert);
@@ -147,6 +159,14 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         lp.ln1_b = at(R::norm1_bias, layer);
         lp.qkv_w = at(R::qkv_weight, layer);
         lp.qkv_b = at(R::qkv_bias, layer);
+        lp.q_down = at(R::mla_q_down, layer);
+        lp.q_norm_w = at(R::mla_q_norm, layer);
+        lp.q_norm_b = at(R::mla_q_norm_bias, layer);
+        lp.q_up = at(R::mla_q_up, layer);
+        lp.kv_down = at(R::mla_kv_down, layer);
+        lp.kv_norm_w = at(R::mla_kv_norm, layer);
+        lp.kv_norm_b = at(R::mla_kv_norm_bias, layer);
+        lp.kv_up = at(R::mla_kv_up, layer);
         lp.proj_w = at(R::proj_weight, layer);
         lp.proj_b = at(R::proj_bias, layer);
         lp.ln2_w = at(R::norm2_weight, layer);
@@ -230,10 +250,14 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     norm_forward(L.x_in.data(), normed.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w,
                  lp.ln1_b);
     L.ln1 = gather_rows(std::move(normed), tp);
-    L.qkv.resize(std::size_t(shape_.tokens * Wl));
-    k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr,
-                      shape_.tokens, shape_.hidden, Wl);
-    if (rope_) { // queries and keys turn by their tokens' positions; values do not
+    if (is_mla_) {
+        mla_forward(lp, L);
+    } else {
+        L.qkv.resize(std::size_t(shape_.tokens * Wl));
+        k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr,
+                          shape_.tokens, shape_.hidden, Wl);
+    }
+    if (rope_ && !is_mla_) { // queries and keys turn by their positions; values do not
         k::rope_forward(L.qkv.data(), shape_.tokens, Wl, shape_.local_heads, shape_.head_dim,
                         row_positions_.data(), rotary_base_);
         k::rope_forward(L.qkv.data() + shape_.local_heads * shape_.head_dim, shape_.tokens, Wl,
@@ -242,9 +266,10 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     }
     if (dropping(a)) L.attention_keys = attention_dropout_keys(layer, a);
     attention_forward(L, comms.context);
+    if (is_mla_) compact_values(L);
     Vec y(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
-    k::matmul_forward(y.data(), L.att.data(), p(lp.proj_w), nullptr, shape_.tokens,
-                      shape_.local_heads * shape_.head_dim, shape_.hidden);
+    k::matmul_forward(y.data(), projection_input(L).data(), p(lp.proj_w), nullptr, shape_.tokens,
+                      proj_in_, shape_.hidden);
     y = reduce_rows(std::move(y), tp); // row-parallel: sum the partial outputs
     if (bias_) add_bias(y.data(), p(lp.proj_b), shape_.rows, shape_.hidden);
     if (dropping(a)) drop_rows(y, attention_out, layer, a);

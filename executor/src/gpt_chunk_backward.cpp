@@ -57,9 +57,10 @@ void GptChunk::linear_weight_gradient(const LayerParams& lp, Layer& L, Linear wh
     };
     switch (which) {
     case Linear::qkv:
+        if (is_mla_) return mla_weight_gradients(lp, L, release_inputs);
         return grad(lp.qkv_w, lp.qkv_b, L.d_qkv, L.ln1, shape_.hidden, Wl);
     case Linear::proj:
-        return grad(lp.proj_w, lp.proj_b, L.d_proj_out, L.att, shape_.local_heads * shape_.head_dim,
+        return grad(lp.proj_w, lp.proj_b, L.d_proj_out, projection_input(L), proj_in_,
                     shape_.hidden);
     case Linear::fc1:
         return grad(lp.fc_w, lp.fc_b, L.d_fc, L.ln2, shape_.hidden, gate * lp.mlp_width);
@@ -152,25 +153,31 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
     for (Vec* v : {&d_ln2, &L.x_mid, &L.ln2_mean, &L.ln2_rstd}) release(*v);
     // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
     L.d_proj_out = gather_rows(branch_gradient(dx, attention_out, layer, a), tp);
-    Vec d_att(static_cast<std::size_t>(shape_.tokens * shape_.local_heads * shape_.head_dim), 0.0f);
+    Vec d_att(static_cast<std::size_t>(shape_.tokens * proj_in_), 0.0f);
     k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), shape_.tokens,
-                             shape_.local_heads * shape_.head_dim, shape_.hidden);
+                             proj_in_, shape_.hidden);
+    if (is_mla_) d_att = padded_values(d_att); // the values' padding had no effect
     note_peak();
     attention_backward(L, d_att, comms.context); // flash reads the output (att) too
     note_peak();
     for (Vec* v : {&d_att, &L.probs, &L.lse, &L.kv, &L.qkv}) release(*v);
+    if (is_mla_) release(L.att); // the projection's input is its compact copy
     std::vector<std::uint64_t>().swap(L.attention_keys);
     weights([&] { linear_weight_gradient(lp, L, Linear::proj, true); });
-    if (rope_) { // back through the rotation: the gradients of the unrotated q and k
-        k::rope_backward(L.d_qkv.data(), shape_.tokens, Wl, shape_.local_heads, shape_.head_dim,
-                         row_positions_.data(), rotary_base_);
-        k::rope_backward(L.d_qkv.data() + shape_.local_heads * shape_.head_dim, shape_.tokens, Wl,
-                         shape_.local_kv_groups, shape_.head_dim, row_positions_.data(),
-                         rotary_base_);
-    }
     Vec d_ln1(static_cast<std::size_t>(NH), 0.0f);
-    k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), shape_.tokens,
-                             shape_.hidden, Wl);
+    if (is_mla_) {
+        mla_backward(lp, L, d_ln1);
+    } else {
+        if (rope_) { // back through the rotation: the gradients of the unrotated q and k
+            k::rope_backward(L.d_qkv.data(), shape_.tokens, Wl, shape_.local_heads, shape_.head_dim,
+                             row_positions_.data(), rotary_base_);
+            k::rope_backward(L.d_qkv.data() + shape_.local_heads * shape_.head_dim, shape_.tokens,
+                             Wl, shape_.local_kv_groups, shape_.head_dim, row_positions_.data(),
+                             rotary_base_);
+        }
+        k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), shape_.tokens,
+                                 shape_.hidden, Wl);
+    }
     weights([&] { linear_weight_gradient(lp, L, Linear::qkv, true); });
     d_ln1 = reduce_rows(std::move(d_ln1), tp);
     norm_backward(dx.data(), d_ln1.data(), L.x_in.data(), L.ln1_mean.data(), L.ln1_rstd.data(),

@@ -7,9 +7,10 @@ void sum_partial_gradients(const core::JobSpec& job, const ParameterStore& store
     if (embedding && job.model.tied_embeddings && job.plan.pp > 1)
         for (const auto& t : store.tensors)
             if (t.tied_embedding) embedding->all_reduce_sum(grads + t.offset, std::size_t(t.size));
-    if (job.plan.sequence_parallel && tensor.size() > 1)
+    if (tensor.size() > 1)
         for (const auto& t : store.tensors)
-            if (t.sequence_partial) tensor.all_reduce_sum(grads + t.offset, std::size_t(t.size));
+            if (t.tensor_partial || (job.plan.sequence_parallel && t.sequence_partial))
+                tensor.all_reduce_sum(grads + t.offset, std::size_t(t.size));
 }
 
 double step_loss(double microbatch_mean, bool last_stage, std::int64_t tp_rank, std::int64_t dp,

@@ -44,7 +44,13 @@ void require_supported(const core::JobSpec& job) {
             no("model.moe.router_num_groups",
                "group-limited routing (" + std::to_string(e.router_num_groups) + " groups)");
     }
-    if (job.model.mla) no("model.mla", "multi-head latent attention");
+    if (job.model.mla &&
+        job.model.mla->v_head_dim > job.model.mla->qk_head_dim + job.model.mla->qk_pos_emb_head_dim)
+        no("model.mla.v_head_dim",
+           "a value head wider than the query/key head (" +
+               std::to_string(job.model.mla->v_head_dim) + " > " +
+               std::to_string(job.model.mla->qk_head_dim + job.model.mla->qk_pos_emb_head_dim) +
+               ")");
     if (job.model.mtp_num_layers > 0)
         no("model.mtp_num_layers", "multi-token prediction (" +
                                        std::to_string(job.model.mtp_num_layers) +

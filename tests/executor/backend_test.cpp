@@ -85,6 +85,11 @@ TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
     sp.devices_per_node = 2;
     sp.sequence_parallel = true;
     EXPECT_NO_THROW(executor::require_supported_on_cuda(job_with(sp)));
+    core::JobInputs mla; // the CPU backend runs MLA, CUDA not yet
+    mla.model = std::string(TRIDENT_FIXTURES) + "/models/mla-tiny.json";
+    mla.seq_length = 64;
+    EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(mla)); }).substr(0, 10),
+              "model.mla:");
     core::JobInputs v = dense; // the CPU backend runs the two-chunk schedules, CUDA not yet
     v.schedule = "zero-bubble-v";
     EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(v)); }).substr(0, 18),

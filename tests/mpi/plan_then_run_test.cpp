@@ -40,7 +40,8 @@ std::string training_line(const std::string& out) {
 // measured once.
 TEST(PlanThenRun, TheChosenPlanTrainsForEachTinyPreset) {
     const std::string profile = measure_profile();
-    for (const std::string model : {"gpt-tiny", "llama-tiny", "moe-tiny", "qwen-moe-tiny"}) {
+    for (const std::string model :
+         {"gpt-tiny", "llama-tiny", "moe-tiny", "qwen-moe-tiny", "deepseek-tiny"}) {
         const std::string plan = (fs::path(testing::TempDir()) / (model + "-plan.json")).string();
         const auto planned = run_shell(std::string(TRIDENT_BINARY) + " plan --model " + model +
                                        " --cluster localhost --devices-per-node 4 --profile " +

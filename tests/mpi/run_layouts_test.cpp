@@ -182,6 +182,17 @@ INSTANTIATE_TEST_SUITE_P(
         // MoE under tensor parallelism (sequence parallel: each rank routes its own rows) and
         // expert tensor parallelism (received rows gathered over the etp group, partial outputs
         // reduce-scattered back), both foldings.
+        // deepseek-tiny: MLA (down projections' gradients summed over the tensor group), a
+        // shared expert, routed ones, a dense first layer.
+        Layout{2, "deepseek-tiny", "--tp 2 --pp 1 --dp 1 --sequence-parallel"},
+        Layout{4, "deepseek-tiny",
+               "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --distributed-optimizer"},
+        Layout{2, "deepseek-tiny",
+               "--tp 1 --pp 2 --dp 1 --schedule dualpipev --pipeline-model-parallel-layout "
+               "'Et|t|t|ttL'"},
+        Layout{4, "deepseek-tiny",
+               "--tp 2 --pp 2 --dp 1 --sequence-parallel --schedule dualpipev "
+               "--pipeline-model-parallel-layout 'Et|t|t|ttL' --recompute selective"},
         Layout{2, "moe-tiny", "--tp 2 --pp 1 --dp 1 --sequence-parallel"},
         Layout{4, "moe-tiny",
                "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --distributed-optimizer"},

@@ -36,6 +36,10 @@ struct TensorFlags {
     bool sequence_partial = false; // under sequence parallelism each tensor rank holds a
                                    // partial gradient (norms): summed over the tensor group
     bool expert = false;           // a routed expert's: reduced over the expert-data group
+    bool tensor_partial = false;   // whole on every tensor rank but each rank's gradient
+                                   // partial (MLA's down projections and latent norms: each
+                                   // rank backpropagates its heads): summed over the tensor
+                                   // group
     bool tied_embedding = false;   // the tied word embedding or its last-stage copy: both
                                    // take the sum of their gradients over the embedding group
 };

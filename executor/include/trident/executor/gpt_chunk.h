@@ -136,6 +136,13 @@ public:
         Vec lse;                            // [N] log-sum-exp of the router logits (z-loss)
         double router_loss = 0.0;           // the load-balancing and z-losses' value
     };
+    // Multi-head latent attention's saved state for B and W (gpt_chunk_mla.cpp).
+    struct MlaState {
+        Vec q_c, q_in, q_mean, q_rstd;   // q latent, its norm's output (q_up's input) and stats
+        Vec kv_c, c_n, c_mean, c_rstd;   // kv_down's output, the latent's norm output and stats
+        Vec att_v;                       // the attention output without value padding
+        Vec d_q, d_q_c, d_kv_up, d_kv_c; // output gradients W needs
+    };
     struct Layer {
         Vec x_in, ln1, ln1_mean, ln1_rstd, qkv, att, x_mid, ln2, ln2_mean, ln2_rstd, fc, act;
         Vec probs; // unfused attention: the softmax [B×H×T×T]
@@ -147,6 +154,7 @@ public:
         // norm2's output, which it routes (ln2 then holds all rows, for the shared experts).
         Vec moe_in;
         MoeState moe;
+        MlaState mla;
     };
     struct Activations {
         const std::int32_t* tokens = nullptr;
@@ -197,6 +205,9 @@ private:
         std::int64_t mlp_width = 0; // this rank's columns of fc1 (per half under SwiGLU); 0: none
         bool moe = false;
         std::int64_t router_w = -1;
+        // MLA (qkv_w unused): the projections and the latents' norms.
+        std::int64_t q_down = -1, q_norm_w = -1, q_norm_b = -1, q_up = -1, kv_down = -1,
+                     kv_norm_w = -1, kv_norm_b = -1, kv_up = -1;
         std::vector<ExpertParams> experts; // this rank's experts
     };
     enum class Linear { qkv, proj, fc1, fc2 };
@@ -206,6 +217,21 @@ private:
     // weight gradient right after its input gradient.
     Vec mlp_backward(const LayerParams& lp, Layer& L, Vec dy, Activations& a, Communicator& tp,
                      bool fused) const;
+    // MLA (gpt_chunk_mla.cpp): L.qkv packed from L.ln1 as the attention kernels read it; B
+    // from L.d_qkv into d_ln1 (+=); the projections' weight gradients; the attention output
+    // without its value padding (the output projection's input) and the padding put back.
+    void mla_forward(const LayerParams& lp, Layer& L) const;
+    void mla_backward(const LayerParams& lp, Layer& L, Vec& d_ln1) const;
+    void mla_weight_gradients(const LayerParams& lp, Layer& L, bool release_inputs) const;
+    void compact_values(Layer& L) const;
+    Vec padded_values(const Vec& d_att_v) const;
+    void latent_norm_forward(const float* in, float* out, Vec& mean, Vec& rstd, std::int64_t w,
+                             std::int64_t b, std::int64_t width) const;
+    void latent_norm_backward(float* din, const float* dout, const float* in, const Vec& mean,
+                              const Vec& rstd, std::int64_t w, std::int64_t b,
+                              std::int64_t width) const;
+    // The output projection's input: the attention output, MLA's without value padding.
+    Vec& projection_input(Layer& L) const { return is_mla_ ? L.mla.att_v : L.att; }
     // The rows the router sees: this rank's (ln2, or moe_in when ln2 holds all rows).
     const Vec& routed_input(const Layer& L) const { return L.moe_in.empty() ? L.ln2 : L.moe_in; }
     // MoE forward in steps (gpt_chunk_moe.cpp): the router and its losses; the dispatch (rows
@@ -282,6 +308,9 @@ private:
     core::ChunkShape shape_; // this rank's sizes: tokens, rows, local heads, vocabulary, …
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
     std::int64_t experts_ = 0, top_k_ = 0;
+    bool is_mla_ = false;
+    core::MlaSpec mla_;
+    std::int64_t proj_in_ = 0; // the output projection's input width on this rank
     double aux_coeff_ = 0.0, z_coeff_ = 0.0;
     double capacity_factor_ = 0.0; // 0: dropless
     std::vector<LayerParams> layers_;
