@@ -28,6 +28,10 @@ void require_supported_on_cuda(const core::JobSpec& job) {
     };
     if (m.moe) no("model.moe", "mixture of experts");
     if (m.mla) no("model.mla", "multi-head latent attention");
+    if (p.recompute.granularity == core::RecomputeGranularity::selective &&
+        p.recompute.modules != core::module_bit(core::RecomputeModule::core_attn))
+        no("parallel.recompute.modules",
+           "selective recomputation of " + core::recompute_modules_text(p.recompute.modules));
     if (p.cp > 1) no("parallel.cp", "context parallelism");
     // Their twin chunks and one-rank tied embedding are summed on the host (model_copies.h).
     if (core::holds_two_chunks(p.schedule))

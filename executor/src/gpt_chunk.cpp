@@ -101,6 +101,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     : model_(&job.model), store_(&store) {
     const core::ModelSpec& m = job.model;
     const core::ParallelPlan& plan = job.plan;
+    recompute_plan_ = plan.recompute;
     const core::ChunkLayout layout(job, pipeline_rank, chunk, tp_rank, ep_rank, plan.cp,
                                    core::LayoutDetail::tensors, etp_rank);
     shape_ = layout.shape();
@@ -244,12 +245,7 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     const LayerParams& lp = layers_[i];
     // x holds this rank's rows; the GEMMs and attention see all N rows.
     L.x_in = x;
-    Vec normed(static_cast<std::size_t>(NLH));
-    L.ln1_mean.resize(std::size_t(shape_.rows));
-    L.ln1_rstd.resize(std::size_t(shape_.rows));
-    norm_forward(L.x_in.data(), normed.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w,
-                 lp.ln1_b);
-    L.ln1 = gather_rows(std::move(normed), tp);
+    norm1(lp, L, tp);
     if (is_mla_) {
         mla_forward(lp, L);
     } else {
@@ -276,17 +272,7 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     L.x_mid.resize(std::size_t(NLH));
     for (std::int64_t j = 0; j < NLH; ++j)
         L.x_mid[std::size_t(j)] = x[std::size_t(j)] + y[std::size_t(j)];
-    L.ln2_mean.resize(std::size_t(shape_.rows));
-    L.ln2_rstd.resize(std::size_t(shape_.rows));
-    normed.resize(std::size_t(NLH));
-    norm_forward(L.x_mid.data(), normed.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w,
-                 lp.ln2_b);
-    // Under sequence parallelism an MoE layer routes this rank's rows (Megatron-Core); only
-    // its shared experts, tensor-parallel like a dense MLP, take all rows.
-    const bool local_routing = lp.moe && shape_.rows != shape_.tokens;
-    if (local_routing && lp.mlp_width > 0) L.moe_in = normed;
-    L.ln2 =
-        local_routing && lp.mlp_width == 0 ? std::move(normed) : gather_rows(std::move(normed), tp);
+    norm2(lp, L, tp);
     if (lp.moe) {
         moe_forward(lp, L, y, comms);
         if (lp.mlp_width > 0) { // shared experts: every token, beside the routed
@@ -302,15 +288,8 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
 }
 
 Vec GptChunk::mlp_forward(const LayerParams& lp, Layer& L, Communicator& tp) const {
-    const std::int64_t F = lp.mlp_width, gate = swiglu_ ? 2 : 1;
-    L.fc.resize(std::size_t(shape_.tokens * gate * F));
-    k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr,
-                      shape_.tokens, shape_.hidden, gate * F);
-    L.act.resize(std::size_t(shape_.tokens * F));
-    if (swiglu_)
-        k::swiglu_forward(L.act.data(), L.fc.data(), shape_.tokens, F);
-    else
-        k::gelu_forward(L.act.data(), L.fc.data(), shape_.tokens * F);
+    const std::int64_t F = lp.mlp_width;
+    mlp_hidden(lp, L);
     Vec y(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
     k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, shape_.tokens, F,
                       shape_.hidden);
@@ -352,8 +331,7 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
             L = Layer{};
             L.x_in = std::move(input); // only the layer's input stays until B
         } else if (recompute_[i] == core::RecomputeGranularity::selective) {
-            Vec().swap(L.probs); // the attention core's saved state is recomputed in B
-            Vec().swap(L.lse);
+            drop_recomputed(layers_[i], L); // rebuilt in B
         }
     }
     if (!last_) {

@@ -129,7 +129,7 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
         Vec x = L.x_in; // the layer's forward again, from its saved input
         layer_forward(i, L, x, comms, a);
     } else if (recompute_[i] == core::RecomputeGranularity::selective) {
-        attention_forward(L, comms.context); // the attention core again
+        rebuild_recomputed(lp, L, comms); // what the forward dropped, again
     }
     note_peak();
     // MLP: x_out = x_mid + fc2(act(fc1(norm2(x_mid)))) — or the experts'.

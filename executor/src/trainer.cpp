@@ -55,11 +55,15 @@ void require_supported(const core::JobSpec& job) {
         no("model.mtp_num_layers", "multi-token prediction (" +
                                        std::to_string(job.model.mtp_num_layers) +
                                        " module(s); simulate and plan model it)");
+    const std::uint32_t unrun = core::module_bit(core::RecomputeModule::moe) |
+                                core::module_bit(core::RecomputeModule::mla_up_proj);
     if (p.recompute.granularity == core::RecomputeGranularity::selective &&
-        p.recompute.modules != core::module_bit(core::RecomputeModule::core_attn))
+        (p.recompute.modules & unrun) != 0)
         no("parallel.recompute.modules",
-           "selective recomputation of " + core::recompute_modules_text(p.recompute.modules) +
-               " (the executors recompute core_attn, or whole layers with granularity full)");
+           "selective recomputation of " +
+               core::recompute_modules_text(p.recompute.modules & unrun) +
+               " (the CPU executor rebuilds core_attn, layernorm, mlp, shared_experts and moe_act, "
+               "or whole layers with granularity full)");
     if (p.zero_stage() >= 2)
         no("parallel.data_parallel_sharding_strategy",
            std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +

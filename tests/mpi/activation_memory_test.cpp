@@ -77,6 +77,28 @@ void expect_measured_follows_prediction(const std::string& attention) {
 
 } // namespace
 
+// Recomputation by module frees what each module names: the measured peak falls as modules
+// are added, and stays near the simulator's model of the same modules (measured 0.89–0.92 of
+// it on 2026-12-03: the executor also drops the norms' statistics; the 10 % bound of the
+// whole-layer policies is not yet met for layernorm, hence 15 % here).
+TEST(ActivationMemory, RecomputeModulesFreeWhatTheyName) {
+    double previous = 0.0;
+    for (const char* modules : {"--recompute none", "--recompute-modules core_attn,layernorm",
+                                "--recompute-modules core_attn,layernorm,mlp"}) {
+        const std::string job = std::string("--model gpt-demo --cluster localhost ") +
+                                "--devices-per-node 1 --pp 1 --mbs 8 --gbs 32 --seq-length 128 " +
+                                modules;
+        const double measured = measured_peak(1, job), predicted = predicted_peak(job);
+        ASSERT_GT(measured, 0.0) << job;
+        EXPECT_LE(measured, 1.1 * predicted) << job;
+        EXPECT_GE(measured, 0.85 * predicted) << job;
+        if (previous > 0.0) {
+            EXPECT_LT(measured, 0.95 * previous) << job;
+        }
+        previous = measured;
+    }
+}
+
 TEST(ActivationMemory, MeasuredPeakFollowsTheSimulatorWithFlashAttention) {
     expect_measured_follows_prediction("");
 }
@@ -106,8 +128,8 @@ TEST(ActivationMemory, SimulatorVsExecutorBenchmarkLayouts) {
     const std::string common = "--model " + std::string(TRIDENT_SOURCE_DIR) +
                                "/bench/models/gpt-bench.json --cluster localhost "
                                "--devices-per-node 2 --mbs 4 --gbs 32 ";
-    for (const char* layout : {"--tp 1 --pp 2 --dp 1 --schedule 1f1b", "--tp 2 --pp 1 --dp 1",
-                               "--tp 1 --pp 1 --dp 2"}) {
+    for (const char* layout :
+         {"--tp 1 --pp 2 --dp 1 --schedule 1f1b", "--tp 2 --pp 1 --dp 1", "--tp 1 --pp 1 --dp 2"}) {
         const std::string job = common + layout;
         const double measured = measured_peak(2, job), predicted = predicted_peak(job);
         ASSERT_GT(measured, 0.0) << job;

@@ -193,6 +193,17 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{4, "deepseek-tiny",
                "--tp 2 --pp 2 --dp 1 --sequence-parallel --schedule dualpipev "
                "--pipeline-model-parallel-layout 'Et|t|t|ttL' --recompute selective"},
+        // Recomputation by module: what the forward dropped is rebuilt in B, bit for bit.
+        Layout{2, "gpt-tiny",
+               "--tp 2 --pp 1 --dp 1 --sequence-parallel --recompute-modules "
+               "core_attn,layernorm,mlp"},
+        Layout{2, "llama-tiny",
+               "--tp 1 --pp 2 --dp 1 --schedule zero-bubble-h1 --recompute-modules layernorm,mlp"},
+        Layout{4, kShared.c_str(),
+               "--tp 1 --pp 2 --dp 2 --ep 2 --recompute-modules moe_act,shared_experts,layernorm"},
+        Layout{2, "deepseek-tiny",
+               "--tp 2 --pp 1 --dp 1 --sequence-parallel --recompute-modules "
+               "core_attn,layernorm,moe_act,shared_experts,mlp"},
         Layout{2, "moe-tiny", "--tp 2 --pp 1 --dp 1 --sequence-parallel"},
         Layout{4, "moe-tiny",
                "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --distributed-optimizer"},

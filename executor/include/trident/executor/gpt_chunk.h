@@ -211,6 +211,15 @@ private:
         std::vector<ExpertParams> experts; // this rank's experts
     };
     enum class Linear { qkv, proj, fc1, fc2 };
+    // The norms' outputs (L.ln1 from x_in; L.ln2 — and moe_in — from x_mid) and the dense MLP's
+    // hidden state (L.fc, L.act from L.ln2); the selective recomputation by module that drops
+    // and rebuilds them (gpt_chunk_recompute.cpp).
+    void norm1(const LayerParams& lp, Layer& L, Communicator& tp) const;
+    void norm2(const LayerParams& lp, Layer& L, Communicator& tp) const;
+    void mlp_hidden(const LayerParams& lp, Layer& L) const;
+    bool recomputes_mlp(const LayerParams& lp) const;
+    void drop_recomputed(const LayerParams& lp, Layer& L) const;
+    void rebuild_recomputed(const LayerParams& lp, Layer& L, const ChunkComms& comms) const;
     // The dense MLP on L.ln2: the output rows (reduced over the tensor group, bias added).
     Vec mlp_forward(const LayerParams& lp, Layer& L, Communicator& tp) const;
     // Its B from the gradient of its output rows: the gradient of L.ln2's rows; fused, each
@@ -315,6 +324,7 @@ private:
     double capacity_factor_ = 0.0; // 0: dropless
     std::vector<LayerParams> layers_;
     std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk
+    core::Recompute recompute_plan_;                    // which modules selective rebuilds
 };
 
 } // namespace trident::executor
