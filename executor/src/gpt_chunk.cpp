@@ -31,11 +31,11 @@ double GptChunk::Activations::bytes() const {
              &l.x_mid, &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fc, &l.act, &l.d_qkv, &l.d_proj_out,
              &l.d_fc, &l.d_fc2_out});
         const MoeState& s = l.moe;
-        add({&s.probs, &s.gates, &s.load, &s.slot_out, &s.d_logits, &s.lse, &l.moe_in});
+        add({&s.probs, &s.gates, &s.load, &s.d_logits, &s.lse, &l.moe_in});
         const MlaState& t = l.mla;
         add({&t.q_c, &t.q_in, &t.q_mean, &t.q_rstd, &t.kv_c, &t.c_n, &t.c_mean, &t.c_rstd, &t.att_v,
              &t.d_q, &t.d_q_c, &t.d_kv_up, &t.d_kv_c});
-        for (const auto* experts : {&s.x, &s.fc, &s.act, &s.d_fc, &s.d_out})
+        for (const auto* experts : {&s.x, &s.fc, &s.act, &s.d_fc, &s.d_out, &s.gate})
             for (const Vec& v : *experts) n += double(v.size());
     }
     return n * sizeof(float);

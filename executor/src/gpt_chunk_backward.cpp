@@ -82,7 +82,8 @@ void GptChunk::moe_weight_gradients(const LayerParams& lp, Layer& L, bool releas
         k::matmul_backward_weight(g(x.fc_w), bias_ ? g(x.fc_b) : nullptr, s.d_fc[e].data(),
                                   s.x[e].data(), rows, shape_.hidden, gate * F);
         k::matmul_backward_weight(g(x.fc2_w), bias_ ? g(x.fc2_b) : nullptr, s.d_out[e].data(),
-                                  s.act[e].data(), rows, F, shape_.hidden);
+                                  weighted_activation(s, std::int64_t(e)).data(), rows, F,
+                                  shape_.hidden);
     }
     if (release_inputs) {
         release(L.ln2);

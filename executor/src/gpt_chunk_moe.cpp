@@ -3,7 +3,10 @@
 // dropping, and this rank's experts (forward and backward) — under expert tensor parallelism
 // with the received rows all-gathered over the expert-tensor group and the experts' partial
 // outputs (and input gradients) reduce-scattered back, as Megatron-Core's all-to-all
-// dispatcher does. Under sequence parallelism each tensor rank routes its own rows.
+// dispatcher does. Under sequence parallelism each tensor rank routes its own rows. Each
+// token's routing weight travels with it and scales its activation inside the expert, before
+// fc2 (Megatron-Core's weighted_bias_swiglu), so the combine is a plain sum and no expert
+// output is kept for the weights' gradient.
 #include "trident/executor/gpt_chunk.h"
 #include "trident/kernels/cpu.h"
 
@@ -154,7 +157,7 @@ Vec GptChunk::moe_dispatch(Layer& L, Communicator& ep) const {
     for (std::int64_t r = 0; r < R; ++r)
         s.received[std::size_t(r)] = std::int64_t(counts_in[std::size_t(r)]);
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
-    const std::int64_t row = shape_.hidden + 1; // the token, then its expert
+    const std::int64_t row = shape_.hidden + 2; // the token, its expert, its routing weight
     Vec out_buf(static_cast<std::size_t>(total_rows(s.sent) * row)),
         in_buf(static_cast<std::size_t>(total_rows(s.received) * row));
     const Vec& in = routed_input(L);
@@ -165,6 +168,7 @@ Vec GptChunk::moe_dispatch(Layer& L, Communicator& ep) const {
                                           row;
         std::copy_n(in.data() + (slot / K) * shape_.hidden, shape_.hidden, dst);
         dst[shape_.hidden] = float(s.topk[std::size_t(slot)] % El);
+        dst[shape_.hidden + 1] = s.gates[std::size_t(slot)];
     }
     ep.all_to_allv(out_buf.data(), element_counts(s.sent, row), in_buf.data(),
                    element_counts(s.received, row));
@@ -182,19 +186,21 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkC
     // experts over the rows all of them received.
     Communicator& etp = comms.expert_tensor;
     if (etp.size() > 1)
-        rows = gather_row_blocks(rows, h + 1, etp, s.etp_rows);
+        rows = gather_row_blocks(rows, h + 2, etp, s.etp_rows);
     else
-        s.etp_rows = {std::int64_t(rows.size()) / (h + 1)};
+        s.etp_rows = {std::int64_t(rows.size()) / (h + 2)};
     const std::int64_t all_rows = total_rows(s.etp_rows);
     s.x.assign(std::size_t(El), Vec{});
+    s.gate.assign(std::size_t(El), Vec{});
     s.recv_expert.assign(std::size_t(all_rows), -1);
     s.recv_pos.assign(std::size_t(all_rows), -1);
     for (std::int64_t r = 0; r < all_rows; ++r) {
-        const float* src = rows.data() + r * (h + 1);
+        const float* src = rows.data() + r * (h + 2);
         const std::int32_t e = std::int32_t(src[h]);
         s.recv_expert[std::size_t(r)] = e;
         s.recv_pos[std::size_t(r)] = std::int32_t(s.x[std::size_t(e)].size() / std::size_t(h));
         s.x[std::size_t(e)].insert(s.x[std::size_t(e)].end(), src, src + h);
+        s.gate[std::size_t(e)].push_back(src[h + 1]);
     }
     s.fc.assign(std::size_t(El), Vec{});
     s.act.assign(std::size_t(El), Vec{});
@@ -213,12 +219,13 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkC
             k::swiglu_forward(act.data(), fc.data(), n, F);
         else
             k::gelu_forward(act.data(), fc.data(), n * F);
+        const Vec weighted = weighted_activation(s, e);
         expert_out[std::size_t(e)].resize(std::size_t(n * h));
-        k::matmul_forward(expert_out[std::size_t(e)].data(), act.data(), p(x.fc2_w),
+        k::matmul_forward(expert_out[std::size_t(e)].data(), weighted.data(), p(x.fc2_w),
                           bias_ ? p(x.fc2_b) : nullptr, n, F, h);
     }
     // Combine: outputs (summed over the expert-tensor group) return the way the tokens came;
-    // each token sums its k gated outputs.
+    // each token sums its k outputs, already weighted.
     Vec ret(static_cast<std::size_t>(all_rows * h));
     for (std::int64_t r = 0; r < all_rows; ++r)
         std::copy_n(expert_out[std::size_t(s.recv_expert[std::size_t(r)])].data() +
@@ -230,16 +237,23 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkC
                              element_counts(s.sent, h));
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     y.assign(std::size_t(N * h), 0.0f);
-    s.slot_out.assign(std::size_t(N * K * h), 0.0f);
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
         const float* o = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
                                         s.slot_row[std::size_t(slot)]) *
                                            h;
-        std::copy_n(o, h, s.slot_out.data() + slot * h);
-        const float g = s.gates[std::size_t(slot)];
-        for (std::int64_t c = 0; c < h; ++c) y[std::size_t((slot / K) * h + c)] += g * o[c];
+        for (std::int64_t c = 0; c < h; ++c) y[std::size_t((slot / K) * h + c)] += o[c];
     }
+}
+
+Vec GptChunk::weighted_activation(const MoeState& s, std::int64_t e) const {
+    const auto F = std::size_t(shape_.local_expert_ffn);
+    const Vec& act = s.act[std::size_t(e)];
+    const Vec& gate = s.gate[std::size_t(e)];
+    Vec w(act.size());
+    for (std::size_t r = 0; r < gate.size(); ++r)
+        for (std::size_t f = 0; f < F; ++f) w[r * F + f] = gate[r] * act[r * F + f];
+    return w;
 }
 
 void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_in,
@@ -247,25 +261,17 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
     const std::int64_t K = top_k_, El = shape_.local_experts, N = shape_.rows, h = shape_.hidden,
                        F = shape_.local_expert_ffn, gate = swiglu_ ? 2 : 1;
     MoeState& s = L.moe;
-    // Gradients of the gates and of each slot's expert output (gate · dy), sent to the experts.
+    // Each slot's output gradient is its token's (the combine is a sum), sent to the experts.
     Vec d_gate(static_cast<std::size_t>(N * K), 0.0f); // a dropped slot contributed nothing
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     Vec to_experts(static_cast<std::size_t>(total_rows(s.sent) * h)),
         at_experts(static_cast<std::size_t>(total_rows(s.received) * h));
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
-        const float* d = dy.data() + (slot / K) * h;
-        const float* o = s.slot_out.data() + slot * h;
-        float* dst = to_experts.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
-                                          s.slot_row[std::size_t(slot)]) *
-                                             h;
-        float dot = 0.0f;
-        const float g = s.gates[std::size_t(slot)];
-        for (std::int64_t c = 0; c < h; ++c) {
-            dot += d[c] * o[c];
-            dst[c] = g * d[c];
-        }
-        d_gate[std::size_t(slot)] = dot;
+        std::copy_n(dy.data() + (slot / K) * h, h,
+                    to_experts.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
+                                         s.slot_row[std::size_t(slot)]) *
+                                            h);
     }
     comms.expert.all_to_allv(to_experts.data(), element_counts(s.sent, h), at_experts.data(),
                              element_counts(s.received, h));
@@ -281,13 +287,25 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         std::copy_n(at_experts.data() + r * h, h,
                     s.d_out[std::size_t(s.recv_expert[std::size_t(r)])].data() +
                         s.recv_pos[std::size_t(r)] * h);
-    std::vector<Vec> d_x(static_cast<std::size_t>(El));
+    std::vector<Vec> d_x(static_cast<std::size_t>(El)), d_gates(static_cast<std::size_t>(El));
     for (std::int64_t e = 0; e < El; ++e) {
         const std::int64_t n = std::int64_t(s.x[std::size_t(e)].size()) / h;
         if (n == 0) continue;
         const ExpertParams& x = lp.experts[std::size_t(e)];
         Vec d_act(static_cast<std::size_t>(n * F), 0.0f);
         k::matmul_backward_input(d_act.data(), s.d_out[std::size_t(e)].data(), p(x.fc2_w), n, F, h);
+        // fc2 read gate · act: the weight's gradient is Σ d ∘ act (over this rank's columns:
+        // partial over the expert-tensor group), the activation's gate · d.
+        const Vec& act = s.act[std::size_t(e)];
+        Vec& d_g = d_gates[std::size_t(e)];
+        d_g.assign(std::size_t(n), 0.0f);
+        for (std::int64_t r = 0; r < n; ++r) {
+            const float g = s.gate[std::size_t(e)][std::size_t(r)];
+            for (std::int64_t f = 0; f < F; ++f) {
+                d_g[std::size_t(r)] += d_act[std::size_t(r * F + f)] * act[std::size_t(r * F + f)];
+                d_act[std::size_t(r * F + f)] *= g;
+            }
+        }
         Vec& d_fc = s.d_fc[std::size_t(e)];
         d_fc.assign(std::size_t(n * gate * F), 0.0f);
         if (swiglu_)
@@ -299,23 +317,28 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
                                  gate * F);
         Vec().swap(s.fc[std::size_t(e)]);
     }
-    // Input gradients (partial over the expert-tensor group: fc1 is column-parallel) are
-    // summed back to the rows' receivers, return to the tokens' ranks and add up per token.
-    Vec ret(static_cast<std::size_t>(all_rows * h));
-    for (std::int64_t r = 0; r < all_rows; ++r)
-        std::copy_n(d_x[std::size_t(s.recv_expert[std::size_t(r)])].data() +
-                        s.recv_pos[std::size_t(r)] * h,
-                    h, ret.data() + r * h);
-    if (etp.size() > 1) ret = reduce_scatter_row_blocks(ret, s.etp_rows, h, etp);
-    Vec back(to_experts.size());
-    comms.expert.all_to_allv(ret.data(), element_counts(s.received, h), back.data(),
-                             element_counts(s.sent, h));
+    // Input and routing-weight gradients (partial over the expert-tensor group: fc1 is
+    // column-parallel, the weight's sum runs over this rank's columns) are summed back to the
+    // rows' receivers, return to the tokens' ranks and add up per token.
+    const std::int64_t row = h + 1;
+    Vec ret(static_cast<std::size_t>(all_rows * row));
+    for (std::int64_t r = 0; r < all_rows; ++r) {
+        const auto e = std::size_t(s.recv_expert[std::size_t(r)]);
+        const auto at = std::size_t(s.recv_pos[std::size_t(r)]);
+        std::copy_n(d_x[e].data() + at * std::size_t(h), h, ret.data() + r * row);
+        ret[std::size_t(r * row + h)] = d_gates[e][at];
+    }
+    if (etp.size() > 1) ret = reduce_scatter_row_blocks(ret, s.etp_rows, row, etp);
+    Vec back(static_cast<std::size_t>(total_rows(s.sent) * row));
+    comms.expert.all_to_allv(ret.data(), element_counts(s.received, row), back.data(),
+                             element_counts(s.sent, row));
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
         const float* d = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
                                         s.slot_row[std::size_t(slot)]) *
-                                           h;
+                                           row;
         for (std::int64_t c = 0; c < h; ++c) d_in[std::size_t((slot / K) * h + c)] += d[c];
+        d_gate[std::size_t(slot)] = d[h];
     }
     moe_router_backward(lp, L, d_gate, d_in, loss_scale);
 }
@@ -355,7 +378,6 @@ void GptChunk::moe_router_backward(const LayerParams& lp, Layer& L, const Vec& d
     Vec().swap(s.lse);
     k::matmul_backward_input(d_in.data(), s.d_logits.data(), p(lp.router_w), N, shape_.hidden, E);
     Vec().swap(s.probs);
-    Vec().swap(s.slot_out);
 }
 
 } // namespace trident::executor

@@ -129,7 +129,7 @@ public:
         std::vector<std::int64_t> sent, received;      // rows to / from each expert rank
         std::vector<std::int32_t> recv_expert, recv_pos; // received row → local expert, row
         std::vector<std::int64_t> etp_rows; // rows each expert-tensor rank received, in order
-        Vec slot_out;                       // [N×k×h] expert outputs, for the gates' gradient
+        std::vector<Vec> gate;              // per local expert: each row's routing weight
         std::vector<Vec> x, fc, act;        // per local expert: inputs, fc1 out, activation out
         std::vector<Vec> d_fc, d_out;       // per local expert, for W: fc1 and fc2 output grads
         Vec d_logits;                       // [N×E] for the router's W
@@ -247,6 +247,8 @@ private:
     // received, each followed by its local expert); the experts and the combine into y.
     void moe_route(const LayerParams& lp, Layer& L, Communicator& tp) const;
     Vec moe_dispatch(Layer& L, Communicator& ep) const;
+    // Local expert e's activation scaled row by row by its routing weights (fc2's input).
+    Vec weighted_activation(const MoeState& s, std::int64_t e) const;
     void moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkComms& comms) const;
     // B: d_in (this rank's rows of norm2's output) += the routed experts' and the router's.
     void moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_in, float loss_scale,
