@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Simulated versus measured step time and peak activation memory on this machine, for a GPT
-# small enough for two ranks (bench/models/gpt-bench.json), three layouts. Run after
+# small enough for two ranks (bench/models/gpt-bench.json) and an MoE one (moe-bench.json). Run after
 # ./trident.sh build; prints a Markdown table (docs/measurements/2026-12-01-simulator-vs-executor.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,15 +8,14 @@ trident=build/cli/trident
 mpi="mpirun --allow-run-as-root --oversubscribe -np 2"
 profile=build/cpu-host.json
 $mpi $trident profile --backend cpu --quick --out $profile >/dev/null
-model=bench/models/gpt-bench.json
-common="--model $model --cluster localhost --devices-per-node 2 --mbs 4 --gbs 32"
-echo "| layout | simulated step s | measured step s | error | simulated activation MiB | measured activation MiB | error |"
-echo "|---|---|---|---|---|---|---|"
-for layout in "--tp 1 --pp 2 --dp 1 --schedule 1f1b" "--tp 2 --pp 1 --dp 1" "--tp 1 --pp 1 --dp 2"; do
+echo "| model | layout | simulated step s | measured step s | error | simulated activation MiB | measured activation MiB | error |"
+echo "|---|---|---|---|---|---|---|---|"
+compare() { # model, layout
+    local common="--model bench/models/$1.json --cluster localhost --devices-per-node 2 --mbs 4 --gbs 32"
     # Both with the plan's default flash attention (the CPU executor's tiled kernels).
-    $trident simulate $common $layout --profile $profile --json build/sim.json >/dev/null
-    $mpi $trident run $common $layout --steps 8 > build/run.log
-    python3 - "$layout" <<'PY'
+    $trident simulate $common $2 --profile $profile --json build/sim.json >/dev/null
+    $mpi $trident run $common $2 --steps 8 > build/run.log
+    python3 - "$1" "$2" <<'PY'
 import json, re, statistics, sys
 r = json.load(open("build/sim.json"))
 sim_s = r["step_time_s"]
@@ -26,7 +25,17 @@ steps = [float(x) for x in re.findall(r"\| ([0-9.]+) s \|", log)][2:]  # skip wa
 measured_s = statistics.median(steps)
 measured_act = float(re.search(r"peak activation memory \(largest rank\): .* \(([0-9]+) bytes\)", log).group(1))
 mib = 1024 * 1024
-print(f"| {sys.argv[1]} | {sim_s:.4f} | {measured_s:.4f} | {100 * (sim_s / measured_s - 1):+.0f} % | "
+print(f"| {sys.argv[1]} | {sys.argv[2]} | {sim_s:.4f} | {measured_s:.4f} | {100 * (sim_s / measured_s - 1):+.0f} % | "
       f"{sim_act / mib:.1f} | {measured_act / mib:.1f} | {100 * (sim_act / measured_act - 1):+.0f} % |")
 PY
+}
+for layout in "--tp 1 --pp 2 --dp 1 --schedule 1f1b" "--tp 2 --pp 1 --dp 1" "--tp 1 --pp 1 --dp 2" \
+              "--tp 1 --pp 2 --dp 1 --schedule dualpipev"; do
+    compare gpt-bench "$layout"
+done
+# Mixture of experts (8 experts top-2): expert parallelism, experts replicated, and tensor
+# parallelism with sequence parallelism (each rank routes its own rows).
+for layout in "--tp 1 --pp 1 --dp 2 --ep 2" "--tp 1 --pp 1 --dp 2 --ep 1" \
+              "--tp 2 --pp 1 --dp 1 --sequence-parallel"; do
+    compare moe-bench "$layout"
 done
