@@ -12,21 +12,22 @@ namespace trident::executor {
 
 namespace k = kernels::cpu;
 
-void GptChunk::norm1(const LayerParams& lp, Layer& L, Communicator& tp) const {
+// One of the layer's norms over this rank's rows of `in`, its statistics into mean and rstd.
+Vec GptChunk::normed_rows(const Vec& in, Vec& mean, Vec& rstd, std::int64_t w,
+                          std::int64_t b) const {
     Vec normed(static_cast<std::size_t>(shape_.rows * shape_.hidden));
-    L.ln1_mean.resize(std::size_t(shape_.rows));
-    L.ln1_rstd.resize(std::size_t(shape_.rows));
-    norm_forward(L.x_in.data(), normed.data(), L.ln1_mean.data(), L.ln1_rstd.data(), lp.ln1_w,
-                 lp.ln1_b);
-    L.ln1 = gather_rows(std::move(normed), tp);
+    mean.resize(std::size_t(shape_.rows));
+    rstd.resize(std::size_t(shape_.rows));
+    norm_forward(in.data(), normed.data(), mean.data(), rstd.data(), w, b);
+    return normed;
+}
+
+void GptChunk::norm1(const LayerParams& lp, Layer& L, Communicator& tp) const {
+    L.ln1 = gather_rows(normed_rows(L.x_in, L.ln1_mean, L.ln1_rstd, lp.ln1_w, lp.ln1_b), tp);
 }
 
 void GptChunk::norm2(const LayerParams& lp, Layer& L, Communicator& tp) const {
-    Vec normed(static_cast<std::size_t>(shape_.rows * shape_.hidden));
-    L.ln2_mean.resize(std::size_t(shape_.rows));
-    L.ln2_rstd.resize(std::size_t(shape_.rows));
-    norm_forward(L.x_mid.data(), normed.data(), L.ln2_mean.data(), L.ln2_rstd.data(), lp.ln2_w,
-                 lp.ln2_b);
+    Vec normed = normed_rows(L.x_mid, L.ln2_mean, L.ln2_rstd, lp.ln2_w, lp.ln2_b);
     // Under sequence parallelism an MoE layer routes this rank's rows (Megatron-Core); only
     // its shared experts, tensor-parallel like a dense MLP, take all rows.
     const bool local_routing = lp.moe && shape_.rows != shape_.tokens;

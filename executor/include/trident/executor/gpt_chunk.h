@@ -214,6 +214,7 @@ private:
     // The norms' outputs (L.ln1 from x_in; L.ln2 — and moe_in — from x_mid) and the dense MLP's
     // hidden state (L.fc, L.act from L.ln2); the selective recomputation by module that drops
     // and rebuilds them (gpt_chunk_recompute.cpp).
+    Vec normed_rows(const Vec& in, Vec& mean, Vec& rstd, std::int64_t w, std::int64_t b) const;
     void norm1(const LayerParams& lp, Layer& L, Communicator& tp) const;
     void norm2(const LayerParams& lp, Layer& L, Communicator& tp) const;
     void mlp_hidden(const LayerParams& lp, Layer& L) const;
