@@ -104,6 +104,9 @@ PipelineSplit counted_split(const ModelSpec& m, const ParallelPlan& p) {
         return split_of(layers);
     }
     if (total % stages != 0) {
+        if (extra == 0 && placement_of(p.schedule) == StagePlacement::two_copies)
+            throw SpecError("parallel.pp", s(m.num_layers) + " layers cannot fill " +
+                                               stages_text(p) + " evenly; " + kHowToSplit);
         if (extra == 0)
             throw SpecError(p.vpp > 1 ? "parallel.vpp" : "parallel.pp",
                             s(m.num_layers) + " layers cannot fill pp " + s(p.pp) + " · vpp " +
