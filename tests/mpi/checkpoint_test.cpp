@@ -226,6 +226,39 @@ TEST(Checkpoint, ExpertAndDenseSlicesReshard) {
     }
 }
 
+// deepseek-tiny (MLA, shared and routed experts) saved under DualPipe (two copies, an uneven
+// 3 + 2 split) with ZeRO-1 at pp2·dp2·ep2, resumed at tp2·dp2·ep2 with sequence parallelism:
+// the duplicated chunk is no source, the expert and dense slices reshard, and the losses
+// continue as one process's.
+TEST(Checkpoint, DualPipeExpertCheckpointResumesUnderTensorParallelism) {
+    const std::string job = std::string(" ") + TRIDENT_BINARY +
+                            " run --model deepseek-tiny --cluster localhost --mbs 2 --gbs 16 "
+                            "--seq-length 32 --train-iters 10 --seed 7";
+    const auto one = run_shell(job + " --devices-per-node 1");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const auto reference = losses_of(one.out);
+    const std::string dir = fresh_dir("dualpipe-moe");
+    const std::string mpirun = "mpirun --allow-run-as-root --oversubscribe -np 4";
+    const auto saved = run_shell(mpirun + job +
+                                 " --devices-per-node 4 --pp 2 --dp 2 --ep 2 --schedule dualpipe "
+                                 "--distributed-optimizer --pipeline-model-parallel-layout "
+                                 "'Ettt|ttL' --save " +
+                                 dir + " --exit-interval 5");
+    ASSERT_EQ(saved.exit_code, 0) << saved.err;
+    const auto resumed = run_shell(mpirun + job +
+                                   " --devices-per-node 4 --tp 2 --dp 2 --ep 2 "
+                                   "--sequence-parallel --distributed-optimizer --load " +
+                                   dir);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_NE(resumed.out.find("two_copies stages · layers 3 2"), std::string::npos) << resumed.out;
+    const auto losses = losses_of(resumed.out);
+    ASSERT_EQ(losses.size(), 5u) << resumed.out;
+    for (const auto& [step, loss] : losses)
+        EXPECT_NEAR(std::stod(loss), std::stod(reference.at(step)),
+                    1e-5 * std::stod(reference.at(step)))
+            << "step " << step;
+}
+
 TEST(Checkpoint, RefusesDamagedOrMismatchedCheckpoints) {
     const std::string dir = fresh_dir("refuse");
     const auto saved = run_shell(kMpirun + kJob + " --steps 2 --save " + dir);
