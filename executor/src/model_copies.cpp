@@ -40,25 +40,27 @@ DualPipeTwins::DualPipeTwins(ParameterStore& store, std::size_t first_chunk1_ten
     for (std::size_t i = first_chunk1_tensor; i < t.size(); ++i) store.tensors[i].duplicate = true;
 }
 
-// Pipeline messages after the schedule walk has completed all of its: one tag suffices.
+// Pipeline messages after the schedule walk has completed all of its: one tag suffices, and a
+// send copies its buffer, so the region sent may be written once it is posted.
+void DualPipeTwins::swap_with_twin(const float* send, std::int64_t n_send, float* receive,
+                                   std::int64_t n_receive) {
+    pipeline_->send(send, std::size_t(n_send), twin_, 0);
+    pipeline_->recv(receive, std::size_t(n_receive), twin_, 0);
+    pipeline_->wait_sends();
+}
+
+// This rank's chunk 1 is the twin's chunk 0 and the other way round: what one sends (its n1)
+// is what the other receives (its n0).
 void DualPipeTwins::sum_gradients(float* grads) {
     const std::int64_t n0 = ranges_.end0 - ranges_.begin0, n1 = ranges_.end1 - ranges_.begin1;
     std::vector<float> twin(static_cast<std::size_t>(n0));
-    // This rank's chunk 1 is the twin's chunk 0 and the other way round, so what is sent (n1)
-    // is what the twin adds (its n0).
-    std::vector<float> mine(grads + ranges_.begin1, grads + ranges_.end1);
-    pipeline_->send(mine.data(), std::size_t(n1), twin_, 0);
-    pipeline_->recv(twin.data(), std::size_t(n0), twin_, 0);
-    pipeline_->wait_sends();
+    swap_with_twin(grads + ranges_.begin1, n1, twin.data(), n0);
     for (std::int64_t i = 0; i < n0; ++i) grads[ranges_.begin0 + i] += twin[std::size_t(i)];
 }
 
 void DualPipeTwins::copy_parameters(float* values) {
-    const std::int64_t n0 = ranges_.end0 - ranges_.begin0, n1 = ranges_.end1 - ranges_.begin1;
-    std::vector<float> mine(values + ranges_.begin0, values + ranges_.end0);
-    pipeline_->send(mine.data(), std::size_t(n0), twin_, 0);
-    pipeline_->recv(values + ranges_.begin1, std::size_t(n1), twin_, 0);
-    pipeline_->wait_sends();
+    swap_with_twin(values + ranges_.begin0, ranges_.end0 - ranges_.begin0, values + ranges_.begin1,
+                   ranges_.end1 - ranges_.begin1);
 }
 
 } // namespace trident::executor

@@ -39,6 +39,8 @@ public:
     void copy_parameters(float* values);
 
 private:
+    void swap_with_twin(const float* send, std::int64_t n_send, float* receive,
+                        std::int64_t n_receive);
     ChunkRanges ranges_;
     Communicator* pipeline_ = nullptr;
     int twin_ = 0;
