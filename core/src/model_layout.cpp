@@ -3,6 +3,7 @@
 #include "trident/core/internal_error.h"
 #include "trident/core/schedule.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace trident::core {
@@ -243,7 +244,7 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
             add(replicated(TensorRole::position_embedding, -1, m.max_position_embeddings,
                            m.hidden_size));
         }
-        units_.push_back({parameters_, 0, 0});
+        close_unit({parameters_, 0, 0});
     }
     // Counting, every dense layer holds as much as every other, and so does every MoE layer:
     // each kind is laid out once (the planner counts a layout per candidate and stage).
@@ -259,7 +260,7 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
             expert_parameters_ += kind[1];
             linear_parameters_ += kind[2];
             if (fp8) fp8_parameters_ += kind[2];
-            units_.push_back({kind[0] - kind[1], kind[1], fp8 ? kind[2] : 0, fp8 ? kind[3] : 0});
+            close_unit({kind[0] - kind[1], kind[1], fp8 ? kind[2] : 0, fp8 ? kind[3] : 0});
             continue;
         }
         const std::int64_t before = parameters_, experts_before = expert_parameters_,
@@ -271,7 +272,7 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
         kind[2] = linear_parameters_ - linear_before;
         kind[3] = expert_linear_parameters_ - expert_linear_before;
         if (fp8) fp8_parameters_ += kind[2];
-        units_.push_back({kind[0] - kind[1], kind[1], fp8 ? kind[2] : 0, fp8 ? kind[3] : 0});
+        close_unit({kind[0] - kind[1], kind[1], fp8 ? kind[2] : 0, fp8 ? kind[3] : 0});
     }
     if (shape_.last) {
         const std::int64_t before = parameters_;
@@ -286,7 +287,7 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
         // which is how DeepSeek-V3 shares them physically (§3.2.3).
         if (m.mtp_num_layers > 0 && !m.tied_embeddings && !rank_holds_first_stage(job))
             add_vocab_table(TensorRole::word_embedding, true, true);
-        units_.push_back({parameters_ - before, 0, 0});
+        close_unit({parameters_ - before, 0, 0});
         add_mtp_modules();
     }
 }
@@ -321,7 +322,7 @@ void ChunkLayout::add_mtp_modules() {
                            expert_linear = expert_linear_parameters_ - expert_linear_before;
         if (fp8) fp8_parameters_ += linear;
         const std::int64_t experts = expert_parameters_ - experts_before;
-        units_.push_back(
+        close_unit(
             {parameters_ - before - experts, experts, fp8 ? linear : 0, fp8 ? expert_linear : 0});
     }
 }
@@ -369,6 +370,19 @@ void ChunkLayout::add(TensorLayout t) {
     t.placement = std::move(merged);
     index_[{t.role, t.layer, t.expert}] = std::int64_t(tensors_.size());
     tensors_.push_back(std::move(t));
+}
+
+void ChunkLayout::close_unit(ShardUnit unit) {
+    units_.push_back(unit);
+    unit_ends_.push_back(tensors_.size());
+}
+
+std::int32_t ChunkLayout::unit_of(std::size_t tensor) const {
+    if (!placing() || tensor >= tensors_.size())
+        throw InternalError("ChunkLayout::unit_of: tensor " + std::to_string(tensor) + " of " +
+                            std::to_string(tensors_.size()) + " placed");
+    return std::int32_t(std::upper_bound(unit_ends_.begin(), unit_ends_.end(), tensor) -
+                        unit_ends_.begin());
 }
 
 std::int64_t ChunkLayout::find(TensorRole role, std::int64_t layer, std::int64_t expert) const {

@@ -33,6 +33,10 @@ void require_supported_on_cuda(const core::JobSpec& job) {
         no("parallel.recompute.modules",
            "selective recomputation of " + core::recompute_modules_text(p.recompute.modules));
     if (p.cp > 1) no("parallel.cp", "context parallelism");
+    if (p.zero_stage() >= 2)
+        no("parallel.data_parallel_sharding_strategy",
+           std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +
+               std::to_string(p.zero_stage()) + ")");
     // Their twin chunks and one-rank tied embedding are summed on the host (model_copies.h).
     if (core::holds_two_chunks(p.schedule))
         no("parallel.schedule", "schedule \"" + core::to_string(p.schedule) + "\"");

@@ -143,7 +143,11 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         shape_.local_kv_groups = shape_.local_heads;
         proj_in_ = shape_.local_heads * mla_.v_head_dim;
     }
+    chunk_ = chunk;
+    first_tensor_ = store.tensors.size();
     const std::vector<std::int64_t> offsets = allocate_tensors(layout, store, seed);
+    for (std::size_t i = 0; i < layout.tensors().size(); ++i)
+        tensor_units_.push_back(layout.unit_of(i));
     const auto at = [&](core::TensorRole role, std::int64_t layer = -1, std::int64_t expert = -1) {
         const std::int64_t i = layout.find(role, layer, expert);
         return i < 0 ? std::int64_t(-1) : offsets[std::size_t(i)];
@@ -152,6 +156,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     if (first_) {
         wte_ = at(R::word_embedding);
         wpe_ = at(R::position_embedding);
+        embedding_units_ = {0};
     }
     for (std::int64_t layer = shape_.first_layer;
          layer < shape_.first_layer + layout.shape().layers; ++layer) {
@@ -198,6 +203,8 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         lnf_b_ = at(R::final_norm_bias);
         // Tied on one chunk holding both ends: literally the same tensor.
         head_ = m.tied_embeddings && first_ ? wte_ : at(R::output_weight);
+        head_units_ = {layout.unit_of(std::size_t(layout.find(R::final_norm_weight)))};
+        if (head_ == wte_) head_units_.push_back(0);
     }
 }
 
@@ -298,10 +305,21 @@ Vec GptChunk::mlp_forward(const LayerParams& lp, Layer& L, Communicator& tp) con
     return y;
 }
 
+void GptChunk::hold_units(const ChunkComms& comms, const std::vector<std::int32_t>& units) const {
+    if (comms.units)
+        for (std::int32_t u : units) comms.units->acquire(chunk_, u);
+}
+
+void GptChunk::drop_units(const ChunkComms& comms, const std::vector<std::int32_t>& units) const {
+    if (comms.units)
+        for (std::int32_t u : units) comms.units->release(chunk_, u);
+}
+
 void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
     Communicator& tp = comms.tensor;
     Vec x;
     if (first_) {
+        hold_units(comms, embedding_units_);
         // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them
         // (into this rank's rows under sequence parallelism).
         Vec all(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
@@ -318,13 +336,16 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
                                     shape_.hidden +
                                 c];
         if (dropping(a)) drop_rows(x, embedding_out, -1, a);
+        drop_units(comms, embedding_units_);
     } else {
         x = std::move(a.input); // layer 0 keeps it as its x_in
     }
     a.layers.assign(layers_.size(), Layer{});
     for (std::size_t i = 0; i < layers_.size(); ++i) {
         Layer& L = a.layers[i];
+        hold_units(comms, layer_unit(i));
         layer_forward(i, L, x, comms, a);
+        drop_units(comms, layer_unit(i));
         a.router_loss += L.moe.router_loss;
         if (recompute_[i] == core::RecomputeGranularity::full) {
             Vec input = std::move(L.x_in);
@@ -339,6 +360,7 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
         return;
     }
     a.hidden_out = std::move(x);
+    hold_units(comms, head_units_);
     Vec normed(static_cast<std::size_t>(shape_.rows * shape_.hidden));
     a.lnf_mean.resize(std::size_t(shape_.rows));
     a.lnf_rstd.resize(std::size_t(shape_.rows));
@@ -364,6 +386,7 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
     k::cross_entropy_exp(a.logits.data(), a.sum_exp.data(), a.row_max.data(), shape_.tokens,
                          shape_.local_vocab); // logits → exps
     tp.all_reduce_sum(a.sum_exp.data(), std::size_t(shape_.tokens));
+    drop_units(comms, head_units_);
     double loss = 0.0;
     for (std::int64_t n = 0; n < shape_.tokens; ++n)
         loss += std::log(double(a.sum_exp[std::size_t(n)])) + a.row_max[std::size_t(n)] -

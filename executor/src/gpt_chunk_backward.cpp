@@ -223,6 +223,7 @@ void GptChunk::backward_pass(Activations& a, const float* dout, float loss_scale
     a.peak_bytes = a.bytes();
     Vec dx(static_cast<std::size_t>(NLH), 0.0f); // gradient of this rank's rows
     if (last_) {
+        hold_units(comms, head_units_);
         // The forward left the exponentials in `logits`: they become the gradient in place.
         k::cross_entropy_backward(a.logits.data(), a.sum_exp.data(), a.targets,
                                   loss_scale / float(loss_tokens_), shape_.tokens,
@@ -235,13 +236,17 @@ void GptChunk::backward_pass(Activations& a, const float* dout, float loss_scale
         dlnf = reduce_rows(std::move(dlnf), tp); // the LM head is column-parallel
         norm_backward(dx.data(), dlnf.data(), a.hidden_out.data(), a.lnf_mean.data(),
                       a.lnf_rstd.data(), lnf_w_, lnf_b_);
+        drop_units(comms, head_units_);
         for (Vec* v : {&a.hidden_out, &a.lnf_mean, &a.lnf_rstd, &a.row_max, &a.sum_exp})
             release(*v);
     } else {
         std::copy(dout, dout + NLH, dx.begin());
     }
-    for (std::size_t i = layers_.size(); i-- > 0;)
+    for (std::size_t i = layers_.size(); i-- > 0;) {
+        hold_units(comms, layer_unit(i));
         layer_backward(i, a, dx, loss_scale, comms, fused);
+        drop_units(comms, layer_unit(i));
+    }
     // The embedding's weight gradient needs every row (the table is split by vocabulary).
     if (first_) {
         a.embedding_grad = gather_rows(branch_gradient(dx, embedding_out, -1, a), tp);

@@ -1,16 +1,36 @@
 #include "partial_sums.h"
 
+#include <algorithm>
+
 namespace trident::executor {
+
+bool summed_across_stages(const core::JobSpec& job, const ParameterStore::Tensor& t) {
+    return t.tied_embedding && job.model.tied_embeddings && job.plan.pp > 1;
+}
+
+void sum_tied_embedding_gradients(const core::JobSpec& job, const ParameterStore& store,
+                                  float* grads, Communicator* embedding) {
+    if (embedding)
+        for (const auto& t : store.tensors)
+            if (summed_across_stages(job, t))
+                embedding->all_reduce_sum(grads + t.offset, std::size_t(t.size));
+}
+
+void sum_tensor_partial_gradients(const core::JobSpec& job, const ParameterStore& store,
+                                  float* grads, Communicator& tensor, std::size_t first,
+                                  std::size_t end) {
+    if (tensor.size() == 1) return;
+    for (std::size_t i = first; i < std::min(end, store.tensors.size()); ++i) {
+        const auto& t = store.tensors[i];
+        if (t.tensor_partial || (job.plan.sequence_parallel && t.sequence_partial))
+            tensor.all_reduce_sum(grads + t.offset, std::size_t(t.size));
+    }
+}
 
 void sum_partial_gradients(const core::JobSpec& job, const ParameterStore& store, float* grads,
                            Communicator* embedding, Communicator& tensor) {
-    if (embedding && job.model.tied_embeddings && job.plan.pp > 1)
-        for (const auto& t : store.tensors)
-            if (t.tied_embedding) embedding->all_reduce_sum(grads + t.offset, std::size_t(t.size));
-    if (tensor.size() > 1)
-        for (const auto& t : store.tensors)
-            if (t.tensor_partial || (job.plan.sequence_parallel && t.sequence_partial))
-                tensor.all_reduce_sum(grads + t.offset, std::size_t(t.size));
+    sum_tied_embedding_gradients(job, store, grads, embedding);
+    sum_tensor_partial_gradients(job, store, grads, tensor, 0, store.tensors.size());
 }
 
 double step_loss(double microbatch_mean, bool last_stage, std::int64_t tp_rank, std::int64_t dp,

@@ -15,6 +15,16 @@ namespace trident::executor {
 // these tensors) or after bucketed all-reduces (which these commute with).
 void sum_partial_gradients(const core::JobSpec& job, const ParameterStore& store, float* grads,
                            Communicator* embedding, Communicator& tensor);
+// Its two halves. Whether `t` is a tied word-embedding copy summed with another stage's (or,
+// under a V-shaped schedule, another chunk's): pp > 1.
+bool summed_across_stages(const core::JobSpec& job, const ParameterStore::Tensor& t);
+void sum_tied_embedding_gradients(const core::JobSpec& job, const ParameterStore& store,
+                                  float* grads, Communicator* embedding);
+// The tensor-partial sums of store.tensors[first, end) only (ZeRO-2/3 reduce each chunk's
+// gradients every micro-batch).
+void sum_tensor_partial_gradients(const core::JobSpec& job, const ParameterStore& store,
+                                  float* grads, Communicator& tensor, std::size_t first,
+                                  std::size_t end);
 
 // The step's mean loss on every rank: the last stage's tensor rank 0 of every data rank
 // contributes `microbatch_mean` (its micro-batches' mean loss) over dp, summed over `world`.

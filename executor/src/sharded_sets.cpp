@@ -4,13 +4,15 @@
 
 namespace trident::executor {
 
-ShardedSet sharded_set(const ParameterStore& store, bool experts, std::int64_t ranks,
-                       std::int64_t rank) {
+ShardedSet sharded_set(const ParameterStore& store, const std::function<bool(std::size_t)>& member,
+                       bool expert, std::int64_t ranks, std::int64_t rank) {
     ShardedSet s;
+    s.expert = expert;
     s.ranks = ranks;
     s.rank = rank;
-    for (const auto& t : store.tensors) {
-        if (t.expert != experts || t.size == 0) continue;
+    for (std::size_t i = 0; i < store.tensors.size(); ++i) {
+        const auto& t = store.tensors[i];
+        if (t.size == 0 || !member(i)) continue;
         if (!s.runs.empty() && s.runs.back().begin + s.runs.back().length == t.offset)
             s.runs.back().length += t.size; // adjacent tensors: one run
         else
@@ -21,6 +23,13 @@ ShardedSet sharded_set(const ParameterStore& store, bool experts, std::int64_t r
     return s;
 }
 
+ShardedSet sharded_set(const ParameterStore& store, bool experts, std::int64_t ranks,
+                       std::int64_t rank) {
+    return sharded_set(
+        store, [&](std::size_t i) { return store.tensors[i].expert == experts; }, experts, ranks,
+        rank);
+}
+
 std::vector<FlatRun> ShardedSet::owned() const {
     const std::int64_t first = rank * slice, last = std::min(elements, first + slice);
     std::vector<FlatRun> out;
@@ -28,6 +37,21 @@ std::vector<FlatRun> ShardedSet::owned() const {
     for (const FlatRun& r : runs) {
         const std::int64_t begin = std::max(first, at), end = std::min(last, at + r.length);
         if (begin < end) out.push_back({r.begin + (begin - at), end - begin});
+        at += r.length;
+    }
+    return out;
+}
+
+std::vector<FlatRun> ShardedSet::others() const {
+    const std::int64_t first = rank * slice, last = std::min(elements, first + slice);
+    std::vector<FlatRun> out;
+    std::int64_t at = 0;
+    for (const FlatRun& r : runs) {
+        // The run's parts before and after the owned slice [first, last).
+        const std::int64_t before = std::clamp(first - at, std::int64_t(0), r.length);
+        const std::int64_t after = std::clamp(last - at, std::int64_t(0), r.length);
+        if (before > 0) out.push_back({r.begin, before});
+        if (after < r.length) out.push_back({r.begin + std::max(after, before), r.length - std::max(after, before)});
         at += r.length;
     }
     return out;
@@ -56,6 +80,27 @@ void ShardedSet::unpack(const float* set, float* flat) const {
         std::copy_n(set, r.length, flat + r.begin);
         set += r.length;
     }
+}
+
+void reduce_scatter_set(const ShardedSet& set, Communicator& group, const float* grads,
+                        float* owned, bool accumulate) {
+    Vec packed(static_cast<std::size_t>(set.ranks * set.slice)),
+        mine(static_cast<std::size_t>(set.slice));
+    set.pack(grads, packed.data());
+    group.reduce_scatter_sum(packed.data(), mine.data(), mine.size());
+    const std::int64_t n = set.owned_elements();
+    if (accumulate)
+        for (std::int64_t i = 0; i < n; ++i) owned[i] += mine[std::size_t(i)];
+    else
+        std::copy_n(mine.begin(), n, owned);
+}
+
+void all_gather_set(const ShardedSet& set, Communicator& group, float* values) {
+    Vec mine(static_cast<std::size_t>(set.slice)),
+        whole(static_cast<std::size_t>(set.ranks * set.slice));
+    set.pack_owned(values, mine.data());
+    group.all_gather(mine.data(), whole.data(), mine.size());
+    set.unpack(whole.data(), values);
 }
 
 } // namespace trident::executor

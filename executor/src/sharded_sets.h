@@ -8,12 +8,14 @@
 #include "trident/executor/trainer.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace trident::executor {
 
 struct ShardedSet {
     std::vector<FlatRun> runs; // the set's elements in the flat buffer, in flat order
+    bool expert = false;       // routed experts' (over the expert-data group), else dense
     std::int64_t elements = 0; // their count
     std::int64_t ranks = 1, rank = 0;
     std::int64_t slice = 0; // ⌈elements / ranks⌉
@@ -21,6 +23,8 @@ struct ShardedSet {
     // This rank's slice as flat runs (padding excluded), and their element count.
     std::vector<FlatRun> owned() const;
     std::int64_t owned_elements() const;
+    // The set's other elements (the other ranks' slices) as flat runs.
+    std::vector<FlatRun> others() const;
     // The set in order into out[ranks·slice], zero-padded.
     void pack(const float* flat, float* out) const;
     // This rank's slice into out[slice], zero-padded.
@@ -29,6 +33,17 @@ struct ShardedSet {
     void unpack(const float* set, float* flat) const;
 };
 
+// The set's gradients summed over `group` (its ranks): this rank's slice into
+// owned[0, owned_elements()), added to what is there when `accumulate`.
+void reduce_scatter_set(const ShardedSet& set, Communicator& group, const float* grads,
+                        float* owned, bool accumulate);
+// Every rank's slice of the set's values (as the ranks stepped them) into the flat buffer.
+void all_gather_set(const ShardedSet& set, Communicator& group, float* values);
+
+// The tensors of `store` (by index) that `member` takes, over `ranks`; `expert` says which
+// group they are sharded over.
+ShardedSet sharded_set(const ParameterStore& store, const std::function<bool(std::size_t)>& member,
+                       bool expert, std::int64_t ranks, std::int64_t rank);
 // The routed experts' tensors of `store` (experts) or every other tensor, over `ranks`.
 ShardedSet sharded_set(const ParameterStore& store, bool experts, std::int64_t ranks,
                        std::int64_t rank);

@@ -1,5 +1,6 @@
 #include "trident/executor/trainer.h"
 
+#include "fsdp_units.h"
 #include "host_memory.h"
 #include "model_copies.h"
 #include "partial_sums.h"
@@ -64,11 +65,13 @@ void require_supported(const core::JobSpec& job) {
                core::recompute_modules_text(p.recompute.modules & unrun) +
                " (the CPU executor rebuilds core_attn, layernorm, mlp, shared_experts and moe_act, "
                "or whole layers with granularity full)");
-    if (p.zero_stage() >= 2)
+    // DualPipe's twins swap whole gradients and copy whole parameters between the copies.
+    if (p.zero_stage() >= 2 &&
+        core::placement_of(p.schedule) == core::StagePlacement::two_copies)
         no("parallel.data_parallel_sharding_strategy",
            std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +
-               std::to_string(p.zero_stage()) +
-               "; simulate and plan model it, the executor shards the optimizer state only)");
+               std::to_string(p.zero_stage()) + ") under schedule \"" +
+               core::to_string(p.schedule) + "\" (its twin copies trade whole gradients)");
     if (p.sharding.instances > 1)
         no("parallel.num_distributed_optimizer_instances",
            "hybrid sharding over " + std::to_string(p.sharding.instances) + " replicas");
@@ -92,6 +95,10 @@ std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda
             "parallel.token_dispatcher: the executors exchange tokens by all-to-all, not " +
             std::string(core::kTokenDispatcherNames[std::size_t(job.plan.token_dispatcher)]) +
             " (the same numbers; the dispatcher changes only the time)");
+    if (job.plan.zero_stage() == 3 && !cuda_backend)
+        ignored.push_back("parallel.fsdp_prefetch_units / overlap_param_gather: the CPU executor "
+                          "gathers each FSDP unit when its pass reaches it, without prefetch (MPI "
+                          "on the CPU makes no progress in the background; the same numbers)");
     if (job.model.dropout && cuda_backend)
         ignored.push_back("model.dropout: dropout is not applied by the CUDA backend yet (the CPU "
                           "backend applies it); this run trains without it");
@@ -276,7 +283,13 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
                                                  pp_rank, job.plan.pp);
     // Adam state over everything, or (distributed optimizer) over this rank's slice of the
     // dense tensors (data × context group) and of the routed experts' (expert-data group).
-    if (job.plan.distributed_optimizer) {
+    if (job.plan.zero_stage() >= 2) {
+        fsdp_ = std::make_unique<FsdpUnits>(job_, store_, chunks_, groups, sharded_sets_);
+        for (const ShardedSet& set : sharded_sets_) {
+            for (const FlatRun& r : set.owned()) shard_.owned.push_back(r);
+            shard_.size += set.owned_elements();
+        }
+    } else if (job.plan.distributed_optimizer) {
         sharded_sets_.push_back(
             sharded_set(store_, false, groups.data->size(), groups.data->rank()));
         if (job.model.moe)
@@ -323,11 +336,12 @@ class CpuBodies final : public ActionBodies<CpuSlot> {
 public:
     CpuBodies(const core::JobSpec& job, const ProcessGroups& groups,
               const std::vector<GptChunk>& chunks, const SampleSource& samples,
-              std::int64_t first_sample, std::int32_t microbatches)
+              std::int64_t first_sample, std::int32_t microbatches, FsdpUnits* fsdp)
         : job_(job), groups_(groups), chunks_(chunks), samples_(samples),
-          first_sample_(first_sample),
-          m_(microbatches), comms_{*groups.tensor, *groups.expert, *groups.context,
-                                   *groups.expert_tensor},
+          first_sample_(first_sample), m_(microbatches),
+          comms_{*groups.tensor, *groups.expert, *groups.context, *groups.expert_tensor,
+                 fsdp && fsdp->shards_parameters() ? fsdp : nullptr},
+          fsdp_(fsdp),
           loss_scale_(1.0f / float(microbatches * job.plan.dp)) {} // cp shares already add up
 
     double loss_sum() const { return loss_sum_; }
@@ -354,6 +368,7 @@ public:
         if (w.fused) { // W too: the next action
             chunk.backward(slot.acts, dout, loss_scale_, comms_);
             weight_s = slot.acts.weight_gradient_s;
+            if (fsdp_) fsdp_->reduce_chunk(w.action.chunk);
         } else {
             chunk.backward_input(slot.acts, dout, loss_scale_, comms_);
         }
@@ -361,7 +376,9 @@ public:
         return weight_s;
     }
     void backward_weight(const WalkAction& w, CpuSlot& slot) override {
-        if (!w.fused) chunks_[std::size_t(w.action.chunk)].backward_weight(slot.acts);
+        if (w.fused) return;
+        chunks_[std::size_t(w.action.chunk)].backward_weight(slot.acts);
+        if (fsdp_) fsdp_->reduce_chunk(w.action.chunk);
     }
     void send_activation(const WalkAction& w, CpuSlot& slot) override {
         groups_.pipeline->send(slot.acts.output.data(), hidden(w), w.action.peer,
@@ -416,6 +433,7 @@ private:
     std::int64_t first_sample_;
     std::int32_t m_;
     ChunkComms comms_;
+    FsdpUnits* fsdp_; // ZeRO-2/3: each chunk's gradients reduced every micro-batch
     float loss_scale_;
     double loss_sum_ = 0.0;
 };
@@ -426,7 +444,7 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
                               bool forward_only, StepStats& stats,
                               std::vector<core::TraceEvent>* trace) {
     const std::int32_t m = walk_->schedule().microbatches;
-    CpuBodies bodies(job_, groups_, chunks_, samples, first_sample, m);
+    CpuBodies bodies(job_, groups_, chunks_, samples, first_sample, m, fsdp_.get());
     // A traced step starts from a barrier, so every rank's clock has the same origin (within
     // the barrier's exit spread) and sends line up with their receives on the timeline.
     if (trace) groups_.world->barrier();
@@ -446,16 +464,21 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     const core::ParallelPlan& p = job_.plan;
     const core::TrainingSpec& t = job_.training;
     float* grads = store_.grads.data();
-    sum_partial_gradients(job_, store_, grads, groups_.embedding.get(), *groups_.tensor);
-    if (core::placement_of(p.schedule) == core::StagePlacement::v_shape)
-        sum_tied_embedding_locally(job_, store_, grads);
+    if (!fsdp_) {
+        sum_partial_gradients(job_, store_, grads, groups_.embedding.get(), *groups_.tensor);
+        if (core::placement_of(p.schedule) == core::StagePlacement::v_shape)
+            sum_tied_embedding_locally(job_, store_, grads);
+    }
     if (twins_) twins_->sum_gradients(grads);
     // Data parallelism: gradients summed over the data ranks, in buckets (Megatron's DDP), or
-    // reduce-scattered so each rank gets the sum over its slices (distributed optimizer).
+    // reduce-scattered so each rank gets the sum over its slices (distributed optimizer; with
+    // ZeRO-2/3 every micro-batch's were already, fsdp_units.h).
     Communicator& data = *groups_.data;
     Vec owned_grads;
     float* g = grads; // this rank's owned elements, in the moments' order
-    if (p.distributed_optimizer) {
+    if (fsdp_) {
+        g = fsdp_->finish_gradients();
+    } else if (p.distributed_optimizer) {
         owned_grads = reduce_scatter_sets(grads);
         g = owned_grads.data();
     } else {
@@ -502,39 +525,29 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
                                    adam_v_.data() + run.begin, run.end - run.begin, float(stats.lr),
                                    float(t.adam_beta1), float(t.adam_beta2), 1e-8f,
                                    run.flag ? float(t.weight_decay) : 0.0f, int(index + 1));
-    if (p.distributed_optimizer) all_gather_sets();
+    // ZeRO-1/2 give the stepped slices back to every rank; ZeRO-3 gathers each unit when used.
+    if (p.distributed_optimizer && !(fsdp_ && fsdp_->shards_parameters())) all_gather_sets();
     if (twins_) twins_->copy_parameters(store_.values.data());
     return stats.grad_norm;
 }
 
 Communicator& CpuTrainer::group_of_set(std::size_t set) {
-    return set == 0 ? *groups_.data : *groups_.expert_data;
+    return sharded_sets_[set].expert ? *groups_.expert_data : *groups_.data;
 }
 
 Vec CpuTrainer::reduce_scatter_sets(const float* grads) {
     Vec owned(static_cast<std::size_t>(shard_.size));
     std::int64_t at = 0;
     for (std::size_t i = 0; i < sharded_sets_.size(); ++i) {
-        const ShardedSet& set = sharded_sets_[i];
-        Vec packed(static_cast<std::size_t>(set.ranks * set.slice)),
-            mine(static_cast<std::size_t>(set.slice));
-        set.pack(grads, packed.data());
-        group_of_set(i).reduce_scatter_sum(packed.data(), mine.data(), mine.size());
-        std::copy_n(mine.begin(), set.owned_elements(), owned.begin() + at);
-        at += set.owned_elements();
+        reduce_scatter_set(sharded_sets_[i], group_of_set(i), grads, owned.data() + at, false);
+        at += sharded_sets_[i].owned_elements();
     }
     return owned;
 }
 
 void CpuTrainer::all_gather_sets() {
-    for (std::size_t i = 0; i < sharded_sets_.size(); ++i) {
-        const ShardedSet& set = sharded_sets_[i];
-        Vec mine(static_cast<std::size_t>(set.slice)),
-            whole(static_cast<std::size_t>(set.ranks * set.slice));
-        set.pack_owned(store_.values.data(), mine.data());
-        group_of_set(i).all_gather(mine.data(), whole.data(), mine.size());
-        set.unpack(whole.data(), store_.values.data());
-    }
+    for (std::size_t i = 0; i < sharded_sets_.size(); ++i)
+        all_gather_set(sharded_sets_[i], group_of_set(i), store_.values.data());
 }
 
 CpuTrainer::~CpuTrainer() = default;
@@ -543,7 +556,10 @@ StepStats CpuTrainer::step(std::int64_t index, std::vector<core::TraceEvent>* tr
     const auto start = Clock::now();
     StepStats stats;
     stats.step = index;
-    std::fill(store_.grads.begin(), store_.grads.end(), 0.0f);
+    if (fsdp_)
+        fsdp_->begin_step(); // the gradients were zeroed as they were reduced
+    else
+        std::fill(store_.grads.begin(), store_.grads.end(), 0.0f);
     run_schedule(samples_, index * job_.training.global_batch_size, false, stats, trace);
     reduce_and_update(index, stats);
     stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -556,7 +572,13 @@ double CpuTrainer::evaluate(const SampleSource& samples, std::int64_t first_samp
     return stats.loss;
 }
 
+const ParameterStore& CpuTrainer::parameters() {
+    if (fsdp_) fsdp_->gather_all();
+    return store_;
+}
+
 TrainerState CpuTrainer::state() {
+    if (fsdp_) fsdp_->gather_all();
     return {store_.values, adam_m_, adam_v_, shard_.owned, &skipped_, &store_};
 }
 

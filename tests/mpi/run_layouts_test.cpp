@@ -230,7 +230,23 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{2, kEight.c_str(), "--tp 1 --pp 2 --dp 1 --vpp 2 --pipeline-layout 'Et|t*3|t*3|tL'"},
         Layout{2, "llama-tiny",
                "--tp 1 --pp 2 --dp 1 --pipeline-layout 3,1 --recompute full "
-               "--recompute-num-layers 2"}),
+               "--recompute-num-layers 2"},
+        // ZeRO-2 and ZeRO-3 (Megatron-FSDP's names and Trident's): every micro-batch's
+        // gradients reduce-scattered by unit; ZeRO-3 gathers each unit before its passes.
+        Layout{2, "gpt-tiny",
+               "--tp 1 --pp 1 --dp 2 --use-megatron-fsdp --data-parallel-sharding-strategy "
+               "optim_grads"},
+        Layout{2, "gpt-tiny", "--tp 1 --pp 1 --dp 2 --zero-stage 3 --recompute full"},
+        Layout{4, "gpt-tiny", "--tp 2 --pp 1 --dp 2 --sequence-parallel --zero-stage 3"},
+        Layout{4, "gpt-tiny", "--tp 1 --pp 2 --dp 2 --zero-stage 3"}, // the tied embedding's two copies
+        Layout{4, "gpt-tiny", "--tp 1 --pp 2 --dp 2 --schedule zero-bubble-v --zero-stage 2"},
+        Layout{4, "llama-tiny", "--tp 1 --pp 2 --dp 1 --cp 2 --schedule dualpipev --zero-stage 3"},
+        Layout{2, kRope.c_str(), "--tp 1 --pp 1 --dp 1 --cp 2 --zero-stage 3"},
+        Layout{4, "moe-tiny", "--tp 1 --pp 1 --dp 4 --ep 2 --zero-stage 3"},
+        Layout{2, "deepseek-tiny",
+               "--tp 1 --pp 1 --dp 2 --use-megatron-fsdp --data-parallel-sharding-strategy "
+               "optim_grads_params"},
+        Layout{4, "deepseek-tiny", "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --zero-stage 3"}),
     [](const testing::TestParamInfo<Layout>& info) {
         return "layout_" + std::to_string(info.index);
     });

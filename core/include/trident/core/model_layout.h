@@ -169,6 +169,8 @@ public:
     // The chunk's FSDP units in forward order: the embedding (first chunk), each layer, the
     // final norm and head (last chunk).
     const std::vector<ShardUnit>& units() const { return units_; }
+    // The unit (index into units()) tensors()[tensor] belongs to (LayoutDetail::tensors).
+    std::int32_t unit_of(std::size_t tensor) const;
 
 private:
     void add(TensorLayout t);
@@ -181,6 +183,8 @@ private:
     void add_vocab_table(TensorRole role, bool duplicate, bool tied);
     // The MTP modules after the head (last stage), one FSDP unit each.
     void add_mtp_modules();
+    // Closes an FSDP unit: the tensors added since the previous one.
+    void close_unit(ShardUnit unit);
     // Whether any chunk of this chunk's pipeline rank is the first stage (holds the embedding).
     bool rank_holds_first_stage(const JobSpec& job) const;
 
@@ -195,6 +199,7 @@ private:
     std::int64_t repeat_ = 1; // counts only: identical experts added once, counted this often
     std::vector<TensorLayout> tensors_;
     std::vector<ShardUnit> units_;
+    std::vector<std::size_t> unit_ends_; // tensors_.size() as each unit closed
     std::map<std::tuple<TensorRole, std::int64_t, std::int64_t>, std::int64_t> index_;
 };
 

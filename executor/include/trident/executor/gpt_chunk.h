@@ -82,12 +82,25 @@ struct ParameterStore {
 std::vector<std::int64_t> allocate_tensors(const core::ChunkLayout& layout, ParameterStore& store,
                                            std::uint64_t seed);
 
+// ZeRO-3 (parameters sharded over the data ranks): a chunk acquires a unit's parameters before
+// it reads them and releases them when its pass is done with them; the trainer all-gathers and
+// drops them (fsdp_units.h). Units are the layout table's FSDP units
+// (core::ChunkLayout::units: the embedding, each layer, the final norm with the head), numbered
+// per chunk in forward order. Collective over the data ranks, which walk the same schedule.
+class ParameterUnits {
+public:
+    virtual ~ParameterUnits() = default;
+    virtual void acquire(std::int32_t chunk, std::int32_t unit) = 0;
+    virtual void release(std::int32_t chunk, std::int32_t unit) = 0;
+};
+
 // The groups a chunk talks over.
 struct ChunkComms {
     Communicator& tensor;
     Communicator& expert;
     Communicator& context;
-    Communicator& expert_tensor; // the ranks splitting each expert's columns (etp)
+    Communicator& expert_tensor;      // the ranks splitting each expert's columns (etp)
+    ParameterUnits* units = nullptr; // ZeRO-3's gathers; null: every parameter is present
 };
 
 // Positions of the tokens a context-parallel rank holds, per sequence (Megatron's causal load
@@ -113,6 +126,9 @@ public:
     // One micro-batch's hidden state on this rank: [N×h], or its 1/tp rows under sequence
     // parallelism (what travels between pipeline stages).
     std::int64_t hidden_elements() const { return shape_.rows * shape_.hidden; }
+    // This chunk's tensors in the store: the first one's index, and each one's FSDP unit.
+    std::size_t first_tensor() const { return first_tensor_; }
+    const std::vector<std::int32_t>& tensor_units() const { return tensor_units_; }
 
     // Saved activations of one layer, and what B leaves for W: the output gradients of the
     // four linear layers.
@@ -295,6 +311,12 @@ private:
     // unfused as the plan says (gpt_chunk_attention.cpp).
     void attention_forward(Layer& L, Communicator& cp) const;
     void attention_backward(Layer& L, const Vec& d_att, Communicator& cp) const;
+    // The units' parameters present (ZeRO-3) until drop_units.
+    void hold_units(const ChunkComms& comms, const std::vector<std::int32_t>& units) const;
+    void drop_units(const ChunkComms& comms, const std::vector<std::int32_t>& units) const;
+    std::vector<std::int32_t> layer_unit(std::size_t i) const {
+        return {std::int32_t(first_ ? i + 1 : i)};
+    }
     float* p(std::int64_t offset) const { return store_->values.data() + offset; }
     float* g(std::int64_t offset) const { return store_->grads.data() + offset; }
     void norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w,
@@ -327,6 +349,12 @@ private:
     double capacity_factor_ = 0.0; // 0: dropless
     std::vector<LayerParams> layers_;
     std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk
+    std::int32_t chunk_ = 0;                            // this rank's chunk index
+    std::size_t first_tensor_ = 0;                      // in the store
+    std::vector<std::int32_t> tensor_units_;            // per tensor of this chunk
+    // The units the embedding and the head read (the head: its own, and the embedding's when
+    // it is the tied table itself).
+    std::vector<std::int32_t> embedding_units_, head_units_;
     core::Recompute recompute_plan_;                    // which modules selective rebuilds
 };
 

@@ -26,6 +26,7 @@
 namespace trident::executor {
 
 class DualPipeTwins;
+class FsdpUnits;
 struct ShardedSet;
 
 class ScheduleWalk;
@@ -153,7 +154,8 @@ public:
 
     StepStats step(std::int64_t index, std::vector<core::TraceEvent>* trace = nullptr) override;
     double evaluate(const SampleSource& samples, std::int64_t first_sample) override;
-    const ParameterStore& parameters() override { return store_; }
+    // Under ZeRO-3 both gather every unit first: collective over the data ranks.
+    const ParameterStore& parameters() override;
     std::int64_t skipped_steps() const override { return skipped_; }
     TrainerState state() override;
 
@@ -180,6 +182,7 @@ private:
     // Every rank's stepped slices back into the flat parameters.
     void all_gather_sets();
     std::unique_ptr<DualPipeTwins> twins_; // DualPipe: chunk 1 is a copy of a twin's
+    std::unique_ptr<FsdpUnits> fsdp_;      // ZeRO-2/3: gradients (and parameters) by unit
     std::int64_t skipped_ = 0;
 };
 

@@ -1,0 +1,136 @@
+#include "fsdp_units.h"
+
+#include "host_memory.h"
+#include "model_copies.h"
+#include "partial_sums.h"
+#include "trident/core/internal_error.h"
+#include "trident/core/schedule.h"
+
+#include <algorithm>
+
+namespace trident::executor {
+
+FsdpUnits::FsdpUnits(const core::JobSpec& job, ParameterStore& store,
+                     const std::vector<GptChunk>& chunks, ProcessGroups& groups,
+                     std::vector<ShardedSet>& sets)
+    : job_(job), store_(store), groups_(groups), sets_(sets),
+      shard_parameters_(job.plan.zero_stage() == 3) {
+    const auto over = [&](bool expert) { return expert ? groups.expert_data.get() : groups.data.get(); };
+    for (const GptChunk& chunk : chunks) {
+        const std::size_t first = chunk.first_tensor();
+        const std::vector<std::int32_t>& of = chunk.tensor_units();
+        chunk_tensors_.push_back({first, first + of.size()});
+        const std::int32_t count = of.empty() ? 0 : *std::max_element(of.begin(), of.end()) + 1;
+        units_.emplace_back(std::size_t(count));
+        for (std::int32_t u = 0; u < count; ++u) {
+            // Each unit: its dense tensors, its routed experts'; a tied embedding summed across
+            // stages on its own (whole until the step's end).
+            const auto in_unit = [&](std::size_t i) {
+                return i >= first && i < first + of.size() && of[i - first] == u;
+            };
+            const auto whole = [&](std::size_t i) { return summed_across_stages(job, store.tensors[i]); };
+            std::vector<std::size_t>& unit_sets = units_.back()[std::size_t(u)].sets;
+            for (int kind = 0; kind < 3; ++kind) {
+                const bool expert = kind == 1;
+                Communicator& g = *over(expert);
+                ShardedSet set = sharded_set(
+                    store,
+                    [&](std::size_t i) {
+                        if (!in_unit(i)) return false;
+                        if (kind == 2) return whole(i);
+                        return !whole(i) && store.tensors[i].expert == expert;
+                    },
+                    expert, g.size(), g.rank());
+                if (set.elements == 0) continue;
+                if (kind == 2) whole_sets_.push_back(sets_.size());
+                add_set(std::move(set), &unit_sets);
+            }
+            Unit& unit = units_.back()[std::size_t(u)];
+            for (std::size_t s : unit.sets)
+                unit.others += sets_[s].elements - sets_[s].owned_elements();
+        }
+    }
+    std::int64_t owned = 0;
+    for (const ShardedSet& s : sets_) {
+        set_at_.push_back(owned);
+        owned += s.owned_elements();
+    }
+    owned_grads_.assign(std::size_t(owned), 0.0f);
+    release_pages(store_.grads.data(), store_.grads.size());
+    held_ = std::int64_t(store_.values.size());
+    begin_step();
+    peak_held_ = held_;
+}
+
+void FsdpUnits::add_set(ShardedSet set, std::vector<std::size_t>* unit_sets) {
+    unit_sets->push_back(sets_.size());
+    sets_.push_back(std::move(set));
+}
+
+Communicator& FsdpUnits::group_of(const ShardedSet& set) const {
+    return set.expert ? *groups_.expert_data : *groups_.data;
+}
+
+void FsdpUnits::begin_step() {
+    std::fill(owned_grads_.begin(), owned_grads_.end(), 0.0f);
+    if (!shard_parameters_) return;
+    for (std::size_t c = 0; c < units_.size(); ++c)
+        for (std::size_t u = 0; u < units_[c].size(); ++u)
+            release(std::int32_t(c), std::int32_t(u));
+}
+
+void FsdpUnits::reduce_chunk(std::int32_t chunk) {
+    const auto [first, end] = chunk_tensors_.at(std::size_t(chunk));
+    float* grads = store_.grads.data();
+    sum_tensor_partial_gradients(job_, store_, grads, *groups_.tensor, first, end);
+    for (const Unit& unit : units_[std::size_t(chunk)])
+        for (std::size_t s : unit.sets) {
+            if (std::find(whole_sets_.begin(), whole_sets_.end(), s) != whole_sets_.end())
+                continue;
+            const ShardedSet& set = sets_[s];
+            reduce_scatter_set(set, group_of(set), grads, owned_grads_.data() + set_at_[s], true);
+            for (const FlatRun& r : set.runs)
+                release_pages(grads + r.begin, std::size_t(r.length));
+        }
+}
+
+float* FsdpUnits::finish_gradients() {
+    float* grads = store_.grads.data();
+    if (!whole_sets_.empty()) {
+        sum_tied_embedding_gradients(job_, store_, grads, groups_.embedding.get());
+        if (core::placement_of(job_.plan.schedule) == core::StagePlacement::v_shape)
+            sum_tied_embedding_locally(job_, store_, grads);
+    }
+    for (std::size_t s : whole_sets_) {
+        const ShardedSet& set = sets_[s];
+        reduce_scatter_set(set, group_of(set), grads, owned_grads_.data() + set_at_[s], true);
+        for (const FlatRun& r : set.runs) release_pages(grads + r.begin, std::size_t(r.length));
+    }
+    return owned_grads_.data();
+}
+
+void FsdpUnits::acquire(std::int32_t chunk, std::int32_t unit) {
+    Unit& u = units_.at(std::size_t(chunk)).at(std::size_t(unit));
+    if (u.gathered) return;
+    for (std::size_t s : u.sets) all_gather_set(sets_[s], group_of(sets_[s]), store_.values.data());
+    u.gathered = true;
+    held_ += u.others;
+    peak_held_ = std::max(peak_held_, held_);
+}
+
+void FsdpUnits::release(std::int32_t chunk, std::int32_t unit) {
+    Unit& u = units_.at(std::size_t(chunk)).at(std::size_t(unit));
+    if (!shard_parameters_ || !u.gathered) return;
+    for (std::size_t s : u.sets)
+        for (const FlatRun& r : sets_[s].others())
+            release_pages(store_.values.data() + r.begin, std::size_t(r.length));
+    u.gathered = false;
+    held_ -= u.others;
+}
+
+void FsdpUnits::gather_all() {
+    for (std::size_t c = 0; c < units_.size(); ++c)
+        for (std::size_t u = 0; u < units_[c].size(); ++u) acquire(std::int32_t(c), std::int32_t(u));
+}
+
+} // namespace trident::executor
