@@ -346,10 +346,16 @@ Command add_run_command(CLI::App& app) {
             const executor::TrainingSummary summary =
                 executor::run_training_loop(trainer, job, groups, loop, report_hooks(bar, o->save));
             bar.finish();
-            if (rank == 0)
+            if (rank == 0) {
                 std::printf("peak activation memory (largest rank): %s (%.0f bytes)\n",
                             core::bytes_text(summary.peak_activation_bytes).c_str(),
                             summary.peak_activation_bytes);
+                if (job.plan.zero_stage() == 3)
+                    std::printf("peak parameters held (largest rank; own slices and gathered "
+                                "units): %s (%.0f bytes)\n",
+                                core::bytes_text(summary.peak_parameter_bytes).c_str(),
+                                summary.peak_parameter_bytes);
+            }
             if (!o->save_params.empty()) {
                 const auto full = executor::gather_parameters(trainer.parameters());
                 if (rank == 0)

@@ -496,6 +496,7 @@ StepStats CudaTrainer::step(std::int64_t index, std::vector<core::TraceEvent>* t
     TRIDENT_CUDA_CHECK(cudaStreamSynchronize(data_stream_.get()));
     stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     stats.peak_activation_bytes = double(allocator_.stats().peak_in_use_bytes - resident);
+    stats.peak_parameter_bytes = double(store_.values.size()) * sizeof(float);
     if (trace) {
         // Device times relative to the step's first event; the host clock's start is the
         // origin CpuTrainer's trace uses, so both backends' traces start near zero.

@@ -562,6 +562,9 @@ StepStats CpuTrainer::step(std::int64_t index, std::vector<core::TraceEvent>* tr
         std::fill(store_.grads.begin(), store_.grads.end(), 0.0f);
     run_schedule(samples_, index * job_.training.global_batch_size, false, stats, trace);
     reduce_and_update(index, stats);
+    stats.peak_parameter_bytes =
+        double(fsdp_ ? fsdp_->peak_held_elements() : std::int64_t(store_.values.size())) *
+        sizeof(float);
     stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return stats;
 }

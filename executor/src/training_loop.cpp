@@ -78,6 +78,8 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
         const StepStats st = trainer.step(s, record ? &events : nullptr);
         summary.peak_activation_bytes =
             std::max(summary.peak_activation_bytes, st.peak_activation_bytes);
+        summary.peak_parameter_bytes =
+            std::max(summary.peak_parameter_bytes, st.peak_parameter_bytes);
         summary.steps.push_back(report_of(st, job, o, trainer.skipped_steps(), devices));
         if (rank == 0 && hooks.on_step) hooks.on_step(summary.steps.back(), steps);
         if (record) write_trace(events, job, o.trace, rank);
@@ -94,9 +96,11 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
     if (validating && last_validated != summary.last_step) run_validation(summary.last_step);
     if (!o.save.empty() && last_saved != summary.last_step) save(summary.last_step);
     // The memory model's counterpart: activations held at once, on the busiest rank.
-    float peak_bytes = float(summary.peak_activation_bytes);
-    groups.world->all_reduce_max(&peak_bytes, 1);
-    summary.peak_activation_bytes = peak_bytes;
+    float peak_bytes[2] = {float(summary.peak_activation_bytes),
+                           float(summary.peak_parameter_bytes)};
+    groups.world->all_reduce_max(peak_bytes, 2);
+    summary.peak_activation_bytes = peak_bytes[0];
+    summary.peak_parameter_bytes = peak_bytes[1];
     if (rank == 0 && !o.metrics_json.empty())
         core::write_file_atomically(o.metrics_json, metrics_json(job, summary).dump(2) + "\n",
                                     "--metrics-json");
@@ -126,6 +130,7 @@ core::Json metrics_json(const core::JobSpec& job, const TrainingSummary& summary
             {"job", core::to_json(job)},
             {"last_step", summary.last_step},
             {"peak_activation_bytes_largest_rank", summary.peak_activation_bytes},
+            {"peak_parameter_bytes_largest_rank", summary.peak_parameter_bytes},
             {"skipped_steps", summary.steps.empty() ? 0 : summary.steps.back().skipped_so_far},
             {"steps", std::move(steps)},
             {"validation", std::move(validations)}};

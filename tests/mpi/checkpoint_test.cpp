@@ -259,6 +259,39 @@ TEST(Checkpoint, DualPipeExpertCheckpointResumesUnderTensorParallelism) {
             << "step " << step;
 }
 
+// deepseek-tiny saved under ZeRO-3 at dp4·ep2 (each rank holding its slices of every FSDP
+// unit, dense and expert), resumed on one process and under ZeRO-3 at dp2·ep2: the losses
+// continue as the uninterrupted one-process run's.
+TEST(Checkpoint, ZeroThreeSlicesReshard) {
+    const std::string job = std::string(" ") + TRIDENT_BINARY +
+                            " run --model deepseek-tiny --cluster localhost --mbs 2 --gbs 8 "
+                            "--seq-length 32 --train-iters 8 --seed 5";
+    const auto one = run_shell(job + " --devices-per-node 1");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const auto reference = losses_of(one.out);
+    ASSERT_EQ(reference.size(), 8u);
+    const std::string dir = fresh_dir("zero3");
+    const auto saved = run_shell("mpirun --allow-run-as-root --oversubscribe -np 4" + job +
+                                 " --devices-per-node 4 --dp 4 --ep 2 --zero-stage 3 --save " +
+                                 dir + " --exit-interval 4");
+    ASSERT_EQ(saved.exit_code, 0) << saved.err;
+    for (const std::string& target :
+         {std::string(" --devices-per-node 1"),
+          std::string(" --devices-per-node 2 --dp 2 --ep 2 --use-megatron-fsdp "
+                      "--data-parallel-sharding-strategy optim_grads_params")}) {
+        const int ranks = target.find("--dp 2") != std::string::npos ? 2 : 1;
+        const auto r = run_shell("mpirun --allow-run-as-root --oversubscribe -np " +
+                                 std::to_string(ranks) + job + target + " --load " + dir);
+        ASSERT_EQ(r.exit_code, 0) << target << "\n" << r.err;
+        const auto losses = losses_of(r.out);
+        ASSERT_EQ(losses.size(), 4u) << r.out;
+        for (const auto& [step, loss] : losses)
+            EXPECT_NEAR(std::stod(loss), std::stod(reference.at(step)),
+                        1e-5 * std::stod(reference.at(step)))
+                << target << " step " << step;
+    }
+}
+
 TEST(Checkpoint, RefusesDamagedOrMismatchedCheckpoints) {
     const std::string dir = fresh_dir("refuse");
     const auto saved = run_shell(kMpirun + kJob + " --steps 2 --save " + dir);

@@ -260,6 +260,35 @@ double peak_activation_bytes(const std::string& output) {
                : std::stod(output.substr(output.find('(', at + key.size()) + 1));
 }
 
+// The parameters a rank holds at once (the run's metrics): all of them under ZeRO-1, its slices
+// and the units being used under ZeRO-3 — between half and the whole at dp 2, the same losses.
+TEST(ZeroThree, HoldsItsSlicesAndTheUnitsInUse) {
+    std::vector<double> held;
+    std::vector<std::vector<double>> losses;
+    for (const char* stage : {"1", "3"}) {
+        const std::string metrics = testing::TempDir() + "trident-zero" + stage + ".json";
+        const auto r = trident::test::run_shell(
+            "mpirun --allow-run-as-root --oversubscribe -np 2 " + std::string(TRIDENT_BINARY) +
+            " run --model gpt-tiny" + kCommon + " --devices-per-node 2 --dp 2 --zero-stage " +
+            stage + " --metrics-json " + metrics);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        std::ifstream in(metrics);
+        std::stringstream text;
+        text << in.rdbuf();
+        const std::string key = "\"peak_parameter_bytes_largest_rank\": ";
+        const auto at = text.str().find(key);
+        ASSERT_NE(at, std::string::npos) << text.str();
+        held.push_back(std::stod(text.str().substr(at + key.size())));
+        losses.push_back(losses_of(r.out));
+        std::remove(metrics.c_str());
+    }
+    EXPECT_GT(held[1], 0.5 * held[0]);
+    EXPECT_LT(held[1], 0.75 * held[0]);
+    ASSERT_EQ(losses[0].size(), losses[1].size());
+    for (std::size_t i = 0; i < losses[0].size(); ++i)
+        EXPECT_NEAR(losses[1][i], losses[0][i], 1e-5 * losses[0][i]) << "step " << i + 1;
+}
+
 TEST(Recomputation, SameLossLessActivationMemory) {
     // Two stages: the first holds two micro-batches' activations under 1F1B.
     std::vector<double> peaks;

@@ -46,6 +46,9 @@ struct StepStats {
     double seconds = 0.0;
     bool skipped = false;               // non-finite gradients: no update
     double peak_activation_bytes = 0.0; // this rank, during the step
+    // The parameters this rank held at once (ZeRO-3: its slices and the units gathered; else
+    // its whole flat buffer), fp32.
+    double peak_parameter_bytes = 0.0;
 };
 
 // Writes sample `index` of a token stream — seq_length + 1 ids, inputs and next-token

@@ -48,6 +48,7 @@ struct TrainingSummary {
     std::vector<StepReport> steps;
     std::vector<ValidationReport> validations;
     double peak_activation_bytes = 0.0; // the busiest rank's, over every step
+    double peak_parameter_bytes = 0.0;  // the busiest rank's parameters held at once
 };
 
 // What rank 0 is told as the loop goes (each may be empty).
