@@ -290,12 +290,13 @@ Command add_run_command(CLI::App& app) {
             core::JobInputs inputs = o->inputs;
             if (o->steps > 0) inputs.train_iters = o->steps;
             const core::JobSpec job = core::load_job(inputs);
+            // What the executor cannot run is said first: no point starting more ranks for it.
+            executor::require_supported(job);
             if (mpi.world_size() != job.cluster.devices())
                 throw core::SpecError("cluster", "mpirun started " +
                                                      std::to_string(mpi.world_size()) +
                                                      " ranks but the plan needs tp·cp·dp·pp = " +
                                                      std::to_string(job.cluster.devices()));
-            executor::require_supported(job);
             const executor::Backend backend = resolve_backend(o->backend, job, rank);
             if (o->save_interval > 0 && o->save.empty())
                 throw core::SpecError("--save-interval", "needs --save DIR");

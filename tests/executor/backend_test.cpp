@@ -93,7 +93,32 @@ TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
     core::JobInputs v = dense; // the CPU backend runs the two-chunk schedules, CUDA not yet
     v.schedule = "zero-bubble-v";
     EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(v)); }).substr(0, 18),
-              "parallel.schedule:");
+              "parallel.schedule:");    core::JobInputs zero3 = dense; // the CPU backend runs ZeRO-2/3, CUDA not yet
+    zero3.dp = "2";
+    zero3.devices_per_node = 2;
+    zero3.data_parallel_sharding_strategy = "optim_grads_params";
+    EXPECT_NO_THROW(executor::require_supported(job_with(zero3)));
+    EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(zero3)); }).substr(0, 40),
+              "parallel.data_parallel_sharding_strategy");
+}
+
+// ZeRO-2/3 run beside every schedule but DualPipe, whose twin copies trade whole gradients.
+TEST(CpuExecutor, ShardedGradientsRefuseDualPipeOnly) {
+    core::JobInputs in;
+    in.model = "gpt-tiny";
+    in.seq_length = 32;
+    in.pp = 2;
+    in.devices_per_node = 2;
+    in.global_batch_size = 4;
+    in.data_parallel_sharding_strategy = "optim_grads";
+    for (const char* schedule : {"1f1b", "zero-bubble-v", "dualpipev"}) {
+        in.schedule = schedule;
+        EXPECT_NO_THROW(executor::require_supported(job_with(in))) << schedule;
+    }
+    in.schedule = "dualpipe";
+    EXPECT_NE(field_of([&] { executor::require_supported(job_with(in)); })
+                  .find("optim_grads (ZeRO-2) under schedule \"dualpipe\""),
+              std::string::npos);
 }
 
 // What the CPU executor refuses of MoE layouts, on any machine (the run checks this before
