@@ -8,10 +8,9 @@ namespace trident::executor {
 // such line (or no /proc).
 double meminfo_bytes(const char* key);
 
-// Zeroes data[0, n) and gives its whole pages back to the kernel (madvise MADV_DONTNEED: a
-// private anonymous page reads as zeros when next touched), so what a step no longer holds is
-// returned to the machine, not merely unused: ZeRO-2's reduced gradients, ZeRO-3's other ranks'
-// parameters. The partial pages at either end are only zeroed.
+// Zeroes data[0, n) and offers its whole pages back to the kernel (madvise MADV_FREE: taken
+// when memory runs short, reading as zeros then too), so what a step no longer holds —
+// ZeRO-2's reduced gradients, ZeRO-3's other ranks' parameters — is the machine's to reclaim.
 void release_pages(float* data, std::size_t n);
 
 } // namespace trident::executor

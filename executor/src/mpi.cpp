@@ -109,7 +109,9 @@ void MpiCommunicator::all_reduce_max(float* data, std::size_t n) {
 }
 
 void MpiCommunicator::all_gather(const float* in, float* out, std::size_t n) {
-    check_mpi(MPI_Allgather(in, count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_),
+    const bool in_place = in == out + std::size_t(rank()) * n; // MPI wants it said
+    check_mpi(MPI_Allgather(in_place ? MPI_IN_PLACE : in, count(n), MPI_FLOAT, out, count(n),
+                            MPI_FLOAT, comm_),
               "MPI_Allgather");
 }
 

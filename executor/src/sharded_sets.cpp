@@ -82,12 +82,25 @@ void ShardedSet::unpack(const float* set, float* flat) const {
     }
 }
 
+namespace {
+
+// One run that the ranks' slices tile exactly: the flat buffer is the packed set.
+bool packed_in_place(const ShardedSet& set) {
+    return set.runs.size() == 1 && set.elements == set.ranks * set.slice;
+}
+
+} // namespace
+
 void reduce_scatter_set(const ShardedSet& set, Communicator& group, const float* grads,
                         float* owned, bool accumulate) {
-    Vec packed(static_cast<std::size_t>(set.ranks * set.slice)),
-        mine(static_cast<std::size_t>(set.slice));
-    set.pack(grads, packed.data());
-    group.reduce_scatter_sum(packed.data(), mine.data(), mine.size());
+    Vec packed, mine(static_cast<std::size_t>(set.slice));
+    const float* in = packed_in_place(set) ? grads + set.runs[0].begin : nullptr;
+    if (!in) {
+        packed.resize(std::size_t(set.ranks * set.slice));
+        set.pack(grads, packed.data());
+        in = packed.data();
+    }
+    group.reduce_scatter_sum(in, mine.data(), mine.size());
     const std::int64_t n = set.owned_elements();
     if (accumulate)
         for (std::int64_t i = 0; i < n; ++i) owned[i] += mine[std::size_t(i)];
@@ -96,6 +109,11 @@ void reduce_scatter_set(const ShardedSet& set, Communicator& group, const float*
 }
 
 void all_gather_set(const ShardedSet& set, Communicator& group, float* values) {
+    if (packed_in_place(set)) {
+        float* whole = values + set.runs[0].begin;
+        group.all_gather(whole + set.rank * set.slice, whole, std::size_t(set.slice));
+        return;
+    }
     Vec mine(static_cast<std::size_t>(set.slice)),
         whole(static_cast<std::size_t>(set.ranks * set.slice));
     set.pack_owned(values, mine.data());

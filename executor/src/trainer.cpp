@@ -95,10 +95,11 @@ std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda
             "parallel.token_dispatcher: the executors exchange tokens by all-to-all, not " +
             std::string(core::kTokenDispatcherNames[std::size_t(job.plan.token_dispatcher)]) +
             " (the same numbers; the dispatcher changes only the time)");
-    if (job.plan.zero_stage() == 3 && !cuda_backend)
-        ignored.push_back("parallel.fsdp_prefetch_units / overlap_param_gather: the CPU executor "
-                          "gathers each FSDP unit when its pass reaches it, without prefetch (MPI "
-                          "on the CPU makes no progress in the background; the same numbers)");
+    if (job.plan.zero_stage() == 3 && job.plan.sharding.prefetch_units > 0 && !cuda_backend)
+        ignored.push_back("parallel.fsdp_prefetch_units: the CPU executor gathers each FSDP "
+                          "unit when its pass reaches it, without prefetch (MPI on the CPU makes "
+                          "no progress in the background; the same numbers; "
+                          "--fsdp-prefetch-units 0 says so to the simulator)");
     if (job.model.dropout && cuda_backend)
         ignored.push_back("model.dropout: dropout is not applied by the CUDA backend yet (the CPU "
                           "backend applies it); this run trains without it");

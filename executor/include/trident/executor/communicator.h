@@ -15,7 +15,8 @@ public:
 
     virtual void all_reduce_sum(float* data, std::size_t n) = 0;
     virtual void all_reduce_max(float* data, std::size_t n) = 0;
-    // out holds size()·n elements, rank r's block at r·n.
+    // out holds size()·n elements, rank r's block at r·n; `in` may be this rank's own block
+    // of `out` (in place).
     virtual void all_gather(const float* in, float* out, std::size_t n_per_rank) = 0;
     // in holds size()·n elements; out receives the sum of every rank's block rank()·n.
     virtual void reduce_scatter_sum(const float* in, float* out, std::size_t n_per_rank) = 0;
