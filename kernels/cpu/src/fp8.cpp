@@ -1,0 +1,73 @@
+#include "trident/kernels/fp8.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trident::kernels::cpu {
+namespace {
+
+struct Format {
+    int mantissa_bits;
+    int min_normal_exponent; // of the smallest normal value, 2^e
+    float max;
+};
+
+Format format_of(Fp8Kind kind) {
+    return kind == Fp8Kind::e4m3 ? Format{3, -6, 448.0f} : Format{2, -14, 57344.0f};
+}
+
+} // namespace
+
+float fp8_max(Fp8Kind kind) { return format_of(kind).max; }
+
+float fp8_round(float x, Fp8Kind kind) {
+    if (std::isnan(x)) return x;
+    const Format f = format_of(kind);
+    const float magnitude = std::fabs(x);
+    if (magnitude >= f.max) return std::copysign(f.max, x);
+    if (magnitude == 0.0f) return x;
+    // The spacing of representable values around |x|: 2^(e − mantissa bits) for the binade
+    // [2^e, 2^(e+1)), the subnormal spacing below the smallest normal.
+    int e = 0;
+    std::frexp(magnitude, &e); // magnitude = m · 2^e, m in [0.5, 1)
+    const int exponent = std::max(e - 1, f.min_normal_exponent);
+    const float step = std::ldexp(1.0f, exponent - f.mantissa_bits);
+    // nearbyint rounds ties to even under the default rounding mode; the quotient is exact
+    // (a power-of-two divisor), and so is the product.
+    const float rounded = std::nearbyint(magnitude / step) * step;
+    return std::copysign(std::min(rounded, f.max), x);
+}
+
+float abs_max(const float* x, std::int64_t n) {
+    float m = 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (std::isnan(x[i])) return x[i];
+        m = std::max(m, std::fabs(x[i]));
+    }
+    return m;
+}
+
+float fp8_scale(float amax, Fp8Kind kind) {
+    return amax > 0.0f && std::isfinite(amax) ? fp8_max(kind) / amax : 1.0f;
+}
+
+void fake_quantize(float* out, const float* x, std::int64_t n, float scale, Fp8Kind kind) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = fp8_round(x[i] * scale, kind) / scale;
+}
+
+void fake_quantize_blocks(float* out, const float* x, std::int64_t rows, std::int64_t cols,
+                          std::int64_t block_rows, std::int64_t block_cols, Fp8Kind kind) {
+    for (std::int64_t r0 = 0; r0 < rows; r0 += block_rows)
+        for (std::int64_t c0 = 0; c0 < cols; c0 += block_cols) {
+            const std::int64_t r1 = std::min(rows, r0 + block_rows),
+                               c1 = std::min(cols, c0 + block_cols);
+            float amax = 0.0f;
+            for (std::int64_t r = r0; r < r1; ++r)
+                amax = std::max(amax, abs_max(x + r * cols + c0, c1 - c0));
+            const float scale = fp8_scale(amax, kind);
+            for (std::int64_t r = r0; r < r1; ++r)
+                fake_quantize(out + r * cols + c0, x + r * cols + c0, c1 - c0, scale, kind);
+        }
+}
+
+} // namespace trident::kernels::cpu

@@ -1,0 +1,91 @@
+// FP8 quantize → dequantize: the representable grids of E4M3 and E5M2 (OCP FP8 spec, Micikevicius
+// et al. 2022, Table 1), ties to even, saturation, subnormals, and block scales.
+#include "trident/kernels/fp8.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <limits>
+#include <vector>
+
+using namespace trident::kernels::cpu;
+
+TEST(Fp8, RoundsToTheE4M3Grid) {
+    EXPECT_EQ(fp8_max(Fp8Kind::e4m3), 448.0f);
+    EXPECT_EQ(fp8_round(1.0f, Fp8Kind::e4m3), 1.0f);
+    EXPECT_EQ(fp8_round(0.1f, Fp8Kind::e4m3), 0.1015625f); // 1.625 · 2^-4
+    EXPECT_EQ(fp8_round(-3.3f, Fp8Kind::e4m3), -3.25f);    // step 0.25 in [2, 4)
+    EXPECT_EQ(fp8_round(1.0625f, Fp8Kind::e4m3), 1.0f);    // halfway: to the even mantissa
+    EXPECT_EQ(fp8_round(1.1875f, Fp8Kind::e4m3), 1.25f);   // halfway the other way
+    EXPECT_EQ(fp8_round(447.0f, Fp8Kind::e4m3), 448.0f);
+    EXPECT_EQ(fp8_round(1000.0f, Fp8Kind::e4m3), 448.0f); // saturates, no infinity
+    EXPECT_EQ(fp8_round(-1e9f, Fp8Kind::e4m3), -448.0f);
+    // Subnormals: multiples of 2^-9 below 2^-6; half the smallest rounds to zero (even).
+    EXPECT_EQ(fp8_round(std::ldexp(3.0f, -9), Fp8Kind::e4m3), std::ldexp(3.0f, -9));
+    EXPECT_EQ(fp8_round(std::ldexp(1.0f, -10), Fp8Kind::e4m3), 0.0f);
+    EXPECT_EQ(fp8_round(std::ldexp(1.5f, -10), Fp8Kind::e4m3), std::ldexp(1.0f, -9));
+    EXPECT_TRUE(std::isnan(fp8_round(std::numeric_limits<float>::quiet_NaN(), Fp8Kind::e4m3)));
+}
+
+TEST(Fp8, RoundsToTheE5M2Grid) {
+    EXPECT_EQ(fp8_max(Fp8Kind::e5m2), 57344.0f);
+    EXPECT_EQ(fp8_round(0.1f, Fp8Kind::e5m2), 0.09375f); // 1.5 · 2^-4: two mantissa bits
+    EXPECT_EQ(fp8_round(1.125f, Fp8Kind::e5m2), 1.0f);   // halfway between 1 and 1.25: even
+    EXPECT_EQ(fp8_round(60000.0f, Fp8Kind::e5m2), 57344.0f);
+    EXPECT_EQ(fp8_round(std::ldexp(1.0f, -16), Fp8Kind::e5m2), std::ldexp(1.0f, -16));
+    EXPECT_EQ(fp8_round(std::ldexp(1.0f, -18), Fp8Kind::e5m2), 0.0f);
+}
+
+TEST(Fp8, EveryGridValueIsAFixedPoint) {
+    // All 126 positive finite E4M3 values are their own rounding, and lie between neighbours.
+    int count = 0;
+    for (int e = -6; e <= 8; ++e)
+        for (int m = 0; m < 8; ++m) {
+            const float v = std::ldexp(1.0f + m / 8.0f, e);
+            if (v > 448.0f) continue;
+            EXPECT_EQ(fp8_round(v, Fp8Kind::e4m3), v);
+            ++count;
+        }
+    for (int m = 1; m < 8; ++m) { // subnormals
+        EXPECT_EQ(fp8_round(std::ldexp(float(m), -9), Fp8Kind::e4m3), std::ldexp(float(m), -9));
+        ++count;
+    }
+    EXPECT_EQ(count, 126);
+}
+
+TEST(Fp8, ScaledQuantizationKeepsRelativeErrorWithinHalfAStep) {
+    std::vector<float> x(1000), q(1000);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i)) * 1e-3f;
+    const float amax = abs_max(x.data(), 1000);
+    const float scale = fp8_scale(amax, Fp8Kind::e4m3);
+    fake_quantize(q.data(), x.data(), 1000, scale, Fp8Kind::e4m3);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        // Normal range after scaling: relative error at most 2^-4 (half of 3 mantissa bits).
+        if (std::fabs(x[i]) * scale >= std::ldexp(1.0f, -6)) {
+            EXPECT_LE(std::fabs(q[i] - x[i]), std::ldexp(1.0f, -4) * std::fabs(x[i]) + 1e-12f)
+                << i;
+        }
+    }
+    EXPECT_EQ(abs_max(q.data(), 1000), amax); // the largest maps to 448 exactly and back
+    EXPECT_EQ(fp8_scale(0.0f, Fp8Kind::e4m3), 1.0f);
+}
+
+TEST(Fp8, BlocksTakeTheirOwnScales) {
+    // Two 1×4 blocks of one row: a large value in the first block does not coarsen the second.
+    const std::vector<float> x = {1000.0f, 1.0f, 0.0f, 0.0f, 0.0013f, 0.0011f, 0.0f, 0.0f};
+    std::vector<float> blocks(8), whole(8);
+    fake_quantize_blocks(blocks.data(), x.data(), 1, 8, 1, 4, Fp8Kind::e4m3);
+    fake_quantize_blocks(whole.data(), x.data(), 1, 8, 1, 8, Fp8Kind::e4m3);
+    EXPECT_NEAR(blocks[4], 0.0013f, 0.0013f / 16);
+    EXPECT_NEAR(blocks[5], 0.0011f, 0.0011f / 16);
+    EXPECT_FLOAT_EQ(blocks[0], 1000.0f);
+    // One scale for the whole row: 0.0013 · 448/1000 is under half the smallest subnormal.
+    EXPECT_EQ(whole[4], 0.0f);
+    EXPECT_EQ(whole[5], 0.0f);
+    // 2-D tiles: a 3×3 matrix in 2×2 tiles has four scales, edges clipped. Each tile's
+    // largest value maps to 448 and back exactly, and so do values at a power-of-two ratio.
+    std::vector<float> m = {1, 2, 100, 3, 4, 200, 0.5f, 0.25f, 0.125f}, out(9);
+    fake_quantize_blocks(out.data(), m.data(), 3, 3, 2, 2, Fp8Kind::e4m3);
+    for (std::size_t i : {1u, 2u, 4u, 5u, 6u, 7u, 8u}) EXPECT_EQ(out[i], m[i]) << i;
+    EXPECT_NEAR(out[3], 3.0f, 3.0f / 16); // 336 on the 448 scale: a tie, rounded to 320
+    EXPECT_NE(out[3], 3.0f);
+}
