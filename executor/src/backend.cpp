@@ -33,6 +33,8 @@ void require_supported_on_cuda(const core::JobSpec& job) {
         no("parallel.recompute.modules",
            "selective recomputation of " + core::recompute_modules_text(p.recompute.modules));
     if (p.cp > 1) no("parallel.cp", "context parallelism");
+    if (p.fp8.enabled())
+        no("parallel.fp8", "FP8 training (" + core::precision_name(p.fp8.recipe) + ")");
     if (p.zero_stage() >= 2)
         no("parallel.data_parallel_sharding_strategy",
            std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +

@@ -161,6 +161,8 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     for (std::int64_t layer = shape_.first_layer;
          layer < shape_.first_layer + layout.shape().layers; ++layer) {
         LayerParams lp{};
+        lp.index = std::int32_t(layers_.size());
+        lp.fp8 = plan.fp8.enabled() && job.layer_fp8(layer) != core::Fp8Recipe::none;
         lp.ln1_w = at(R::norm1_weight, layer);
         lp.ln1_b = at(R::norm1_bias, layer);
         lp.qkv_w = at(R::qkv_weight, layer);
@@ -257,8 +259,8 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
         mla_forward(lp, L);
     } else {
         L.qkv.resize(std::size_t(shape_.tokens * Wl));
-        k::matmul_forward(L.qkv.data(), L.ln1.data(), p(lp.qkv_w), bias_ ? p(lp.qkv_b) : nullptr,
-                          shape_.tokens, shape_.hidden, Wl);
+        gemm_forward(lp, Linear::qkv, -1, L.qkv.data(), L.ln1.data(), p(lp.qkv_w),
+                     bias_ ? p(lp.qkv_b) : nullptr, shape_.tokens, shape_.hidden, Wl);
     }
     if (rope_ && !is_mla_) { // queries and keys turn by their positions; values do not
         k::rope_forward(L.qkv.data(), shape_.tokens, Wl, shape_.local_heads, shape_.head_dim,
@@ -271,8 +273,8 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     attention_forward(L, comms.context);
     if (is_mla_) compact_values(L);
     Vec y(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
-    k::matmul_forward(y.data(), projection_input(L).data(), p(lp.proj_w), nullptr, shape_.tokens,
-                      proj_in_, shape_.hidden);
+    gemm_forward(lp, Linear::proj, -1, y.data(), projection_input(L).data(), p(lp.proj_w),
+                 nullptr, shape_.tokens, proj_in_, shape_.hidden);
     y = reduce_rows(std::move(y), tp); // row-parallel: sum the partial outputs
     if (bias_) add_bias(y.data(), p(lp.proj_b), shape_.rows, shape_.hidden);
     if (dropping(a)) drop_rows(y, attention_out, layer, a);
@@ -298,8 +300,8 @@ Vec GptChunk::mlp_forward(const LayerParams& lp, Layer& L, Communicator& tp) con
     const std::int64_t F = lp.mlp_width;
     mlp_hidden(lp, L);
     Vec y(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
-    k::matmul_forward(y.data(), L.act.data(), p(lp.fc2_w), nullptr, shape_.tokens, F,
-                      shape_.hidden);
+    gemm_forward(lp, Linear::fc2, -1, y.data(), L.act.data(), p(lp.fc2_w), nullptr,
+                 shape_.tokens, F, shape_.hidden);
     y = reduce_rows(std::move(y), tp);
     if (bias_) add_bias(y.data(), p(lp.fc2_b), shape_.rows, shape_.hidden);
     return y;

@@ -47,8 +47,8 @@ void GptChunk::linear_weight_gradient(const LayerParams& lp, Layer& L, Linear wh
     // input the forward saved.
     const auto grad = [&](std::int64_t w, std::int64_t b, Vec& dout, Vec& in, std::int64_t C,
                           std::int64_t OC) {
-        k::matmul_backward_weight(g(w), bias_ ? g(b) : nullptr, dout.data(), in.data(),
-                                  shape_.tokens, C, OC);
+        gemm_weight_gradient(lp, which, -1, g(w), bias_ ? g(b) : nullptr, dout.data(), in.data(),
+                             shape_.tokens, C, OC);
         if (release_inputs) {
             release(dout);
             // An MoE layer's shared experts read L.ln2 with the router: its W frees it.
@@ -79,11 +79,13 @@ void GptChunk::moe_weight_gradients(const LayerParams& lp, Layer& L, bool releas
         const std::int64_t rows = std::int64_t(s.x[e].size()) / shape_.hidden;
         if (rows == 0) continue;
         const ExpertParams& x = lp.experts[e];
-        k::matmul_backward_weight(g(x.fc_w), bias_ ? g(x.fc_b) : nullptr, s.d_fc[e].data(),
-                                  s.x[e].data(), rows, shape_.hidden, gate * F);
-        k::matmul_backward_weight(g(x.fc2_w), bias_ ? g(x.fc2_b) : nullptr, s.d_out[e].data(),
-                                  weighted_activation(s, std::int64_t(e)).data(), rows, F,
-                                  shape_.hidden);
+        gemm_weight_gradient(lp, Linear::fc1, std::int32_t(e), g(x.fc_w),
+                             bias_ ? g(x.fc_b) : nullptr, s.d_fc[e].data(), s.x[e].data(), rows,
+                             shape_.hidden, gate * F);
+        gemm_weight_gradient(lp, Linear::fc2, std::int32_t(e), g(x.fc2_w),
+                             bias_ ? g(x.fc2_b) : nullptr, s.d_out[e].data(),
+                             weighted_activation(s, std::int64_t(e)).data(), rows, F,
+                             shape_.hidden);
     }
     if (release_inputs) {
         release(L.ln2);
@@ -155,8 +157,8 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
     // Attention: x_mid = x_in + proj(attention(qkv(norm1(x_in)))).
     L.d_proj_out = gather_rows(branch_gradient(dx, attention_out, layer, a), tp);
     Vec d_att(static_cast<std::size_t>(shape_.tokens * proj_in_), 0.0f);
-    k::matmul_backward_input(d_att.data(), L.d_proj_out.data(), p(lp.proj_w), shape_.tokens,
-                             proj_in_, shape_.hidden);
+    gemm_input_gradient(lp, Linear::proj, -1, d_att.data(), L.d_proj_out.data(), p(lp.proj_w),
+                        shape_.tokens, proj_in_, shape_.hidden);
     if (is_mla_) d_att = padded_values(d_att); // the values' padding had no effect
     note_peak();
     attention_backward(L, d_att, comms.context); // flash reads the output (att) too
@@ -176,8 +178,8 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
                              Wl, shape_.local_kv_groups, shape_.head_dim, row_positions_.data(),
                              rotary_base_);
         }
-        k::matmul_backward_input(d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w), shape_.tokens,
-                                 shape_.hidden, Wl);
+        gemm_input_gradient(lp, Linear::qkv, -1, d_ln1.data(), L.d_qkv.data(), p(lp.qkv_w),
+                            shape_.tokens, shape_.hidden, Wl);
     }
     weights([&] { linear_weight_gradient(lp, L, Linear::qkv, true); });
     d_ln1 = reduce_rows(std::move(d_ln1), tp);
@@ -197,8 +199,8 @@ Vec GptChunk::mlp_backward(const LayerParams& lp, Layer& L, Vec dy, Activations&
     L.d_fc2_out = gather_rows(std::move(dy), tp);
     note_peak();
     Vec d_act(static_cast<std::size_t>(shape_.tokens * F), 0.0f);
-    k::matmul_backward_input(d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w), shape_.tokens, F,
-                             shape_.hidden);
+    gemm_input_gradient(lp, Linear::fc2, -1, d_act.data(), L.d_fc2_out.data(), p(lp.fc2_w),
+                        shape_.tokens, F, shape_.hidden);
     weights([&] { linear_weight_gradient(lp, L, Linear::fc2, true); });
     L.d_fc.assign(std::size_t(shape_.tokens * gate * F), 0.0f);
     if (swiglu_)
@@ -209,8 +211,8 @@ Vec GptChunk::mlp_backward(const LayerParams& lp, Layer& L, Vec dy, Activations&
     release(d_act);
     release(L.fc);
     Vec d_in(static_cast<std::size_t>(shape_.tokens * shape_.hidden), 0.0f);
-    k::matmul_backward_input(d_in.data(), L.d_fc.data(), p(lp.fc_w), shape_.tokens, shape_.hidden,
-                             gate * F);
+    gemm_input_gradient(lp, Linear::fc1, -1, d_in.data(), L.d_fc.data(), p(lp.fc_w),
+                        shape_.tokens, shape_.hidden, gate * F);
     weights([&] { linear_weight_gradient(lp, L, Linear::fc1, true); });
     return reduce_rows(std::move(d_in), tp); // column-parallel input gradient
 }

@@ -212,8 +212,8 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkC
         Vec& fc = s.fc[std::size_t(e)];
         Vec& act = s.act[std::size_t(e)];
         fc.resize(std::size_t(n * gate * F));
-        k::matmul_forward(fc.data(), s.x[std::size_t(e)].data(), p(x.fc_w),
-                          bias_ ? p(x.fc_b) : nullptr, n, h, gate * F);
+        gemm_forward(lp, Linear::fc1, std::int32_t(e), fc.data(), s.x[std::size_t(e)].data(),
+                     p(x.fc_w), bias_ ? p(x.fc_b) : nullptr, n, h, gate * F);
         act.resize(std::size_t(n * F));
         if (swiglu_)
             k::swiglu_forward(act.data(), fc.data(), n, F);
@@ -221,8 +221,8 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkC
             k::gelu_forward(act.data(), fc.data(), n * F);
         const Vec weighted = weighted_activation(s, e);
         expert_out[std::size_t(e)].resize(std::size_t(n * h));
-        k::matmul_forward(expert_out[std::size_t(e)].data(), weighted.data(), p(x.fc2_w),
-                          bias_ ? p(x.fc2_b) : nullptr, n, F, h);
+        gemm_forward(lp, Linear::fc2, std::int32_t(e), expert_out[std::size_t(e)].data(),
+                     weighted.data(), p(x.fc2_w), bias_ ? p(x.fc2_b) : nullptr, n, F, h);
     }
     // Combine: outputs (summed over the expert-tensor group) return the way the tokens came;
     // each token sums its k outputs, already weighted.
@@ -293,7 +293,8 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         if (n == 0) continue;
         const ExpertParams& x = lp.experts[std::size_t(e)];
         Vec d_act(static_cast<std::size_t>(n * F), 0.0f);
-        k::matmul_backward_input(d_act.data(), s.d_out[std::size_t(e)].data(), p(x.fc2_w), n, F, h);
+        gemm_input_gradient(lp, Linear::fc2, std::int32_t(e), d_act.data(),
+                            s.d_out[std::size_t(e)].data(), p(x.fc2_w), n, F, h);
         // fc2 read gate · act: the weight's gradient is Σ d ∘ act (over this rank's columns:
         // partial over the expert-tensor group), the activation's gate · d.
         const Vec& act = s.act[std::size_t(e)];
@@ -313,8 +314,8 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         else
             k::gelu_backward(d_fc.data(), s.fc[std::size_t(e)].data(), d_act.data(), n * F);
         d_x[std::size_t(e)].assign(std::size_t(n * h), 0.0f);
-        k::matmul_backward_input(d_x[std::size_t(e)].data(), d_fc.data(), p(x.fc_w), n, h,
-                                 gate * F);
+        gemm_input_gradient(lp, Linear::fc1, std::int32_t(e), d_x[std::size_t(e)].data(),
+                            d_fc.data(), p(x.fc_w), n, h, gate * F);
         Vec().swap(s.fc[std::size_t(e)]);
     }
     // Input and routing-weight gradients (partial over the expert-tensor group: fc1 is

@@ -39,8 +39,8 @@ void GptChunk::norm2(const LayerParams& lp, Layer& L, Communicator& tp) const {
 void GptChunk::mlp_hidden(const LayerParams& lp, Layer& L) const {
     const std::int64_t F = lp.mlp_width, gate = swiglu_ ? 2 : 1;
     L.fc.resize(std::size_t(shape_.tokens * gate * F));
-    k::matmul_forward(L.fc.data(), L.ln2.data(), p(lp.fc_w), bias_ ? p(lp.fc_b) : nullptr,
-                      shape_.tokens, shape_.hidden, gate * F);
+    gemm_forward(lp, Linear::fc1, -1, L.fc.data(), L.ln2.data(), p(lp.fc_w),
+                 bias_ ? p(lp.fc_b) : nullptr, shape_.tokens, shape_.hidden, gate * F);
     L.act.resize(std::size_t(shape_.tokens * F));
     if (swiglu_)
         k::swiglu_forward(L.act.data(), L.fc.data(), shape_.tokens, F);

@@ -1,5 +1,6 @@
 #include "trident/executor/trainer.h"
 
+#include "fp8_numerics.h"
 #include "fsdp_units.h"
 #include "host_memory.h"
 #include "model_copies.h"
@@ -75,9 +76,13 @@ void require_supported(const core::JobSpec& job) {
     if (p.sharding.instances > 1)
         no("parallel.num_distributed_optimizer_instances",
            "hybrid sharding over " + std::to_string(p.sharding.instances) + " replicas");
-    if (p.fp8.enabled())
-        no("parallel.fp8",
-           "FP8 training (" + core::precision_name(p.fp8.recipe) + "; simulate and plan model it)");
+    // FP8 runs as quantize → dequantize around the linear layers' GEMMs (fp8_numerics.h).
+    if (p.fp8.recipe == core::Fp8Recipe::mxfp8)
+        no("parallel.fp8.recipe", "FP8 recipe mxfp8 (Blackwell's 1×32 blocks; delayed, "
+                                  "tensorwise and blockwise run; simulate and plan model it)");
+    if (p.fp8.enabled() && job.model.mla)
+        no("parallel.fp8", "FP8 with multi-head latent attention (its projections run in full "
+                           "precision here)");
 }
 
 std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda_backend) {
@@ -278,6 +283,13 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
         if (c == 1) first_chunk1_tensor = store_.tensors.size();
         chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),
                              int(groups.coord.cp), store_, seed, int(groups.coord.etp));
+    }
+    if (job.plan.fp8.enabled()) {
+        std::vector<std::int32_t> layers;
+        for (const GptChunk& c : chunks_) layers.push_back(c.layer_count());
+        fp8_ = std::make_unique<Fp8Numerics>(job_, groups, std::move(layers),
+                                             std::int32_t(chunks_.front().local_experts()));
+        for (GptChunk& c : chunks_) c.use_fp8(fp8_.get());
     }
     if (core::placement_of(job.plan.schedule) == core::StagePlacement::two_copies)
         twins_ = std::make_unique<DualPipeTwins>(store_, first_chunk1_tensor, *groups.pipeline,
@@ -561,7 +573,12 @@ StepStats CpuTrainer::step(std::int64_t index, std::vector<core::TraceEvent>* tr
         fsdp_->begin_step(); // the gradients were zeroed as they were reduced
     else
         std::fill(store_.grads.begin(), store_.grads.end(), 0.0f);
+    if (fp8_) fp8_->record(true);
     run_schedule(samples_, index * job_.training.global_batch_size, false, stats, trace);
+    if (fp8_) {
+        fp8_->record(false); // evaluation reads the scales without moving them
+        fp8_->end_step();
+    }
     reduce_and_update(index, stats);
     stats.peak_parameter_bytes =
         double(fsdp_ ? fsdp_->peak_held_elements() : std::int64_t(store_.values.size())) *

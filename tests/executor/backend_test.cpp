@@ -93,7 +93,12 @@ TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
     core::JobInputs v = dense; // the CPU backend runs the two-chunk schedules, CUDA not yet
     v.schedule = "zero-bubble-v";
     EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(v)); }).substr(0, 18),
-              "parallel.schedule:");    core::JobInputs zero3 = dense; // the CPU backend runs ZeRO-2/3, CUDA not yet
+              "parallel.schedule:");    core::JobInputs fp8 = dense; // the CPU backend runs FP8 numerics, CUDA not yet
+    fp8.fp8_recipe = "tensorwise";
+    EXPECT_NO_THROW(executor::require_supported(job_with(fp8)));
+    EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(fp8)); }).substr(0, 13),
+              "parallel.fp8:");
+    core::JobInputs zero3 = dense; // the CPU backend runs ZeRO-2/3, CUDA not yet
     zero3.dp = "2";
     zero3.devices_per_node = 2;
     zero3.data_parallel_sharding_strategy = "optim_grads_params";

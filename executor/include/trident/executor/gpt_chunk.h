@@ -36,6 +36,8 @@
 
 namespace trident::executor {
 
+class Fp8Numerics;
+
 // Leaves new elements uninitialised when a vector grows: nearly every buffer here is written
 // whole by the next kernel, and zero-filling them cost a fifth of a small model's step.
 // Accumulators are zeroed explicitly (assign(n, 0.0f)).
@@ -129,6 +131,11 @@ public:
     // This chunk's tensors in the store: the first one's index, and each one's FSDP unit.
     std::size_t first_tensor() const { return first_tensor_; }
     const std::vector<std::int32_t>& tensor_units() const { return tensor_units_; }
+    std::int32_t layer_count() const { return std::int32_t(layers_.size()); }
+    std::int64_t local_experts() const { return shape_.local_experts; }
+    // FP8 training: the linear layers' GEMMs of the FP8 layers read their operands through
+    // `fp8` (fp8_numerics.h); null: full precision.
+    void use_fp8(Fp8Numerics* fp8) { fp8_ = fp8; }
 
     // Saved activations of one layer, and what B leaves for W: the output gradients of the
     // four linear layers.
@@ -220,6 +227,8 @@ private:
         // (DeepSeekMoE; Megatron-Core's SharedExpertMLP) beside the routed ones.
         std::int64_t mlp_width = 0; // this rank's columns of fc1 (per half under SwiGLU); 0: none
         bool moe = false;
+        std::int32_t index = 0; // in this chunk
+        bool fp8 = false;       // its linear layers run in FP8
         std::int64_t router_w = -1;
         // MLA (qkv_w unused): the projections and the latents' norms.
         std::int64_t q_down = -1, q_norm_w = -1, q_norm_b = -1, q_up = -1, kv_down = -1,
@@ -317,6 +326,18 @@ private:
     std::vector<std::int32_t> layer_unit(std::size_t i) const {
         return {std::int32_t(first_ ? i + 1 : i)};
     }
+    // A linear layer's GEMMs (matmul_forward, _backward_input, _backward_weight), through FP8
+    // numerics when the layer runs in FP8 (gpt_chunk_fp8.cpp); `expert`: a local routed
+    // expert's (fc1, fc2), -1 otherwise.
+    void gemm_forward(const LayerParams& lp, Linear which, std::int32_t expert, float* out,
+                      const float* in, const float* w, const float* b, std::int64_t N,
+                      std::int64_t C, std::int64_t OC) const;
+    void gemm_input_gradient(const LayerParams& lp, Linear which, std::int32_t expert, float* din,
+                             const float* dout, const float* w, std::int64_t N, std::int64_t C,
+                             std::int64_t OC) const;
+    void gemm_weight_gradient(const LayerParams& lp, Linear which, std::int32_t expert, float* dw,
+                              float* db, const float* dout, const float* in, std::int64_t N,
+                              std::int64_t C, std::int64_t OC) const;
     float* p(std::int64_t offset) const { return store_->values.data() + offset; }
     float* g(std::int64_t offset) const { return store_->grads.data() + offset; }
     void norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w,
@@ -350,6 +371,7 @@ private:
     std::vector<LayerParams> layers_;
     std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk
     std::int32_t chunk_ = 0;                            // this rank's chunk index
+    Fp8Numerics* fp8_ = nullptr;
     std::size_t first_tensor_ = 0;                      // in the store
     std::vector<std::int32_t> tensor_units_;            // per tensor of this chunk
     // The units the embedding and the head read (the head: its own, and the embedding's when

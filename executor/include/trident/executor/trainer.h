@@ -27,6 +27,7 @@ namespace trident::executor {
 
 class DualPipeTwins;
 class FsdpUnits;
+class Fp8Numerics;
 struct ShardedSet;
 
 class ScheduleWalk;
@@ -186,6 +187,7 @@ private:
     void all_gather_sets();
     std::unique_ptr<DualPipeTwins> twins_; // DualPipe: chunk 1 is a copy of a twin's
     std::unique_ptr<FsdpUnits> fsdp_;      // ZeRO-2/3: gradients (and parameters) by unit
+    std::unique_ptr<Fp8Numerics> fp8_;     // FP8 training: the linear layers' operands
     std::int64_t skipped_ = 0;
 };
 

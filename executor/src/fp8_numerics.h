@@ -1,0 +1,70 @@
+#pragma once
+// FP8 training numerics in the CPU executor: every GEMM of a linear layer that runs in FP8
+// (QKV, output projection, MLP or shared experts, routed experts; not the router, embedding or
+// head; not the BF16 first/last layers of --first-last-layers-bf16) reads its operands
+// quantized → dequantized (kernels/cpu fp8.h), as Transformer Engine's FP8 GEMMs read them:
+// inputs and weights in E4M3, output gradients in E5M2 under the hybrid format (E4M3 under
+// e4m3). Accumulation stays fp32, as the tensor cores' does. Recipes (--fp8-recipe):
+// - tensorwise (current scaling): each operand's scale from its own amax at the GEMM; the
+//   amax is the whole tensor's, max-reduced over the tensor (expert-tensor) ranks that hold
+//   its pieces and, for activations and gradients, the context ranks — so every layout scales
+//   as one process does;
+// - delayed: each operand's scale from the largest amax of the last amax_history steps
+//   (Micikevicius et al. 2022; Transformer Engine's DelayedScaling, algorithm "max", margin 0),
+//   1 on the first step as TE starts; a step's amaxes, max-reduced over the ranks sharing the
+//   operand (tensor and data·context ranks; experts: expert-tensor and expert-data), enter the
+//   history when the step ends;
+// - blockwise (DeepSeek-V3 §3.3.1; TE's Float8BlockScaling): a scale per 1×128 block along the
+//   GEMM's contraction dimension for inputs and gradients, per 128×128 tile for weights; no
+//   reduction (a block on a tensor rank is the block of that rank's piece).
+#include "trident/core/job.h"
+#include "trident/executor/gpt_chunk.h"
+#include "trident/executor/process_groups.h"
+#include "trident/kernels/fp8.h"
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace trident::executor {
+
+class Fp8Numerics {
+public:
+    enum class Operand { input, weight, gradient };
+    // Where a quantized operand belongs: its chunk, layer (in the chunk), GEMM (0 QKV,
+    // 1 projection, 2 fc1, 3 fc2) and local routed expert (-1: none).
+    struct Site {
+        std::int32_t chunk = 0, layer = 0, linear = 0, expert = -1;
+    };
+    // `layers` and `experts`: per chunk of this rank, its layers and local routed experts.
+    Fp8Numerics(const core::JobSpec& job, const ProcessGroups& groups,
+                std::vector<std::int32_t> layers, std::int32_t experts);
+
+    // x ([rows × cols], row-major) as an FP8 GEMM reads it when contracting over its columns
+    // (`contract_rows` false) or its rows.
+    Vec quantized(const Site& site, Operand operand, const float* x, std::int64_t rows,
+                  std::int64_t cols, bool contract_rows);
+    // Whether the coming passes record amaxes (training steps, not evaluation).
+    void record(bool on) { recording_ = on; }
+    // Delayed scaling: the step's amaxes into the histories.
+    void end_step();
+
+private:
+    kernels::cpu::Fp8Kind kind(Operand operand) const;
+    std::size_t slot(const Site& site, Operand operand) const;
+    float reduced_amax(const Site& site, Operand operand, float amax) const;
+
+    core::Fp8 fp8_;
+    const ProcessGroups& groups_;
+    std::vector<std::int32_t> layers_; // per chunk
+    std::int32_t experts_ = 0;
+    std::vector<std::size_t> chunk_base_; // first dense slot of each chunk
+    std::size_t dense_slots_ = 0;
+    bool recording_ = false;
+    // Delayed: per slot (dense ones first, then the experts'), this step's amax and the last
+    // steps' amaxes.
+    std::vector<float> step_amax_;
+    std::vector<std::deque<float>> history_;
+};
+
+} // namespace trident::executor
