@@ -60,7 +60,7 @@ LtGemm::~LtGemm() {
 
 const LtGemm::Plan& LtGemm::plan_for(const Key& key) {
     if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
-    const auto [ta, tb, m, n, k, lda, ldb, ldd, out_type, accumulate, align] = key;
+    const auto [ta, tb, m, n, k, lda, ldb, ldd, out_type, accumulate, align, a_type, b_type] = key;
     auto plan = std::make_unique<Plan>();
     TRIDENT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -71,9 +71,10 @@ const LtGemm::Plan& LtGemm::plan_for(const Key& key) {
                                                         &op_b, sizeof(op_b)));
     // Stored shapes: op(A) is m×k, so A is stored m×k (N) or k×m (T); likewise B.
     TRIDENT_CUBLAS_CHECK(
-        cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, ta ? k : m, ta ? m : k, lda));
-    TRIDENT_CUBLAS_CHECK(
-        cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, tb ? n : k, tb ? k : n, ldb));
+        cublasLtMatrixLayoutCreate(&plan->a, static_cast<cudaDataType_t>(a_type), ta ? k : m,
+                                   ta ? m : k, lda));
+    TRIDENT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, static_cast<cudaDataType_t>(b_type),
+                                                    tb ? n : k, tb ? k : n, ldb));
     TRIDENT_CUBLAS_CHECK(
         cublasLtMatrixLayoutCreate(&plan->d, static_cast<cudaDataType_t>(out_type), m, n, ldd));
 
@@ -112,9 +113,19 @@ void LtGemm::matmul(bool transpose_a, bool transpose_b, std::int64_t m, std::int
     if (m <= 0 || n <= 0 || k <= 0)
         throw std::invalid_argument("LtGemm::matmul: m, n and k must be positive");
     const int align = std::min({alignment_bytes(a), alignment_bytes(b), alignment_bytes(d)});
-    const Key key{transpose_a,  transpose_b, m, n, k, lda, ldb, ldd, static_cast<int>(out_type),
-                  beta != 0.0f, align};
-    const Plan& plan = plan_for(key);
+    const Key key{transpose_a,  transpose_b,  m,    n,
+                  k,            lda,          ldb,  ldd,
+                  static_cast<int>(out_type), beta != 0.0f, align, int(CUDA_R_16BF),
+                  int(CUDA_R_16BF)};
+    run_plan(plan_for(key), alpha, a, b, beta, d, stream);
+}
+
+cublasLtMatmulDesc_t LtGemm::plan_descriptor(const Plan& plan) {
+    return plan.desc;
+}
+
+void LtGemm::run_plan(const Plan& plan, float alpha, const void* a, const void* b, float beta,
+                      void* d, cudaStream_t stream) {
     TRIDENT_CUBLAS_CHECK(cublasLtMatmul(handle_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d,
                                         plan.d, d, plan.d, &plan.algo, workspace_.get(),
                                         workspace_.size_bytes(), stream));
