@@ -35,6 +35,9 @@ void require_supported_on_cuda(const core::JobSpec& job) {
     if (p.cp > 1) no("parallel.cp", "context parallelism");
     if (p.fp8.enabled())
         no("parallel.fp8", "FP8 training (" + core::precision_name(p.fp8.recipe) + ")");
+    if (p.sharding.instances > 1)
+        no("parallel.num_distributed_optimizer_instances",
+           "hybrid sharding (" + std::to_string(p.sharding.instances) + " replicas)");
     if (p.zero_stage() >= 2)
         no("parallel.data_parallel_sharding_strategy",
            std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +

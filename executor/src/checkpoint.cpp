@@ -106,7 +106,7 @@ constexpr std::string_view kStagePlacementNames[] = {"loop", "v_shape", "two_cop
 
 core::Json layout_of(const core::JobSpec& job, int world_size) {
     const core::ParallelPlan& p = job.plan;
-    return {{"tp", p.tp},
+    core::Json layout = {{"tp", p.tp},
             {"cp", p.cp},
             {"ep", p.ep},
             {"dp", p.dp},
@@ -118,6 +118,12 @@ core::Json layout_of(const core::JobSpec& job, int world_size) {
             // the same degrees with another placement or split are another layout.
             {"stage_placement", kStagePlacementNames[std::size_t(core::placement_of(p.schedule))]},
             {"layers_per_stage", job.pipeline_split().layers}};
+    // ZeRO-2/3 slice the optimizer state by FSDP unit and hybrid sharding over one replica's
+    // ranks: other moment runs than ZeRO-1's, so another layout (absent: ZeRO-1, one replica,
+    // as checkpoints written before these existed).
+    if (p.zero_stage() >= 2) layout["zero_stage"] = p.zero_stage();
+    if (p.sharding.instances > 1) layout["optimizer_instances"] = p.sharding.instances;
+    return layout;
 }
 
 std::string describe_layout(const core::Json& l) {
@@ -126,6 +132,9 @@ std::string describe_layout(const core::Json& l) {
       << " · dp " << l.value("dp", 0) << " · pp " << l.value("pp", 0) << " · vpp "
       << l.value("vpp", 0)
       << (l.value("distributed_optimizer", false) ? " · distributed optimizer" : "");
+    if (l.contains("zero_stage")) s << " · zero-" << l["zero_stage"].get<int>();
+    if (l.contains("optimizer_instances"))
+        s << " · " << l["optimizer_instances"].get<std::int64_t>() << " replicas";
     if (l.contains("stage_placement") && l["stage_placement"] != "loop")
         s << " · " << l["stage_placement"].get<std::string>() << " stages";
     if (l.contains("layers_per_stage")) {

@@ -15,7 +15,10 @@ FsdpUnits::FsdpUnits(const core::JobSpec& job, ParameterStore& store,
                      std::vector<ShardedSet>& sets)
     : job_(job), store_(store), groups_(groups), sets_(sets),
       shard_parameters_(job.plan.zero_stage() == 3) {
-    const auto over = [&](bool expert) { return expert ? groups.expert_data.get() : groups.data.get(); };
+    // Sharded over one replica's ranks (all the data ranks without hybrid sharding).
+    const auto over = [&](bool expert) {
+        return expert ? groups.expert_data_shard.get() : groups.data_shard.get();
+    };
     for (const GptChunk& chunk : chunks) {
         const std::size_t first = chunk.first_tensor();
         const std::vector<std::int32_t>& of = chunk.tensor_units();
@@ -68,7 +71,7 @@ void FsdpUnits::add_set(ShardedSet set, std::vector<std::size_t>* unit_sets) {
 }
 
 Communicator& FsdpUnits::group_of(const ShardedSet& set) const {
-    return set.expert ? *groups_.expert_data : *groups_.data;
+    return set.expert ? *groups_.expert_data_shard : *groups_.data_shard;
 }
 
 void FsdpUnits::begin_step() {

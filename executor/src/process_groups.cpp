@@ -39,6 +39,10 @@ ProcessGroups::ProcessGroups(const core::ParallelPlan& plan, int rank)
     expert = split(grid, core::GroupKind::expert, rank);
     expert_data = split(grid, core::GroupKind::expert_data, rank);
     expert_tensor = split(grid, core::GroupKind::expert_tensor, rank);
+    data_shard = split(grid, core::GroupKind::data_shard, rank);
+    data_replica = split(grid, core::GroupKind::data_replica, rank);
+    expert_data_shard = split(grid, core::GroupKind::expert_data_shard, rank);
+    expert_data_replica = split(grid, core::GroupKind::expert_data_replica, rank);
 }
 
 } // namespace trident::executor

@@ -73,9 +73,6 @@ void require_supported(const core::JobSpec& job) {
            std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +
                std::to_string(p.zero_stage()) + ") under schedule \"" +
                core::to_string(p.schedule) + "\" (its twin copies trade whole gradients)");
-    if (p.sharding.instances > 1)
-        no("parallel.num_distributed_optimizer_instances",
-           "hybrid sharding over " + std::to_string(p.sharding.instances) + " replicas");
     // FP8 runs as quantize → dequantize around the linear layers' GEMMs (fp8_numerics.h).
     if (p.fp8.recipe == core::Fp8Recipe::mxfp8)
         no("parallel.fp8.recipe", "FP8 recipe mxfp8 (Blackwell's 1×32 blocks; delayed, "
@@ -169,7 +166,7 @@ void add_optimizer_runs(const ParameterStore& store, std::int64_t tp_rank, Optim
 }
 
 std::int64_t optimizer_shards(const core::ParallelPlan& plan) {
-    return plan.distributed_optimizer ? plan.dp * plan.cp : 1;
+    return plan.distributed_optimizer ? plan.shard_ranks() : 1;
 }
 
 double rank_parameters_estimate(const core::JobSpec& job) {
@@ -304,10 +301,10 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
         }
     } else if (job.plan.distributed_optimizer) {
         sharded_sets_.push_back(
-            sharded_set(store_, false, groups.data->size(), groups.data->rank()));
+            sharded_set(store_, false, groups.data_shard->size(), groups.data_shard->rank()));
         if (job.model.moe)
-            sharded_sets_.push_back(
-                sharded_set(store_, true, groups.expert_data->size(), groups.expert_data->rank()));
+            sharded_sets_.push_back(sharded_set(store_, true, groups.expert_data_shard->size(),
+                                                groups.expert_data_shard->rank()));
         for (const ShardedSet& set : sharded_sets_) {
             for (const FlatRun& r : set.owned()) shard_.owned.push_back(r);
             shard_.size += set.owned_elements();
@@ -494,6 +491,18 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     } else if (p.distributed_optimizer) {
         owned_grads = reduce_scatter_sets(grads);
         g = owned_grads.data();
+    }
+    if (p.distributed_optimizer) {
+        // Hybrid sharding: each replica reduced its own ranks' gradients into its shards; the
+        // replicas' shards are summed once a step (Megatron's distributed optimizer instances).
+        std::int64_t at = 0;
+        for (const ShardedSet& set : sharded_sets_) {
+            Communicator& replicas = set.expert ? *groups_.expert_data_replica
+                                                : *groups_.data_replica;
+            if (replicas.size() > 1)
+                replicas.all_reduce_sum(g + at, std::size_t(set.owned_elements()));
+            at += set.owned_elements();
+        }
     } else {
         // Dense tensors over the data ranks, in buckets; routed experts' over the ranks holding
         // the same experts (the expert-data group).
@@ -513,9 +522,9 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
         (run.flag ? experts : dense) += sum;
     }
     float dense_squares = float(dense), expert_squares = float(experts);
-    if (p.distributed_optimizer) {
-        data.all_reduce_sum(&dense_squares, 1);
-        groups_.expert_data->all_reduce_sum(&expert_squares, 1);
+    if (p.distributed_optimizer) { // every replica holds the same shards: one counts
+        groups_.data_shard->all_reduce_sum(&dense_squares, 1);
+        groups_.expert_data_shard->all_reduce_sum(&expert_squares, 1);
     }
     // Dense tensors over the model's tensor and pipeline ranks; each routed expert lives on one
     // expert rank, its columns over the expert-tensor ranks, its layer on one pipeline rank.
@@ -545,7 +554,7 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
 }
 
 Communicator& CpuTrainer::group_of_set(std::size_t set) {
-    return sharded_sets_[set].expert ? *groups_.expert_data : *groups_.data;
+    return sharded_sets_[set].expert ? *groups_.expert_data_shard : *groups_.data_shard;
 }
 
 Vec CpuTrainer::reduce_scatter_sets(const float* grads) {

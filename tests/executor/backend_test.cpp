@@ -105,6 +105,15 @@ TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
     EXPECT_NO_THROW(executor::require_supported(job_with(zero3)));
     EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(zero3)); }).substr(0, 40),
               "parallel.data_parallel_sharding_strategy");
+    core::JobInputs hybrid = dense; // hybrid sharding: the CPU backend's, not yet CUDA's
+    hybrid.dp = "4";
+    hybrid.global_batch_size = 4;
+    hybrid.devices_per_node = 4;
+    hybrid.distributed_optimizer = true;
+    hybrid.optimizer_instances = 2;
+    EXPECT_NO_THROW(executor::require_supported(job_with(hybrid)));
+    EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(hybrid)); }).substr(0, 44),
+              "parallel.num_distributed_optimizer_instances");
 }
 
 // ZeRO-2/3 run beside every schedule but DualPipe, whose twin copies trade whole gradients.

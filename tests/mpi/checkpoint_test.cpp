@@ -260,7 +260,8 @@ TEST(Checkpoint, DualPipeExpertCheckpointResumesUnderTensorParallelism) {
 }
 
 // deepseek-tiny saved under ZeRO-3 at dp4·ep2 (each rank holding its slices of every FSDP
-// unit, dense and expert), resumed on one process and under ZeRO-3 at dp2·ep2: the losses
+// unit, dense and expert), resumed on one process, under ZeRO-3 at dp2·ep2 and under ZeRO-2
+// with two hybrid-sharding replicas at dp4·ep2 (the same degrees, other slices): the losses
 // continue as the uninterrupted one-process run's.
 TEST(Checkpoint, ZeroThreeSlicesReshard) {
     const std::string job = std::string(" ") + TRIDENT_BINARY +
@@ -278,8 +279,12 @@ TEST(Checkpoint, ZeroThreeSlicesReshard) {
     for (const std::string& target :
          {std::string(" --devices-per-node 1"),
           std::string(" --devices-per-node 2 --dp 2 --ep 2 --use-megatron-fsdp "
-                      "--data-parallel-sharding-strategy optim_grads_params")}) {
-        const int ranks = target.find("--dp 2") != std::string::npos ? 2 : 1;
+                      "--data-parallel-sharding-strategy optim_grads_params"),
+          std::string(" --devices-per-node 4 --dp 4 --ep 2 --zero-stage 2 "
+                      "--num-distributed-optimizer-instances 2")}) {
+        const int ranks = target.find("--dp 2") != std::string::npos   ? 2
+                          : target.find("--dp 4") != std::string::npos ? 4
+                                                                       : 1;
         const auto r = run_shell("mpirun --allow-run-as-root --oversubscribe -np " +
                                  std::to_string(ranks) + job + target + " --load " + dir);
         ASSERT_EQ(r.exit_code, 0) << target << "\n" << r.err;

@@ -246,7 +246,15 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{2, "deepseek-tiny",
                "--tp 1 --pp 1 --dp 2 --use-megatron-fsdp --data-parallel-sharding-strategy "
                "optim_grads_params"},
-        Layout{4, "deepseek-tiny", "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --zero-stage 3"}),
+        Layout{4, "deepseek-tiny", "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --zero-stage 3"},
+        // Hybrid sharding: two replicas of two ranks each, their shards summed once a step.
+        Layout{4, "gpt-tiny",
+               "--tp 1 --pp 1 --dp 4 --distributed-optimizer "
+               "--num-distributed-optimizer-instances 2"},
+        Layout{4, "gpt-tiny", "--tp 1 --pp 1 --dp 4 --zero-stage 3 "
+                              "--num-distributed-optimizer-instances 2"},
+        Layout{4, "moe-tiny", "--tp 1 --pp 1 --dp 4 --ep 1 --zero-stage 2 "
+                              "--num-distributed-optimizer-instances 2"}),
     [](const testing::TestParamInfo<Layout>& info) {
         return "layout_" + std::to_string(info.index);
     });
