@@ -106,18 +106,19 @@ constexpr std::string_view kStagePlacementNames[] = {"loop", "v_shape", "two_cop
 
 core::Json layout_of(const core::JobSpec& job, int world_size) {
     const core::ParallelPlan& p = job.plan;
-    core::Json layout = {{"tp", p.tp},
-            {"cp", p.cp},
-            {"ep", p.ep},
-            {"dp", p.dp},
-            {"pp", p.pp},
-            {"vpp", p.vpp},
-            {"distributed_optimizer", p.distributed_optimizer},
-            {"world_size", world_size},
-            // Where the stages sit (loop, V or two copies) and how many layers each holds:
-            // the same degrees with another placement or split are another layout.
-            {"stage_placement", kStagePlacementNames[std::size_t(core::placement_of(p.schedule))]},
-            {"layers_per_stage", job.pipeline_split().layers}};
+    core::Json layout = {
+        {"tp", p.tp},
+        {"cp", p.cp},
+        {"ep", p.ep},
+        {"dp", p.dp},
+        {"pp", p.pp},
+        {"vpp", p.vpp},
+        {"distributed_optimizer", p.distributed_optimizer},
+        {"world_size", world_size},
+        // Where the stages sit (loop, V or two copies) and how many layers each holds:
+        // the same degrees with another placement or split are another layout.
+        {"stage_placement", kStagePlacementNames[std::size_t(core::placement_of(p.schedule))]},
+        {"layers_per_stage", job.pipeline_split().layers}};
     // ZeRO-2/3 slice the optimizer state by FSDP unit and hybrid sharding over one replica's
     // ranks: other moment runs than ZeRO-1's, so another layout (absent: ZeRO-1, one replica,
     // as checkpoints written before these existed).

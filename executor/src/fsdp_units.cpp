@@ -31,7 +31,9 @@ FsdpUnits::FsdpUnits(const core::JobSpec& job, ParameterStore& store,
             const auto in_unit = [&](std::size_t i) {
                 return i >= first && i < first + of.size() && of[i - first] == u;
             };
-            const auto whole = [&](std::size_t i) { return summed_across_stages(job, store.tensors[i]); };
+            const auto whole = [&](std::size_t i) {
+                return summed_across_stages(job, store.tensors[i]);
+            };
             std::vector<std::size_t>& unit_sets = units_.back()[std::size_t(u)].sets;
             for (int kind = 0; kind < 3; ++kind) {
                 const bool expert = kind == 1;
@@ -88,12 +90,10 @@ void FsdpUnits::reduce_chunk(std::int32_t chunk) {
     sum_tensor_partial_gradients(job_, store_, grads, *groups_.tensor, first, end);
     for (const Unit& unit : units_[std::size_t(chunk)])
         for (std::size_t s : unit.sets) {
-            if (std::find(whole_sets_.begin(), whole_sets_.end(), s) != whole_sets_.end())
-                continue;
+            if (std::find(whole_sets_.begin(), whole_sets_.end(), s) != whole_sets_.end()) continue;
             const ShardedSet& set = sets_[s];
             reduce_scatter_set(set, group_of(set), grads, owned_grads_.data() + set_at_[s], true);
-            for (const FlatRun& r : set.runs)
-                release_pages(grads + r.begin, std::size_t(r.length));
+            for (const FlatRun& r : set.runs) release_pages(grads + r.begin, std::size_t(r.length));
         }
 }
 
@@ -133,7 +133,8 @@ void FsdpUnits::release(std::int32_t chunk, std::int32_t unit) {
 
 void FsdpUnits::gather_all() {
     for (std::size_t c = 0; c < units_.size(); ++c)
-        for (std::size_t u = 0; u < units_[c].size(); ++u) acquire(std::int32_t(c), std::int32_t(u));
+        for (std::size_t u = 0; u < units_[c].size(); ++u)
+            acquire(std::int32_t(c), std::int32_t(u));
 }
 
 } // namespace trident::executor

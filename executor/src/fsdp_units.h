@@ -63,7 +63,7 @@ private:
     ProcessGroups& groups_;
     std::vector<ShardedSet>& sets_;
     bool shard_parameters_ = false;
-    std::vector<std::vector<Unit>> units_; // [chunk][unit]
+    std::vector<std::vector<Unit>> units_;                           // [chunk][unit]
     std::vector<std::pair<std::size_t, std::size_t>> chunk_tensors_; // [first, end) per chunk
     std::vector<std::size_t> whole_sets_; // tied embeddings: reduced at the step's end
     std::vector<std::int64_t> set_at_;    // each set's first slice element in owned order

@@ -273,8 +273,8 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     attention_forward(L, comms.context);
     if (is_mla_) compact_values(L);
     Vec y(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
-    gemm_forward(lp, Linear::proj, -1, y.data(), projection_input(L).data(), p(lp.proj_w),
-                 nullptr, shape_.tokens, proj_in_, shape_.hidden);
+    gemm_forward(lp, Linear::proj, -1, y.data(), projection_input(L).data(), p(lp.proj_w), nullptr,
+                 shape_.tokens, proj_in_, shape_.hidden);
     y = reduce_rows(std::move(y), tp); // row-parallel: sum the partial outputs
     if (bias_) add_bias(y.data(), p(lp.proj_b), shape_.rows, shape_.hidden);
     if (dropping(a)) drop_rows(y, attention_out, layer, a);
@@ -300,8 +300,8 @@ Vec GptChunk::mlp_forward(const LayerParams& lp, Layer& L, Communicator& tp) con
     const std::int64_t F = lp.mlp_width;
     mlp_hidden(lp, L);
     Vec y(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
-    gemm_forward(lp, Linear::fc2, -1, y.data(), L.act.data(), p(lp.fc2_w), nullptr,
-                 shape_.tokens, F, shape_.hidden);
+    gemm_forward(lp, Linear::fc2, -1, y.data(), L.act.data(), p(lp.fc2_w), nullptr, shape_.tokens,
+                 F, shape_.hidden);
     y = reduce_rows(std::move(y), tp);
     if (bias_) add_bias(y.data(), p(lp.fc2_b), shape_.rows, shape_.hidden);
     return y;

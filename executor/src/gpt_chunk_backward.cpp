@@ -211,8 +211,8 @@ Vec GptChunk::mlp_backward(const LayerParams& lp, Layer& L, Vec dy, Activations&
     release(d_act);
     release(L.fc);
     Vec d_in(static_cast<std::size_t>(shape_.tokens * shape_.hidden), 0.0f);
-    gemm_input_gradient(lp, Linear::fc1, -1, d_in.data(), L.d_fc.data(), p(lp.fc_w),
-                        shape_.tokens, shape_.hidden, gate * F);
+    gemm_input_gradient(lp, Linear::fc1, -1, d_in.data(), L.d_fc.data(), p(lp.fc_w), shape_.tokens,
+                        shape_.hidden, gate * F);
     weights([&] { linear_weight_gradient(lp, L, Linear::fc1, true); });
     return reduce_rows(std::move(d_in), tp); // column-parallel input gradient
 }

@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <string>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <string>
 
 namespace trident::executor {
 

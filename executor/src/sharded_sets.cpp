@@ -51,7 +51,8 @@ std::vector<FlatRun> ShardedSet::others() const {
         const std::int64_t before = std::clamp(first - at, std::int64_t(0), r.length);
         const std::int64_t after = std::clamp(last - at, std::int64_t(0), r.length);
         if (before > 0) out.push_back({r.begin, before});
-        if (after < r.length) out.push_back({r.begin + std::max(after, before), r.length - std::max(after, before)});
+        if (after < r.length)
+            out.push_back({r.begin + std::max(after, before), r.length - std::max(after, before)});
         at += r.length;
     }
     return out;

@@ -27,87 +27,6 @@ namespace trident::executor {
 
 using Clock = std::chrono::steady_clock;
 
-void require_supported(const core::JobSpec& job) {
-    const core::ParallelPlan& p = job.plan;
-    const auto no = [](const std::string& field, const std::string& what) {
-        throw core::SpecError(field, what + " is not run by the CPU executor yet");
-    };
-    if (job.model.moe) {
-        const core::MoeSpec& e = *job.model.moe;
-        // Megatron-Core trains MoE under tensor parallelism only with sequence parallelism.
-        if (p.tp > 1 && !p.sequence_parallel)
-            throw core::SpecError("parallel.sequence_parallel",
-                                  "mixture of experts with tp " + std::to_string(p.tp) +
-                                      " needs --sequence-parallel (as Megatron-Core)");
-        if (p.expert_tp() > 1 && job.model.linear_bias)
-            no("model.linear_bias",
-               "expert biases under expert tensor parallelism " + std::to_string(p.expert_tp()));
-        if (e.router_num_groups > 0)
-            no("model.moe.router_num_groups",
-               "group-limited routing (" + std::to_string(e.router_num_groups) + " groups)");
-    }
-    if (job.model.mla &&
-        job.model.mla->v_head_dim > job.model.mla->qk_head_dim + job.model.mla->qk_pos_emb_head_dim)
-        no("model.mla.v_head_dim",
-           "a value head wider than the query/key head (" +
-               std::to_string(job.model.mla->v_head_dim) + " > " +
-               std::to_string(job.model.mla->qk_head_dim + job.model.mla->qk_pos_emb_head_dim) +
-               ")");
-    if (job.model.mtp_num_layers > 0)
-        no("model.mtp_num_layers", "multi-token prediction (" +
-                                       std::to_string(job.model.mtp_num_layers) +
-                                       " module(s); simulate and plan model it)");
-    const std::uint32_t unrun = core::module_bit(core::RecomputeModule::moe) |
-                                core::module_bit(core::RecomputeModule::mla_up_proj);
-    if (p.recompute.granularity == core::RecomputeGranularity::selective &&
-        (p.recompute.modules & unrun) != 0)
-        no("parallel.recompute.modules",
-           "selective recomputation of " +
-               core::recompute_modules_text(p.recompute.modules & unrun) +
-               " (the CPU executor rebuilds core_attn, layernorm, mlp, shared_experts and moe_act, "
-               "or whole layers with granularity full)");
-    // DualPipe's twins swap whole gradients and copy whole parameters between the copies.
-    if (p.zero_stage() >= 2 &&
-        core::placement_of(p.schedule) == core::StagePlacement::two_copies)
-        no("parallel.data_parallel_sharding_strategy",
-           std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +
-               std::to_string(p.zero_stage()) + ") under schedule \"" +
-               core::to_string(p.schedule) + "\" (its twin copies trade whole gradients)");
-    // FP8 runs as quantize → dequantize around the linear layers' GEMMs (fp8_numerics.h).
-    if (p.fp8.recipe == core::Fp8Recipe::mxfp8)
-        no("parallel.fp8.recipe", "FP8 recipe mxfp8 (Blackwell's 1×32 blocks; delayed, "
-                                  "tensorwise and blockwise run; simulate and plan model it)");
-    if (p.fp8.enabled() && job.model.mla)
-        no("parallel.fp8", "FP8 with multi-head latent attention (its projections run in full "
-                           "precision here)");
-}
-
-std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda_backend) {
-    std::vector<std::string> ignored;
-    if (job.plan.tp_comm_overlap)
-        ignored.push_back("parallel.tp_comm_overlap: the executors run the tensor-parallel "
-                          "collectives after and before their GEMMs (the same numbers, not "
-                          "overlapped)");
-    if (job.plan.overlap_moe_expert_parallel_comm || job.plan.moe_shared_expert_overlap)
-        ignored.push_back("parallel.overlap_moe_expert_parallel_comm / moe_shared_expert_overlap: "
-                          "the executors run each pass's token exchange in order (the same "
-                          "numbers, not overlapped)");
-    if (job.model.moe && job.plan.token_dispatcher != core::TokenDispatcher::alltoall)
-        ignored.push_back(
-            "parallel.token_dispatcher: the executors exchange tokens by all-to-all, not " +
-            std::string(core::kTokenDispatcherNames[std::size_t(job.plan.token_dispatcher)]) +
-            " (the same numbers; the dispatcher changes only the time)");
-    if (job.plan.zero_stage() == 3 && job.plan.sharding.prefetch_units > 0 && !cuda_backend)
-        ignored.push_back("parallel.fsdp_prefetch_units: the CPU executor gathers each FSDP "
-                          "unit when its pass reaches it, without prefetch (MPI on the CPU makes "
-                          "no progress in the background; the same numbers; "
-                          "--fsdp-prefetch-units 0 says so to the simulator)");
-    if (job.model.dropout && cuda_backend)
-        ignored.push_back("model.dropout: dropout is not applied by the CUDA backend yet (the CPU "
-                          "backend applies it); this run trains without it");
-    return ignored;
-}
-
 void synthetic_sequence(std::uint64_t seed, std::int64_t sample, std::int64_t length,
                         std::int64_t vocab, std::int32_t* out) {
     std::uint64_t state =
@@ -348,11 +267,12 @@ public:
               const std::vector<GptChunk>& chunks, const SampleSource& samples,
               std::int64_t first_sample, std::int32_t microbatches, FsdpUnits* fsdp)
         : job_(job), groups_(groups), chunks_(chunks), samples_(samples),
-          first_sample_(first_sample), m_(microbatches),
-          comms_{*groups.tensor, *groups.expert, *groups.context, *groups.expert_tensor,
-                 fsdp && fsdp->shards_parameters() ? fsdp : nullptr},
-          fsdp_(fsdp),
-          loss_scale_(1.0f / float(microbatches * job.plan.dp)) {} // cp shares already add up
+          first_sample_(first_sample),
+          m_(microbatches), comms_{*groups.tensor, *groups.expert, *groups.context,
+                                   *groups.expert_tensor,
+                                   fsdp && fsdp->shards_parameters() ? fsdp : nullptr},
+          fsdp_(fsdp), loss_scale_(1.0f / float(microbatches * job.plan.dp)) {
+    } // cp shares already add up
 
     double loss_sum() const { return loss_sum_; }
 
@@ -497,8 +417,8 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
         // replicas' shards are summed once a step (Megatron's distributed optimizer instances).
         std::int64_t at = 0;
         for (const ShardedSet& set : sharded_sets_) {
-            Communicator& replicas = set.expert ? *groups_.expert_data_replica
-                                                : *groups_.data_replica;
+            Communicator& replicas =
+                set.expert ? *groups_.expert_data_replica : *groups_.data_replica;
             if (replicas.size() > 1)
                 replicas.all_reduce_sum(g + at, std::size_t(set.owned_elements()));
             at += set.owned_elements();

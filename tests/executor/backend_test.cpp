@@ -93,7 +93,8 @@ TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
     core::JobInputs v = dense; // the CPU backend runs the two-chunk schedules, CUDA not yet
     v.schedule = "zero-bubble-v";
     EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(v)); }).substr(0, 18),
-              "parallel.schedule:");    core::JobInputs fp8 = dense; // the CPU backend runs FP8 numerics, CUDA not yet
+              "parallel.schedule:");
+    core::JobInputs fp8 = dense; // the CPU backend runs FP8 numerics, CUDA not yet
     fp8.fp8_recipe = "tensorwise";
     EXPECT_NO_THROW(executor::require_supported(job_with(fp8)));
     EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(fp8)); }).substr(0, 13),
@@ -112,8 +113,9 @@ TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
     hybrid.distributed_optimizer = true;
     hybrid.optimizer_instances = 2;
     EXPECT_NO_THROW(executor::require_supported(job_with(hybrid)));
-    EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(hybrid)); }).substr(0, 44),
-              "parallel.num_distributed_optimizer_instances");
+    EXPECT_EQ(
+        field_of([&] { executor::require_supported_on_cuda(job_with(hybrid)); }).substr(0, 44),
+        "parallel.num_distributed_optimizer_instances");
 }
 
 // ZeRO-2/3 run beside every schedule but DualPipe, whose twin copies trade whole gradients.
@@ -130,8 +132,9 @@ TEST(CpuExecutor, ShardedGradientsRefuseDualPipeOnly) {
         EXPECT_NO_THROW(executor::require_supported(job_with(in))) << schedule;
     }
     in.schedule = "dualpipe";
-    EXPECT_NE(field_of([&] { executor::require_supported(job_with(in)); })
-                  .find("optim_grads (ZeRO-2) under schedule \"dualpipe\""),
+    EXPECT_NE(field_of([&] {
+                  executor::require_supported(job_with(in));
+              }).find("optim_grads (ZeRO-2) under schedule \"dualpipe\""),
               std::string::npos);
 }
 

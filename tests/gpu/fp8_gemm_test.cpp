@@ -3,10 +3,10 @@
 // even cast (plain and transposed), and cuBLASLt's forward, dgrad and wgrad over those
 // operands against double-precision products of the CPU's quantize → dequantize values.
 #include "gpu_test_support.h"
-#include "trident/kernels/fp8.h"
 #include "trident/kernels/cuda/error.h"
 #include "trident/kernels/cuda/fp8.h"
 #include "trident/kernels/cuda/gemm.h"
+#include "trident/kernels/fp8.h"
 
 #include <cstdint>
 
@@ -21,10 +21,12 @@ class Fp8GemmTest : public GpuTest {};
 float decode(std::uint8_t byte, Fp8Type type) {
     const bool e4m3 = type == Fp8Type::e4m3;
     const int mantissa_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
-    const int exponent = (byte & 0x7F) >> mantissa_bits, mantissa = byte & ((1 << mantissa_bits) - 1);
+    const int exponent = (byte & 0x7F) >> mantissa_bits,
+              mantissa = byte & ((1 << mantissa_bits) - 1);
     const float magnitude =
-        exponent == 0 ? std::ldexp(float(mantissa), 1 - bias - mantissa_bits)
-                      : std::ldexp(1.0f + float(mantissa) / float(1 << mantissa_bits), exponent - bias);
+        exponent == 0
+            ? std::ldexp(float(mantissa), 1 - bias - mantissa_bits)
+            : std::ldexp(1.0f + float(mantissa) / float(1 << mantissa_bits), exponent - bias);
     return byte & 0x80 ? -magnitude : magnitude;
 }
 
@@ -90,8 +92,8 @@ TEST_F(Fp8GemmTest, ForwardDgradWgradMatchTheQuantizedProducts) {
     Quantized qx_t = quantize_on_device(x, N, C, true, Fp8Type::e4m3);
     gemm.forward_fp8(y.get(), qx.bytes.get(), Fp8Type::e4m3, qx.scale_inv.get(), qw.bytes.get(),
                      Fp8Type::e4m3, qw.scale_inv.get(), N, C, OC, 0.0f, nullptr);
-    gemm.dgrad_fp8(dx.get(), qdy.bytes.get(), Fp8Type::e5m2, qdy.scale_inv.get(),
-                   qw_t.bytes.get(), Fp8Type::e4m3, qw_t.scale_inv.get(), N, C, OC, 0.0f, nullptr);
+    gemm.dgrad_fp8(dx.get(), qdy.bytes.get(), Fp8Type::e5m2, qdy.scale_inv.get(), qw_t.bytes.get(),
+                   Fp8Type::e4m3, qw_t.scale_inv.get(), N, C, OC, 0.0f, nullptr);
     gemm.wgrad_fp8(dw.get(), qdy_t.bytes.get(), Fp8Type::e5m2, qdy_t.scale_inv.get(),
                    qx_t.bytes.get(), Fp8Type::e4m3, qx_t.scale_inv.get(), N, C, OC, 0.0f, nullptr);
     TRIDENT_CUDA_CHECK(cudaDeviceSynchronize());

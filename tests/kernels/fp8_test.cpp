@@ -61,8 +61,7 @@ TEST(Fp8, ScaledQuantizationKeepsRelativeErrorWithinHalfAStep) {
     for (std::size_t i = 0; i < x.size(); ++i) {
         // Normal range after scaling: relative error at most 2^-4 (half of 3 mantissa bits).
         if (std::fabs(x[i]) * scale >= std::ldexp(1.0f, -6)) {
-            EXPECT_LE(std::fabs(q[i] - x[i]), std::ldexp(1.0f, -4) * std::fabs(x[i]) + 1e-12f)
-                << i;
+            EXPECT_LE(std::fabs(q[i] - x[i]), std::ldexp(1.0f, -4) * std::fabs(x[i]) + 1e-12f) << i;
         }
     }
     EXPECT_EQ(abs_max(q.data(), 1000), amax); // the largest maps to 448 exactly and back

@@ -47,6 +47,23 @@ std::string fresh_dir(const std::string& name) {
     return d.string();
 }
 
+// `job --load dir` on `ranks` ranks with `target` (its layout flags): exit 0, `steps` losses,
+// each the uninterrupted run's (`reference`) within 1e-5; returns the run's output.
+std::string expect_resumes(const std::string& job, const std::string& dir, int ranks,
+                           const std::string& target, const std::map<int, std::string>& reference,
+                           std::size_t steps) {
+    const auto r = run_shell("mpirun --allow-run-as-root --oversubscribe -np " +
+                             std::to_string(ranks) + job + target + " --load " + dir);
+    EXPECT_EQ(r.exit_code, 0) << target << "\n" << r.err;
+    const auto losses = losses_of(r.out);
+    EXPECT_EQ(losses.size(), steps) << r.out;
+    for (const auto& [step, loss] : losses)
+        EXPECT_NEAR(std::stod(loss), std::stod(reference.at(step)),
+                    1e-5 * std::stod(reference.at(step)))
+            << target << " step " << step;
+    return r.out;
+}
+
 const std::map<int, std::string>& reference_losses() {
     static const std::map<int, std::string> reference = [] {
         const auto r = run_shell(kMpirun + kJob);
@@ -208,21 +225,12 @@ TEST(Checkpoint, ExpertAndDenseSlicesReshard) {
                                  "--save " +
                                  dir + " --exit-interval 5");
     ASSERT_EQ(saved.exit_code, 0) << saved.err;
-    for (const std::string& target :
-         {std::string(" --devices-per-node 1"),
-          std::string(" --devices-per-node 2 --dp 2 --ep 2 --distributed-optimizer")}) {
-        const int ranks = target.find("--dp 2") != std::string::npos ? 2 : 1;
-        const auto r = run_shell("mpirun --allow-run-as-root --oversubscribe -np " +
-                                 std::to_string(ranks) + job + target + " --load " + dir);
-        ASSERT_EQ(r.exit_code, 0) << target << "\n" << r.err;
-        EXPECT_NE(r.out.find("resharded from tp 1 · cp 1 · ep 2 · dp 4"), std::string::npos)
-            << r.out;
-        const auto losses = losses_of(r.out);
-        ASSERT_EQ(losses.size(), 5u) << r.out;
-        for (const auto& [step, loss] : losses)
-            EXPECT_NEAR(std::stod(loss), std::stod(reference.at(step)),
-                        1e-5 * std::stod(reference.at(step)))
-                << target << " step " << step;
+    for (const auto& [ranks, target] :
+         {std::pair{1, std::string(" --devices-per-node 1")},
+          std::pair{2,
+                    std::string(" --devices-per-node 2 --dp 2 --ep 2 --distributed-optimizer")}}) {
+        const std::string out = expect_resumes(job, dir, ranks, target, reference, 5);
+        EXPECT_NE(out.find("resharded from tp 1 · cp 1 · ep 2 · dp 4"), std::string::npos) << out;
     }
 }
 
@@ -245,18 +253,11 @@ TEST(Checkpoint, DualPipeExpertCheckpointResumesUnderTensorParallelism) {
                                  "'Ettt|ttL' --save " +
                                  dir + " --exit-interval 5");
     ASSERT_EQ(saved.exit_code, 0) << saved.err;
-    const auto resumed = run_shell(mpirun + job +
-                                   " --devices-per-node 4 --tp 2 --dp 2 --ep 2 "
-                                   "--sequence-parallel --distributed-optimizer --load " +
-                                   dir);
-    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-    EXPECT_NE(resumed.out.find("two_copies stages · layers 3 2"), std::string::npos) << resumed.out;
-    const auto losses = losses_of(resumed.out);
-    ASSERT_EQ(losses.size(), 5u) << resumed.out;
-    for (const auto& [step, loss] : losses)
-        EXPECT_NEAR(std::stod(loss), std::stod(reference.at(step)),
-                    1e-5 * std::stod(reference.at(step)))
-            << "step " << step;
+    const std::string out = expect_resumes(job, dir, 4,
+                                           " --devices-per-node 4 --tp 2 --dp 2 --ep 2 "
+                                           "--sequence-parallel --distributed-optimizer",
+                                           reference, 5);
+    EXPECT_NE(out.find("two_copies stages · layers 3 2"), std::string::npos) << out;
 }
 
 // deepseek-tiny saved under ZeRO-3 at dp4·ep2 (each rank holding its slices of every FSDP
@@ -276,25 +277,13 @@ TEST(Checkpoint, ZeroThreeSlicesReshard) {
                                  " --devices-per-node 4 --dp 4 --ep 2 --zero-stage 3 --save " +
                                  dir + " --exit-interval 4");
     ASSERT_EQ(saved.exit_code, 0) << saved.err;
-    for (const std::string& target :
-         {std::string(" --devices-per-node 1"),
-          std::string(" --devices-per-node 2 --dp 2 --ep 2 --use-megatron-fsdp "
-                      "--data-parallel-sharding-strategy optim_grads_params"),
-          std::string(" --devices-per-node 4 --dp 4 --ep 2 --zero-stage 2 "
-                      "--num-distributed-optimizer-instances 2")}) {
-        const int ranks = target.find("--dp 2") != std::string::npos   ? 2
-                          : target.find("--dp 4") != std::string::npos ? 4
-                                                                       : 1;
-        const auto r = run_shell("mpirun --allow-run-as-root --oversubscribe -np " +
-                                 std::to_string(ranks) + job + target + " --load " + dir);
-        ASSERT_EQ(r.exit_code, 0) << target << "\n" << r.err;
-        const auto losses = losses_of(r.out);
-        ASSERT_EQ(losses.size(), 4u) << r.out;
-        for (const auto& [step, loss] : losses)
-            EXPECT_NEAR(std::stod(loss), std::stod(reference.at(step)),
-                        1e-5 * std::stod(reference.at(step)))
-                << target << " step " << step;
-    }
+    for (const auto& [ranks, target] :
+         {std::pair{1, std::string(" --devices-per-node 1")},
+          std::pair{2, std::string(" --devices-per-node 2 --dp 2 --ep 2 --use-megatron-fsdp "
+                                   "--data-parallel-sharding-strategy optim_grads_params")},
+          std::pair{4, std::string(" --devices-per-node 4 --dp 4 --ep 2 --zero-stage 2 "
+                                   "--num-distributed-optimizer-instances 2")}})
+        expect_resumes(job, dir, ranks, target, reference, 4);
 }
 
 TEST(Checkpoint, RefusesDamagedOrMismatchedCheckpoints) {

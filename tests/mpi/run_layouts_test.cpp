@@ -238,7 +238,8 @@ INSTANTIATE_TEST_SUITE_P(
                "optim_grads"},
         Layout{2, "gpt-tiny", "--tp 1 --pp 1 --dp 2 --zero-stage 3 --recompute full"},
         Layout{4, "gpt-tiny", "--tp 2 --pp 1 --dp 2 --sequence-parallel --zero-stage 3"},
-        Layout{4, "gpt-tiny", "--tp 1 --pp 2 --dp 2 --zero-stage 3"}, // the tied embedding's two copies
+        Layout{4, "gpt-tiny",
+               "--tp 1 --pp 2 --dp 2 --zero-stage 3"}, // the tied embedding's two copies
         Layout{4, "gpt-tiny", "--tp 1 --pp 2 --dp 2 --schedule zero-bubble-v --zero-stage 2"},
         Layout{4, "llama-tiny", "--tp 1 --pp 2 --dp 1 --cp 2 --schedule dualpipev --zero-stage 3"},
         Layout{2, kRope.c_str(), "--tp 1 --pp 1 --dp 1 --cp 2 --zero-stage 3"},
@@ -246,15 +247,18 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{2, "deepseek-tiny",
                "--tp 1 --pp 1 --dp 2 --use-megatron-fsdp --data-parallel-sharding-strategy "
                "optim_grads_params"},
-        Layout{4, "deepseek-tiny", "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --zero-stage 3"},
+        Layout{4, "deepseek-tiny",
+               "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --zero-stage 3"},
         // Hybrid sharding: two replicas of two ranks each, their shards summed once a step.
         Layout{4, "gpt-tiny",
                "--tp 1 --pp 1 --dp 4 --distributed-optimizer "
                "--num-distributed-optimizer-instances 2"},
-        Layout{4, "gpt-tiny", "--tp 1 --pp 1 --dp 4 --zero-stage 3 "
-                              "--num-distributed-optimizer-instances 2"},
-        Layout{4, "moe-tiny", "--tp 1 --pp 1 --dp 4 --ep 1 --zero-stage 2 "
-                              "--num-distributed-optimizer-instances 2"}),
+        Layout{4, "gpt-tiny",
+               "--tp 1 --pp 1 --dp 4 --zero-stage 3 "
+               "--num-distributed-optimizer-instances 2"},
+        Layout{4, "moe-tiny",
+               "--tp 1 --pp 1 --dp 4 --ep 1 --zero-stage 2 "
+               "--num-distributed-optimizer-instances 2"}),
     [](const testing::TestParamInfo<Layout>& info) {
         return "layout_" + std::to_string(info.index);
     });
@@ -290,9 +294,9 @@ TEST(Fp8, EachRecipeFollowsFullPrecisionAndEveryLayoutFollowsOneProcess) {
         EXPECT_GT(largest, 1e-6 * fp32[0]) << recipe << ": no quantization happened";
         EXPECT_LT(one.back(), one.front() - 0.05) << recipe; // it learns as fp32 does
         const bool blocks = std::string(recipe) == "blockwise";
-        for (const Case& c : {Case{"--tp 2 --pp 1 --dp 1 --sequence-parallel", 2,
-                                   blocks ? 1e-4 : 1.5e-5},
-                              Case{"--tp 1 --pp 2 --dp 2", 4, 1.5e-5}}) {
+        for (const Case& c :
+             {Case{"--tp 2 --pp 1 --dp 1 --sequence-parallel", 2, blocks ? 1e-4 : 1.5e-5},
+              Case{"--tp 1 --pp 2 --dp 2", 4, 1.5e-5}}) {
             const auto losses = run(c.ranks, "gpt-tiny", std::string(c.layout) + fp8);
             ASSERT_EQ(losses.size(), one.size()) << recipe << " " << c.layout;
             EXPECT_NEAR(losses[0], one[0], c.first_step * one[0]) << recipe << " " << c.layout;

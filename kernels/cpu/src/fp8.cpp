@@ -18,7 +18,9 @@ Format format_of(Fp8Kind kind) {
 
 } // namespace
 
-float fp8_max(Fp8Kind kind) { return format_of(kind).max; }
+float fp8_max(Fp8Kind kind) {
+    return format_of(kind).max;
+}
 
 float fp8_round(float x, Fp8Kind kind) {
     if (std::isnan(x)) return x;

@@ -93,7 +93,7 @@ template void amax<float>(float*, const float*, std::int64_t, cudaStream_t);
 template void amax<__nv_bfloat16>(float*, const __nv_bfloat16*, std::int64_t, cudaStream_t);
 template void quantize<float>(void*, const float*, std::int64_t, std::int64_t, bool, const float*,
                               Fp8Type, cudaStream_t);
-template void quantize<__nv_bfloat16>(void*, const __nv_bfloat16*, std::int64_t, std::int64_t,
-                                      bool, const float*, Fp8Type, cudaStream_t);
+template void quantize<__nv_bfloat16>(void*, const __nv_bfloat16*, std::int64_t, std::int64_t, bool,
+                                      const float*, Fp8Type, cudaStream_t);
 
 } // namespace trident::kernels::cuda

@@ -3,6 +3,7 @@
 // beta ≠ 0, pointer alignment).
 #include "trident/kernels/cuda/gemm.h"
 
+#include "gemm_types.h"
 #include "trident/kernels/cuda/error.h"
 
 #include <algorithm>
@@ -36,16 +37,7 @@ int alignment_bytes(const void* p) {
     return static_cast<int>(std::min<std::uintptr_t>(256, address & (~address + 1)));
 }
 
-template <typename OutT>
-cudaDataType_t data_type();
-template <>
-cudaDataType_t data_type<float>() {
-    return CUDA_R_32F;
-}
-template <>
-cudaDataType_t data_type<__nv_bfloat16>() {
-    return CUDA_R_16BF;
-}
+using detail::data_type;
 
 } // namespace
 
@@ -70,9 +62,8 @@ const LtGemm::Plan& LtGemm::plan_for(const Key& key) {
     TRIDENT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                                         &op_b, sizeof(op_b)));
     // Stored shapes: op(A) is m×k, so A is stored m×k (N) or k×m (T); likewise B.
-    TRIDENT_CUBLAS_CHECK(
-        cublasLtMatrixLayoutCreate(&plan->a, static_cast<cudaDataType_t>(a_type), ta ? k : m,
-                                   ta ? m : k, lda));
+    TRIDENT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, static_cast<cudaDataType_t>(a_type),
+                                                    ta ? k : m, ta ? m : k, lda));
     TRIDENT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, static_cast<cudaDataType_t>(b_type),
                                                     tb ? n : k, tb ? k : n, ldb));
     TRIDENT_CUBLAS_CHECK(
@@ -113,9 +104,18 @@ void LtGemm::matmul(bool transpose_a, bool transpose_b, std::int64_t m, std::int
     if (m <= 0 || n <= 0 || k <= 0)
         throw std::invalid_argument("LtGemm::matmul: m, n and k must be positive");
     const int align = std::min({alignment_bytes(a), alignment_bytes(b), alignment_bytes(d)});
-    const Key key{transpose_a,  transpose_b,  m,    n,
-                  k,            lda,          ldb,  ldd,
-                  static_cast<int>(out_type), beta != 0.0f, align, int(CUDA_R_16BF),
+    const Key key{transpose_a,
+                  transpose_b,
+                  m,
+                  n,
+                  k,
+                  lda,
+                  ldb,
+                  ldd,
+                  static_cast<int>(out_type),
+                  beta != 0.0f,
+                  align,
+                  int(CUDA_R_16BF),
                   int(CUDA_R_16BF)};
     run_plan(plan_for(key), alpha, a, b, beta, d, stream);
 }

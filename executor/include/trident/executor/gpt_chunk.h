@@ -101,7 +101,7 @@ struct ChunkComms {
     Communicator& tensor;
     Communicator& expert;
     Communicator& context;
-    Communicator& expert_tensor;      // the ranks splitting each expert's columns (etp)
+    Communicator& expert_tensor;     // the ranks splitting each expert's columns (etp)
     ParameterUnits* units = nullptr; // ZeRO-3's gathers; null: every parameter is present
 };
 
@@ -372,12 +372,12 @@ private:
     std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk
     std::int32_t chunk_ = 0;                            // this rank's chunk index
     Fp8Numerics* fp8_ = nullptr;
-    std::size_t first_tensor_ = 0;                      // in the store
-    std::vector<std::int32_t> tensor_units_;            // per tensor of this chunk
+    std::size_t first_tensor_ = 0;           // in the store
+    std::vector<std::int32_t> tensor_units_; // per tensor of this chunk
     // The units the embedding and the head read (the head: its own, and the embedding's when
     // it is the tied table itself).
     std::vector<std::int32_t> embedding_units_, head_units_;
-    core::Recompute recompute_plan_;                    // which modules selective rebuilds
+    core::Recompute recompute_plan_; // which modules selective rebuilds
 };
 
 } // namespace trident::executor

@@ -3,7 +3,8 @@
 // device: no host synchronisation between a tensor's amax, its scale and its cast.
 //   amax:            amax[0] = max(amax[0], max_i |x[i]|)     (amax zeroed by the caller)
 //   scale_from_amax: scale = fp8_max / amax (1 when amax is 0 or not finite), scale_inv = 1/scale
-//                    (what the GEMM multiplies its product by: CUBLASLT_MATMUL_DESC_*_SCALE_POINTER)
+//                    (what the GEMM multiplies its product by:
+//                    CUBLASLT_MATMUL_DESC_*_SCALE_POINTER)
 //   quantize:        out = fp8(x · scale), rounding to nearest even and saturating to ±max
 //                    (__nv_cvt_float_to_fp8 with __NV_SATFINITE), row-major [rows × cols], or
 //                    its transpose [cols × rows] when `transpose` — cuBLASLt's FP8 kernels take
