@@ -179,6 +179,10 @@ std::int64_t resume(const std::string& dir, executor::Trainer& trainer, const co
                                                  : "; resharded from " + position->resharded_from) +
                ")";
     if (groups.world_rank == 0) std::printf("%s\n", note.c_str());
+    if (position && job.plan.fp8.recipe == core::Fp8Recipe::delayed && groups.world_rank == 0)
+        std::fprintf(stderr, "trident: warning: parallel.fp8.recipe: delayed scaling's amax "
+                             "history is not in checkpoints yet; it restarts here (scale 1 on "
+                             "the first resumed step)\n");
     return first_step;
 }
 

@@ -132,9 +132,12 @@ void FsdpUnits::release(std::int32_t chunk, std::int32_t unit) {
 }
 
 void FsdpUnits::gather_all() {
+    // For a checkpoint or the whole model's gather, not training: the peak stays training's.
+    const std::int64_t peak = peak_held_;
     for (std::size_t c = 0; c < units_.size(); ++c)
         for (std::size_t u = 0; u < units_[c].size(); ++u)
             acquire(std::int32_t(c), std::int32_t(u));
+    peak_held_ = peak;
 }
 
 } // namespace trident::executor

@@ -66,6 +66,13 @@ TEST(Fp8, ScaledQuantizationKeepsRelativeErrorWithinHalfAStep) {
     }
     EXPECT_EQ(abs_max(q.data(), 1000), amax); // the largest maps to 448 exactly and back
     EXPECT_EQ(fp8_scale(0.0f, Fp8Kind::e4m3), 1.0f);
+    // A tiny amax would overflow max / amax: the scale stays finite, zeros stay zeros.
+    const float tiny = 1e-38f, huge_scale = fp8_scale(tiny, Fp8Kind::e4m3);
+    EXPECT_TRUE(std::isfinite(huge_scale));
+    float zero_and_tiny[2] = {0.0f, tiny};
+    fake_quantize(zero_and_tiny, zero_and_tiny, 2, huge_scale, Fp8Kind::e4m3);
+    EXPECT_EQ(zero_and_tiny[0], 0.0f);
+    EXPECT_GT(zero_and_tiny[1], 0.0f);
 }
 
 TEST(Fp8, BlocksTakeTheirOwnScales) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace trident::kernels::cpu {
 namespace {
@@ -50,7 +51,9 @@ float abs_max(const float* x, std::int64_t n) {
 }
 
 float fp8_scale(float amax, Fp8Kind kind) {
-    return amax > 0.0f && std::isfinite(amax) ? fp8_max(kind) / amax : 1.0f;
+    if (!(amax > 0.0f) || !std::isfinite(amax)) return 1.0f;
+    // A tiny amax overflows max / amax: the largest finite scale, as Transformer Engine clamps.
+    return std::min(fp8_max(kind) / amax, std::numeric_limits<float>::max());
 }
 
 void fake_quantize(float* out, const float* x, std::int64_t n, float scale, Fp8Kind kind) {

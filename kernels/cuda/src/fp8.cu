@@ -6,6 +6,7 @@
 #include "trident/kernels/cuda/fp8.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cuda_fp8.h>
 
 namespace trident::kernels::cuda {
@@ -29,8 +30,10 @@ __global__ void amax_kernel(float* amax, const T* x, std::int64_t n) {
     __shared__ float block_max[kThreads];
     float m = 0.0f;
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
-         i += std::int64_t(gridDim.x) * blockDim.x)
-        m = fmaxf(m, fabsf(to_float(x[i])));
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+        const float v = fabsf(to_float(x[i]));
+        m = isnan(v) ? INFINITY : fmaxf(m, v); // a NaN makes the amax not finite: scale 1,
+    }                                           // as the CPU reference's abs_max says
     block_max[threadIdx.x] = m;
     __syncthreads();
     for (int stride = kThreads / 2; stride > 0; stride /= 2) {
@@ -43,7 +46,7 @@ __global__ void amax_kernel(float* amax, const T* x, std::int64_t n) {
 
 __global__ void scale_kernel(float* scale, float* scale_inv, const float* amax, float fp8_max) {
     const float a = *amax;
-    const float s = a > 0.0f && isfinite(a) ? fp8_max / a : 1.0f;
+    const float s = a > 0.0f && isfinite(a) ? fminf(fp8_max / a, FLT_MAX) : 1.0f;
     *scale = s;
     *scale_inv = 1.0f / s;
 }

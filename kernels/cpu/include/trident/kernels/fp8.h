@@ -21,7 +21,8 @@ float fp8_max(Fp8Kind kind);
 float fp8_round(float x, Fp8Kind kind);
 // The largest |x| over n values (0 for none; NaN propagates).
 float abs_max(const float* x, std::int64_t n);
-// The scale for amax (max / amax; 1 when amax is 0 or not finite: nothing to scale).
+// The scale for amax (max / amax, at most FLT_MAX; 1 when amax is 0 or not finite: nothing
+// to scale).
 float fp8_scale(float amax, Fp8Kind kind);
 
 // out[i] = fp8_round(x[i] · scale) / scale (out may be x).

@@ -1,8 +1,10 @@
 #pragma once
 // FP8 operands for cuBLASLt's FP8 GEMMs (Hopper and later), tensorwise scaling kept on the
 // device: no host synchronisation between a tensor's amax, its scale and its cast.
-//   amax:            amax[0] = max(amax[0], max_i |x[i]|)     (amax zeroed by the caller)
-//   scale_from_amax: scale = fp8_max / amax (1 when amax is 0 or not finite), scale_inv = 1/scale
+//   amax:            amax[0] = max(amax[0], max_i |x[i]|)     (amax zeroed by the caller; a
+//                    NaN makes it infinite)
+//   scale_from_amax: scale = fp8_max / amax, at most FLT_MAX (1 when amax is 0 or not finite),
+//                    scale_inv = 1/scale
 //                    (what the GEMM multiplies its product by:
 //                    CUBLASLT_MATMUL_DESC_*_SCALE_POINTER)
 //   quantize:        out = fp8(x · scale), rounding to nearest even and saturating to ±max
