@@ -40,21 +40,15 @@ void GptChunk::latent_norm_backward(float* din, const float* dout, const float* 
 
 void GptChunk::mla_forward(const LayerParams& lp, Layer& L) const {
     const core::MlaSpec& a = mla_;
-    const std::int64_t N = shape_.tokens, h = shape_.hidden, Hl = shape_.local_heads,
-                       D = shape_.head_dim, nope = a.qk_head_dim, rd = a.qk_pos_emb_head_dim,
-                       vh = a.v_head_dim, lat = a.kv_lora_rank;
+    const std::int64_t N = shape_.tokens, h = shape_.hidden, rd = a.qk_pos_emb_head_dim,
+                       lat = a.kv_lora_rank;
     MlaState& s = L.mla;
-    // Queries: [N × Hl·D], each head its no-position part then its rotary part.
-    Vec q(static_cast<std::size_t>(N * Hl * D));
-    if (a.q_lora_rank > 0) {
+    if (a.q_lora_rank > 0) { // the q latent and its norm
         s.q_c.resize(std::size_t(N * a.q_lora_rank));
         k::matmul_forward(s.q_c.data(), L.ln1.data(), p(lp.q_down), nullptr, N, h, a.q_lora_rank);
         s.q_in.resize(s.q_c.size());
         latent_norm_forward(s.q_c.data(), s.q_in.data(), s.q_mean, s.q_rstd, lp.q_norm_w,
                             lp.q_norm_b, a.q_lora_rank);
-        k::matmul_forward(q.data(), s.q_in.data(), p(lp.q_up), nullptr, N, a.q_lora_rank, Hl * D);
-    } else {
-        k::matmul_forward(q.data(), L.ln1.data(), p(lp.q_up), nullptr, N, h, Hl * D);
     }
     // The joint latent and the shared rotary key: [N × (lat + rd)].
     s.kv_c.resize(std::size_t(N * (lat + rd)));
@@ -65,6 +59,21 @@ void GptChunk::mla_forward(const LayerParams& lp, Layer& L) const {
     s.c_n.resize(latent.size());
     latent_norm_forward(latent.data(), s.c_n.data(), s.c_mean, s.c_rstd, lp.kv_norm_w, lp.kv_norm_b,
                         lat);
+    mla_up(lp, L);
+}
+
+void GptChunk::mla_up(const LayerParams& lp, Layer& L) const {
+    const core::MlaSpec& a = mla_;
+    const std::int64_t N = shape_.tokens, h = shape_.hidden, Hl = shape_.local_heads,
+                       D = shape_.head_dim, nope = a.qk_head_dim, rd = a.qk_pos_emb_head_dim,
+                       vh = a.v_head_dim, lat = a.kv_lora_rank;
+    const MlaState& s = L.mla;
+    // Queries: [N × Hl·D], each head its no-position part then its rotary part.
+    Vec q(static_cast<std::size_t>(N * Hl * D));
+    if (a.q_lora_rank > 0)
+        k::matmul_forward(q.data(), s.q_in.data(), p(lp.q_up), nullptr, N, a.q_lora_rank, Hl * D);
+    else
+        k::matmul_forward(q.data(), L.ln1.data(), p(lp.q_up), nullptr, N, h, Hl * D);
     Vec kv(static_cast<std::size_t>(N * Hl * (nope + vh)));
     k::matmul_forward(kv.data(), s.c_n.data(), p(lp.kv_up), nullptr, N, lat, Hl * (nope + vh));
     // RoPE on each head's rotary query part and on the shared key.

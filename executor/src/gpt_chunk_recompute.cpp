@@ -3,7 +3,8 @@
 // core_attn (the attention core's saved state), layernorm (both norms' outputs, recomputed
 // from the layer's input and the attention residual), mlp (a dense layer's fc1 output and
 // activation), shared_experts (the same for an MoE layer's shared experts) and moe_act (the
-// routed experts' activations, from their fc1 outputs). What the rebuild computes is what the
+// routed experts' activations, from their fc1 outputs) and mla_up_proj (MLA's per-head
+// queries, keys and values, from the saved latents). What the rebuild computes is what the
 // forward computed, bit for bit, so losses and gradients do not change; activation memory does.
 #include "trident/executor/gpt_chunk.h"
 #include "trident/kernels/cpu.h"
@@ -60,6 +61,7 @@ void GptChunk::drop_recomputed(const LayerParams& lp, Layer& L) const {
         drop(L.probs);
         drop(L.lse);
     }
+    if (is_mla_ && recompute_plan_.selects(M::mla_up_proj)) drop(L.qkv);
     if (recompute_plan_.selects(M::layernorm))
         for (Vec* v :
              {&L.ln1, &L.ln1_mean, &L.ln1_rstd, &L.ln2, &L.ln2_mean, &L.ln2_rstd, &L.moe_in})
@@ -78,6 +80,8 @@ void GptChunk::rebuild_recomputed(const LayerParams& lp, Layer& L, const ChunkCo
         norm1(lp, L, comms.tensor);
         norm2(lp, L, comms.tensor);
     }
+    // Queries, keys and values before the attention core that reads them.
+    if (is_mla_ && recompute_plan_.selects(M::mla_up_proj)) mla_up(lp, L);
     if (recompute_plan_.selects(M::core_attn)) attention_forward(L, comms.context);
     if (recomputes_mlp(lp)) mlp_hidden(lp, L);
     if (lp.moe && recompute_plan_.selects(M::moe_act)) {

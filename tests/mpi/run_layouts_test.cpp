@@ -203,7 +203,7 @@ INSTANTIATE_TEST_SUITE_P(
                "--tp 1 --pp 2 --dp 2 --ep 2 --recompute-modules moe_act,shared_experts,layernorm"},
         Layout{2, "deepseek-tiny",
                "--tp 2 --pp 1 --dp 1 --sequence-parallel --recompute-modules "
-               "core_attn,layernorm,moe_act,shared_experts,mlp"},
+               "core_attn,layernorm,moe_act,shared_experts,mlp,mla_up_proj"},
         Layout{2, "moe-tiny", "--tp 2 --pp 1 --dp 1 --sequence-parallel"},
         Layout{4, "moe-tiny",
                "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --distributed-optimizer"},

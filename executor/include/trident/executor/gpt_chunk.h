@@ -256,6 +256,9 @@ private:
     // from L.d_qkv into d_ln1 (+=); the projections' weight gradients; the attention output
     // without its value padding (the output projection's input) and the padding put back.
     void mla_forward(const LayerParams& lp, Layer& L) const;
+    // Its up-projections from the saved latents (and L.ln1 without a q latent): L.qkv, what
+    // the mla_up_proj recomputation drops and rebuilds.
+    void mla_up(const LayerParams& lp, Layer& L) const;
     void mla_backward(const LayerParams& lp, Layer& L, Vec& d_ln1) const;
     void mla_weight_gradients(const LayerParams& lp, Layer& L, bool release_inputs) const;
     void compact_values(Layer& L) const;
