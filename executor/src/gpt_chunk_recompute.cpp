@@ -4,7 +4,10 @@
 // from the layer's input and the attention residual), mlp (a dense layer's fc1 output and
 // activation), shared_experts (the same for an MoE layer's shared experts) and moe_act (the
 // routed experts' activations, from their fc1 outputs) and mla_up_proj (MLA's per-head
-// queries, keys and values, from the saved latents). What the rebuild computes is what the
+// queries, keys and values, from the saved latents) and moe (an MoE layer's whole routed part:
+// router, dispatch, experts and combine run again from the norm's output — all-to-alls
+// included, at the same point of every expert rank's schedule). What the rebuild computes is
+// what the
 // forward computed, bit for bit, so losses and gradients do not change; activation memory does.
 #include "trident/executor/gpt_chunk.h"
 #include "trident/kernels/cpu.h"
@@ -72,6 +75,7 @@ void GptChunk::drop_recomputed(const LayerParams& lp, Layer& L) const {
     }
     if (lp.moe && recompute_plan_.selects(M::moe_act))
         for (Vec& act : L.moe.act) drop(act);
+    if (lp.moe && recompute_plan_.selects(M::moe)) L.moe = MoeState{};
 }
 
 void GptChunk::rebuild_recomputed(const LayerParams& lp, Layer& L, const ChunkComms& comms) const {
@@ -84,7 +88,11 @@ void GptChunk::rebuild_recomputed(const LayerParams& lp, Layer& L, const ChunkCo
     if (is_mla_ && recompute_plan_.selects(M::mla_up_proj)) mla_up(lp, L);
     if (recompute_plan_.selects(M::core_attn)) attention_forward(L, comms.context);
     if (recomputes_mlp(lp)) mlp_hidden(lp, L);
-    if (lp.moe && recompute_plan_.selects(M::moe_act)) {
+    if (lp.moe && recompute_plan_.selects(M::moe)) {
+        Vec output; // the forward's, already added to the residual
+        moe_forward(lp, L, output, comms);
+    }
+    if (lp.moe && recompute_plan_.selects(M::moe_act) && !recompute_plan_.selects(M::moe)) {
         const std::int64_t F = shape_.local_expert_ffn, gate = swiglu_ ? 2 : 1;
         MoeState& s = L.moe;
         for (std::size_t e = 0; e < s.fc.size(); ++e) {

@@ -37,15 +37,6 @@ void require_supported(const core::JobSpec& job) {
         no("model.mtp_num_layers", "multi-token prediction (" +
                                        std::to_string(job.model.mtp_num_layers) +
                                        " module(s); simulate and plan model it)");
-    const std::uint32_t unrun = core::module_bit(core::RecomputeModule::moe);
-    if (p.recompute.granularity == core::RecomputeGranularity::selective &&
-        (p.recompute.modules & unrun) != 0)
-        no("parallel.recompute.modules",
-           "selective recomputation of " +
-               core::recompute_modules_text(p.recompute.modules & unrun) +
-               " (the CPU executor rebuilds core_attn, layernorm, mlp, shared_experts, moe_act and "
-               "mla_up_proj, "
-               "or whole layers with granularity full)");
     // DualPipe's twins swap whole gradients and copy whole parameters between the copies.
     if (p.zero_stage() >= 2 && core::placement_of(p.schedule) == core::StagePlacement::two_copies)
         no("parallel.data_parallel_sharding_strategy",

@@ -199,8 +199,9 @@ INSTANTIATE_TEST_SUITE_P(
                "core_attn,layernorm,mlp"},
         Layout{2, "llama-tiny",
                "--tp 1 --pp 2 --dp 1 --schedule zero-bubble-h1 --recompute-modules layernorm,mlp"},
-        Layout{4, kShared.c_str(),
-               "--tp 1 --pp 2 --dp 2 --ep 2 --recompute-modules moe_act,shared_experts,layernorm"},
+        Layout{
+            4, kShared.c_str(),
+            "--tp 1 --pp 2 --dp 2 --ep 2 --recompute-modules moe,moe_act,shared_experts,layernorm"},
         Layout{2, "deepseek-tiny",
                "--tp 2 --pp 1 --dp 1 --sequence-parallel --recompute-modules "
                "core_attn,layernorm,moe_act,shared_experts,mlp,mla_up_proj"},
@@ -214,6 +215,9 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{4, kShared.c_str(),
                "--tp 2 --pp 2 --dp 1 --sequence-parallel --schedule dualpipev --recompute full"},
         Layout{4, "qwen-moe-tiny", "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v"},
+        // The whole MoE block recomputed in B (its all-to-alls too), W held back by ZB-V.
+        Layout{4, "qwen-moe-tiny",
+               "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v --recompute-modules moe"},
         Layout{4, kShared.c_str(), "--tp 1 --pp 2 --dp 2 --ep 2 --recompute full"},
         Layout{4, kShared.c_str(), "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-h1"},
         Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --recompute full --recompute-num-layers 1"},
