@@ -130,6 +130,8 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     if (m.moe) {
         experts_ = m.moe->num_experts;
         top_k_ = m.moe->top_k;
+        router_groups_ = m.moe->router_num_groups;
+        group_topk_ = m.moe->router_group_topk;
         aux_coeff_ = m.moe->aux_loss_coeff;
         z_coeff_ = m.moe->z_loss_coeff;
         capacity_factor_ = m.moe->capacity_factor.value_or(0.0);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 namespace trident::executor {
@@ -70,6 +71,39 @@ Vec reduce_scatter_row_blocks(const Vec& all, const std::vector<std::int64_t>& c
     return sum;
 }
 
+// Group-limited routing (DeepSeek-V3's node-limited routing; Megatron-Core's
+// --moe-router-num-groups / --moe-router-group-topk): the E experts form `groups` contiguous
+// groups, each scored by the sum of its top k / group_topk probabilities; the token's experts
+// come from the best `group_topk` groups only (ties to the lower index). Returns the experts a
+// token may take, in index order.
+std::vector<std::int32_t> routable_experts(const float* probs, std::int64_t E, std::int64_t K,
+                                           std::int64_t groups, std::int64_t group_topk) {
+    std::vector<std::int32_t> all(static_cast<std::size_t>(E));
+    std::iota(all.begin(), all.end(), 0);
+    if (groups <= 0) return all;
+    const std::int64_t size = E / groups, best = std::min(size, K / group_topk);
+    std::vector<float> score(static_cast<std::size_t>(groups));
+    for (std::int64_t g = 0; g < groups; ++g) {
+        std::vector<float> members(probs + g * size, probs + (g + 1) * size);
+        std::partial_sort(members.begin(), members.begin() + best, members.end(),
+                          std::greater<float>());
+        score[std::size_t(g)] = std::accumulate(members.begin(), members.begin() + best, 0.0f);
+    }
+    std::vector<std::int32_t> order(static_cast<std::size_t>(groups));
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + group_topk, order.end(),
+                      [&](std::int32_t a, std::int32_t b) {
+                          return score[std::size_t(a)] > score[std::size_t(b)] ||
+                                 (score[std::size_t(a)] == score[std::size_t(b)] && a < b);
+                      });
+    std::sort(order.begin(), order.begin() + group_topk);
+    std::vector<std::int32_t> out;
+    for (std::int64_t i = 0; i < group_topk; ++i)
+        for (std::int64_t e = 0; e < size; ++e)
+            out.push_back(std::int32_t(order[std::size_t(i)] * size + e));
+    return out;
+}
+
 } // namespace
 
 void GptChunk::moe_route(const LayerParams& lp, Layer& L, Communicator& tp) const {
@@ -98,8 +132,7 @@ void GptChunk::moe_route(const LayerParams& lp, Layer& L, Communicator& tp) cons
             s.lse[std::size_t(n)] = max + std::log(sum);
             totals[std::size_t(2 * E)] += s.lse[std::size_t(n)] * s.lse[std::size_t(n)];
         }
-        std::vector<std::int32_t> order(static_cast<std::size_t>(E));
-        std::iota(order.begin(), order.end(), 0);
+        std::vector<std::int32_t> order = routable_experts(pr, E, K, router_groups_, group_topk_);
         std::partial_sort(order.begin(), order.begin() + K, order.end(),
                           [&](std::int32_t a, std::int32_t b) {
                               return pr[a] > pr[b] || (pr[a] == pr[b] && a < b);

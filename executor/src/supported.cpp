@@ -13,7 +13,6 @@ void require_supported(const core::JobSpec& job) {
         throw core::SpecError(field, what + " is not run by the CPU executor yet");
     };
     if (job.model.moe) {
-        const core::MoeSpec& e = *job.model.moe;
         // Megatron-Core trains MoE under tensor parallelism only with sequence parallelism.
         if (p.tp > 1 && !p.sequence_parallel)
             throw core::SpecError("parallel.sequence_parallel",
@@ -22,9 +21,6 @@ void require_supported(const core::JobSpec& job) {
         if (p.expert_tp() > 1 && job.model.linear_bias)
             no("model.linear_bias",
                "expert biases under expert tensor parallelism " + std::to_string(p.expert_tp()));
-        if (e.router_num_groups > 0)
-            no("model.moe.router_num_groups",
-               "group-limited routing (" + std::to_string(e.router_num_groups) + " groups)");
     }
     if (job.model.mla &&
         job.model.mla->v_head_dim > job.model.mla->qk_head_dim + job.model.mla->qk_pos_emb_head_dim)

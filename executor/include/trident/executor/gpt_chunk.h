@@ -366,6 +366,7 @@ private:
     core::ChunkShape shape_; // this rank's sizes: tokens, rows, local heads, vocabulary, …
     std::int64_t wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1, head_ = -1;
     std::int64_t experts_ = 0, top_k_ = 0;
+    std::int64_t router_groups_ = 0, group_topk_ = 0; // group-limited routing (0: none)
     bool is_mla_ = false;
     core::MlaSpec mla_;
     std::int64_t proj_in_ = 0; // the output projection's input width on this rank
