@@ -255,7 +255,9 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkC
         const Vec weighted = weighted_activation(s, e);
         expert_out[std::size_t(e)].resize(std::size_t(n * h));
         gemm_forward(lp, Linear::fc2, std::int32_t(e), expert_out[std::size_t(e)].data(),
-                     weighted.data(), p(x.fc2_w), bias_ ? p(x.fc2_b) : nullptr, n, F, h);
+                     weighted.data(), p(x.fc2_w),
+                     // Added once: the expert-tensor ranks' partial outputs are summed below.
+                     bias_ && shape_.etp_rank == 0 ? p(x.fc2_b) : nullptr, n, F, h);
     }
     // Combine: outputs (summed over the expert-tensor group) return the way the tokens came;
     // each token sums its k outputs, already weighted.

@@ -18,9 +18,6 @@ void require_supported(const core::JobSpec& job) {
             throw core::SpecError("parallel.sequence_parallel",
                                   "mixture of experts with tp " + std::to_string(p.tp) +
                                       " needs --sequence-parallel (as Megatron-Core)");
-        if (p.expert_tp() > 1 && job.model.linear_bias)
-            no("model.linear_bias",
-               "expert biases under expert tensor parallelism " + std::to_string(p.expert_tp()));
     }
     if (job.model.mla &&
         job.model.mla->v_head_dim > job.model.mla->qk_head_dim + job.model.mla->qk_pos_emb_head_dim)

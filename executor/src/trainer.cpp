@@ -56,7 +56,9 @@ OptimizerShard optimizer_shard(const ParameterStore& store, bool distributed, st
     return s;
 }
 
-void add_optimizer_runs(const ParameterStore& store, std::int64_t tp_rank, OptimizerShard& s) {
+void add_optimizer_runs(const ParameterStore& store, std::int64_t tp_rank, OptimizerShard& s,
+                        std::int64_t etp_rank) {
+    if (etp_rank < 0) etp_rank = tp_rank;
     // Runs of equal treatment within this rank's owned elements, from the tensors that overlap
     // each owned run; a run continues only where both the owned order and the flat buffer do.
     const auto extend = [](std::vector<OptimizerShard::Run>& runs, OptimizerShard::Run r) {
@@ -76,8 +78,9 @@ void add_optimizer_runs(const ParameterStore& store, std::int64_t tp_rank, Optim
                                             begin};
             extend(s.decay_runs, {piece.begin, piece.end, t.decay, piece.flat});
             // Each parameter counts once in the global norm: replicated tensors on tensor
-            // rank 0, and never a copy kept in sync (a tied embedding's, DualPipe's chunk 1).
-            if (!t.duplicate && (!t.tp_replicated || tp_rank == 0))
+            // rank 0 (an expert's on expert-tensor rank 0), and never a copy kept in sync (a
+            // tied embedding's, DualPipe's chunk 1).
+            if (!t.duplicate && (!t.tp_replicated || (t.expert ? etp_rank : tp_rank) == 0))
                 s.norm_runs.push_back({piece.begin, piece.end, t.expert, piece.flat});
         }
         at += own.length;
@@ -233,7 +236,7 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
         shard_.owned = {{0, shard_.size}};
     }
     shard_.padded_size = std::int64_t(store_.values.size());
-    add_optimizer_runs(store_, groups.coord.tp, shard_);
+    add_optimizer_runs(store_, groups.coord.tp, shard_, groups.coord.etp);
     adam_m_.assign(std::size_t(shard_.size), 0.0f);
     adam_v_.assign(std::size_t(shard_.size), 0.0f);
     dense_buckets_ = std::make_unique<GradientBuckets>(

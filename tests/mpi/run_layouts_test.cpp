@@ -127,6 +127,8 @@ const std::string kCapacity =
 const std::string kNoAux = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-no-aux.json";
 // A shared expert beside the routed ones, with the load-balancing loss and the router z-loss.
 const std::string kShared = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-shared.json";
+// Expert biases: fc1's split with its columns, fc2's added once after the expert-tensor sum.
+const std::string kBias = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-bias.json";
 // Group-limited routing: 2 groups of 2 experts, each token's top-2 from the best group.
 const std::string kGroups = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-groups.json";
 // RoPE: each rank turns its tokens by their own positions (context parallelism: not 0..T/cp).
@@ -256,6 +258,8 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{4, "deepseek-tiny",
                "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --zero-stage 3"},
         Layout{4, kGroups.c_str(), "--tp 1 --pp 1 --dp 4 --ep 2"},
+        Layout{2, kBias.c_str(), "--tp 1 --pp 1 --dp 2 --etp 2"},
+        Layout{4, kBias.c_str(), "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel"},
         Layout{2, kGroups.c_str(), "--tp 2 --pp 1 --dp 1 --sequence-parallel"},
         // Hybrid sharding: two replicas of two ranks each, their shards summed once a step.
         Layout{4, "gpt-tiny",

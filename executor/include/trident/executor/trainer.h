@@ -134,7 +134,10 @@ struct OptimizerShard {
 OptimizerShard optimizer_shard(const ParameterStore& store, bool distributed, std::int64_t dp,
                                std::int64_t dp_rank, std::int64_t tp_rank);
 // Fills s.decay_runs and s.norm_runs over s.owned from the tensors of `store`.
-void add_optimizer_runs(const ParameterStore& store, std::int64_t tp_rank, OptimizerShard& s);
+// `etp_rank`: the rank's place in its expert-tensor group, where a routed expert's replicated
+// tensors (its second bias) are counted once in the gradient norm (-1: tp_rank).
+void add_optimizer_runs(const ParameterStore& store, std::int64_t tp_rank, OptimizerShard& s,
+                        std::int64_t etp_rank = -1);
 
 // The global index of the first sequence of micro-batch `microbatch` that data-parallel rank
 // `dp_rank` reads from the global batch starting at `first_sample`.
