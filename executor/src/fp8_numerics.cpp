@@ -10,7 +10,8 @@ namespace k = kernels::cpu;
 
 namespace {
 
-constexpr std::size_t kOperands = 3, kDenseLinears = 4, kExpertLinears = 2;
+// QKV, projection, fc1, fc2 and MLA's four projections (GptChunk::Linear); experts' fc1, fc2.
+constexpr std::size_t kOperands = 3, kDenseLinears = 8, kExpertLinears = 2;
 constexpr std::int64_t kBlock = 128; // DeepSeek-V3's 1×128 and 128×128
 
 } // namespace

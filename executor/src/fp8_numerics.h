@@ -1,6 +1,7 @@
 #pragma once
 // FP8 training numerics in the CPU executor: every GEMM of a linear layer that runs in FP8
-// (QKV, output projection, MLP or shared experts, routed experts; not the router, embedding or
+// (QKV or MLA's projections, output projection, MLP or shared experts, routed experts; not the
+// router, embedding or
 // head; not the BF16 first/last layers of --first-last-layers-bf16) reads its operands
 // quantized → dequantized (kernels/cpu fp8.h), as Transformer Engine's FP8 GEMMs read them:
 // inputs and weights in E4M3, output gradients in E5M2 under the hybrid format (E4M3 under
@@ -31,8 +32,9 @@ namespace trident::executor {
 class Fp8Numerics {
 public:
     enum class Operand { input, weight, gradient };
-    // Where a quantized operand belongs: its chunk, layer (in the chunk), GEMM (0 QKV,
-    // 1 projection, 2 fc1, 3 fc2) and local routed expert (-1: none).
+    // Where a quantized operand belongs: its chunk, layer (in the chunk), GEMM
+    // (GptChunk::Linear: QKV, projection, fc1, fc2, MLA's q_down, q_up, kv_down, kv_up) and
+    // local routed expert (-1: none).
     struct Site {
         std::int32_t chunk = 0, layer = 0, linear = 0, expert = -1;
     };

@@ -66,6 +66,11 @@ void GptChunk::linear_weight_gradient(const LayerParams& lp, Layer& L, Linear wh
         return grad(lp.fc_w, lp.fc_b, L.d_fc, L.ln2, shape_.hidden, gate * lp.mlp_width);
     case Linear::fc2:
         return grad(lp.fc2_w, lp.fc2_b, L.d_fc2_out, L.act, lp.mlp_width, shape_.hidden);
+    case Linear::mla_q_down: // MLA's projections: all four with Linear::qkv
+    case Linear::mla_q_up:
+    case Linear::mla_kv_down:
+    case Linear::mla_kv_up:
+        return mla_weight_gradients(lp, L, release_inputs);
     }
 }
 

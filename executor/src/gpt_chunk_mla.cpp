@@ -45,14 +45,16 @@ void GptChunk::mla_forward(const LayerParams& lp, Layer& L) const {
     MlaState& s = L.mla;
     if (a.q_lora_rank > 0) { // the q latent and its norm
         s.q_c.resize(std::size_t(N * a.q_lora_rank));
-        k::matmul_forward(s.q_c.data(), L.ln1.data(), p(lp.q_down), nullptr, N, h, a.q_lora_rank);
+        gemm_forward(lp, Linear::mla_q_down, -1, s.q_c.data(), L.ln1.data(), p(lp.q_down), nullptr,
+                     N, h, a.q_lora_rank);
         s.q_in.resize(s.q_c.size());
         latent_norm_forward(s.q_c.data(), s.q_in.data(), s.q_mean, s.q_rstd, lp.q_norm_w,
                             lp.q_norm_b, a.q_lora_rank);
     }
     // The joint latent and the shared rotary key: [N × (lat + rd)].
     s.kv_c.resize(std::size_t(N * (lat + rd)));
-    k::matmul_forward(s.kv_c.data(), L.ln1.data(), p(lp.kv_down), nullptr, N, h, lat + rd);
+    gemm_forward(lp, Linear::mla_kv_down, -1, s.kv_c.data(), L.ln1.data(), p(lp.kv_down), nullptr,
+                 N, h, lat + rd);
     Vec latent(static_cast<std::size_t>(N * lat));
     for (std::int64_t n = 0; n < N; ++n)
         std::copy_n(s.kv_c.data() + n * (lat + rd), lat, latent.data() + n * lat);
@@ -71,11 +73,14 @@ void GptChunk::mla_up(const LayerParams& lp, Layer& L) const {
     // Queries: [N × Hl·D], each head its no-position part then its rotary part.
     Vec q(static_cast<std::size_t>(N * Hl * D));
     if (a.q_lora_rank > 0)
-        k::matmul_forward(q.data(), s.q_in.data(), p(lp.q_up), nullptr, N, a.q_lora_rank, Hl * D);
+        gemm_forward(lp, Linear::mla_q_up, -1, q.data(), s.q_in.data(), p(lp.q_up), nullptr, N,
+                     a.q_lora_rank, Hl * D);
     else
-        k::matmul_forward(q.data(), L.ln1.data(), p(lp.q_up), nullptr, N, h, Hl * D);
+        gemm_forward(lp, Linear::mla_q_up, -1, q.data(), L.ln1.data(), p(lp.q_up), nullptr, N, h,
+                     Hl * D);
     Vec kv(static_cast<std::size_t>(N * Hl * (nope + vh)));
-    k::matmul_forward(kv.data(), s.c_n.data(), p(lp.kv_up), nullptr, N, lat, Hl * (nope + vh));
+    gemm_forward(lp, Linear::mla_kv_up, -1, kv.data(), s.c_n.data(), p(lp.kv_up), nullptr, N, lat,
+                 Hl * (nope + vh));
     // RoPE on each head's rotary query part and on the shared key.
     for (std::int64_t j = 0; j < Hl; ++j)
         k::rope_forward(q.data() + j * D + nope, N, Hl * D, 1, rd, row_positions_.data(),
@@ -146,7 +151,8 @@ void GptChunk::mla_backward(const LayerParams& lp, Layer& L, Vec& d_ln1) const {
     k::rope_backward(d_k_pe.data(), N, rd, 1, rd, row_positions_.data(), rotary_base_);
     // Keys and values: kv_up, the latent's norm, kv_down.
     Vec d_c_n(static_cast<std::size_t>(N * lat), 0.0f);
-    k::matmul_backward_input(d_c_n.data(), s.d_kv_up.data(), p(lp.kv_up), N, lat, Hl * (nope + vh));
+    gemm_input_gradient(lp, Linear::mla_kv_up, -1, d_c_n.data(), s.d_kv_up.data(), p(lp.kv_up), N,
+                        lat, Hl * (nope + vh));
     Vec latent(static_cast<std::size_t>(N * lat)),
         d_latent(static_cast<std::size_t>(N * lat), 0.0f);
     for (std::int64_t n = 0; n < N; ++n)
@@ -158,17 +164,21 @@ void GptChunk::mla_backward(const LayerParams& lp, Layer& L, Vec& d_ln1) const {
         std::copy_n(d_latent.data() + n * lat, lat, s.d_kv_c.data() + n * (lat + rd));
         std::copy_n(d_k_pe.data() + n * rd, rd, s.d_kv_c.data() + n * (lat + rd) + lat);
     }
-    k::matmul_backward_input(d_ln1.data(), s.d_kv_c.data(), p(lp.kv_down), N, h, lat + rd);
+    gemm_input_gradient(lp, Linear::mla_kv_down, -1, d_ln1.data(), s.d_kv_c.data(), p(lp.kv_down),
+                        N, h, lat + rd);
     // Queries: q_up, and the latent's norm and q_down when there is one.
     if (a.q_lora_rank > 0) {
         Vec d_q_in(static_cast<std::size_t>(N * a.q_lora_rank), 0.0f);
-        k::matmul_backward_input(d_q_in.data(), s.d_q.data(), p(lp.q_up), N, a.q_lora_rank, Hl * D);
+        gemm_input_gradient(lp, Linear::mla_q_up, -1, d_q_in.data(), s.d_q.data(), p(lp.q_up), N,
+                            a.q_lora_rank, Hl * D);
         s.d_q_c.assign(d_q_in.size(), 0.0f);
         latent_norm_backward(s.d_q_c.data(), d_q_in.data(), s.q_c.data(), s.q_mean, s.q_rstd,
                              lp.q_norm_w, lp.q_norm_b, a.q_lora_rank);
-        k::matmul_backward_input(d_ln1.data(), s.d_q_c.data(), p(lp.q_down), N, h, a.q_lora_rank);
+        gemm_input_gradient(lp, Linear::mla_q_down, -1, d_ln1.data(), s.d_q_c.data(), p(lp.q_down),
+                            N, h, a.q_lora_rank);
     } else {
-        k::matmul_backward_input(d_ln1.data(), s.d_q.data(), p(lp.q_up), N, h, Hl * D);
+        gemm_input_gradient(lp, Linear::mla_q_up, -1, d_ln1.data(), s.d_q.data(), p(lp.q_up), N, h,
+                            Hl * D);
     }
 }
 
@@ -177,17 +187,18 @@ void GptChunk::mla_weight_gradients(const LayerParams& lp, Layer& L, bool releas
     const std::int64_t N = shape_.tokens, h = shape_.hidden, Hl = shape_.local_heads,
                        D = shape_.head_dim, lat = a.kv_lora_rank, rd = a.qk_pos_emb_head_dim;
     MlaState& s = L.mla;
-    k::matmul_backward_weight(g(lp.kv_up), nullptr, s.d_kv_up.data(), s.c_n.data(), N, lat,
-                              Hl * (a.qk_head_dim + a.v_head_dim));
-    k::matmul_backward_weight(g(lp.kv_down), nullptr, s.d_kv_c.data(), L.ln1.data(), N, h,
-                              lat + rd);
+    gemm_weight_gradient(lp, Linear::mla_kv_up, -1, g(lp.kv_up), nullptr, s.d_kv_up.data(),
+                         s.c_n.data(), N, lat, Hl * (a.qk_head_dim + a.v_head_dim));
+    gemm_weight_gradient(lp, Linear::mla_kv_down, -1, g(lp.kv_down), nullptr, s.d_kv_c.data(),
+                         L.ln1.data(), N, h, lat + rd);
     if (a.q_lora_rank > 0) {
-        k::matmul_backward_weight(g(lp.q_up), nullptr, s.d_q.data(), s.q_in.data(), N,
-                                  a.q_lora_rank, Hl * D);
-        k::matmul_backward_weight(g(lp.q_down), nullptr, s.d_q_c.data(), L.ln1.data(), N, h,
-                                  a.q_lora_rank);
+        gemm_weight_gradient(lp, Linear::mla_q_up, -1, g(lp.q_up), nullptr, s.d_q.data(),
+                             s.q_in.data(), N, a.q_lora_rank, Hl * D);
+        gemm_weight_gradient(lp, Linear::mla_q_down, -1, g(lp.q_down), nullptr, s.d_q_c.data(),
+                             L.ln1.data(), N, h, a.q_lora_rank);
     } else {
-        k::matmul_backward_weight(g(lp.q_up), nullptr, s.d_q.data(), L.ln1.data(), N, h, Hl * D);
+        gemm_weight_gradient(lp, Linear::mla_q_up, -1, g(lp.q_up), nullptr, s.d_q.data(),
+                             L.ln1.data(), N, h, Hl * D);
     }
     if (release_inputs) { // the projection's input (att_v) stays for its own W
         Vec att_v = std::move(s.att_v);

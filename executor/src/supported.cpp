@@ -40,9 +40,6 @@ void require_supported(const core::JobSpec& job) {
     if (p.fp8.recipe == core::Fp8Recipe::mxfp8)
         no("parallel.fp8.recipe", "FP8 recipe mxfp8 (Blackwell's 1×32 blocks; delayed, "
                                   "tensorwise and blockwise run; simulate and plan model it)");
-    if (p.fp8.enabled() && job.model.mla)
-        no("parallel.fp8", "FP8 with multi-head latent attention (its projections run in full "
-                           "precision here)");
 }
 
 std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda_backend) {

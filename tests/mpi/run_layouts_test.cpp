@@ -319,6 +319,29 @@ TEST(Fp8, EachRecipeFollowsFullPrecisionAndEveryLayoutFollowsOneProcess) {
     }
 }
 
+// FP8 in DeepSeek's blocks: MLA's four projections and the routed and shared experts run in
+// FP8 too (the router, embedding and head do not). The same stated tolerances as above:
+// within 0.5 % of fp32, and tp2 with sequence parallelism (MLA's partial down-projection
+// gradients quantized on each rank, as Megatron's duplicated linears do) within 5e-4 of one
+// FP8 process.
+TEST(Fp8, DeepSeekBlocksFollowFullPrecisionAndOneProcess) {
+    const std::string job = "deepseek-tiny";
+    const std::string common = " --seq-length 32 --fp8-format hybrid --fp8-recipe tensorwise";
+    const auto fp32 = run(1, job, "--tp 1 --pp 1 --dp 1 --seq-length 32");
+    const auto one = run(1, job, "--tp 1 --pp 1 --dp 1" + common);
+    const auto tp2 = run(2, job, "--tp 2 --pp 1 --dp 1 --sequence-parallel" + common);
+    ASSERT_EQ(fp32.size(), 10u);
+    ASSERT_EQ(one.size(), fp32.size());
+    ASSERT_EQ(tp2.size(), fp32.size());
+    double largest = 0.0;
+    for (std::size_t i = 0; i < fp32.size(); ++i) {
+        EXPECT_NEAR(one[i], fp32[i], 5e-3 * fp32[i]) << "step " << i + 1;
+        EXPECT_NEAR(tp2[i], one[i], 5e-4 * one[i]) << "tp2 step " << i + 1;
+        largest = std::max(largest, std::fabs(one[i] - fp32[i]));
+    }
+    EXPECT_GT(largest, 1e-6 * fp32[0]); // quantized
+}
+
 // "peak activation memory (largest rank): 1.1 MiB (1156096 bytes)"
 double peak_activation_bytes(const std::string& output) {
     const std::string key = "peak activation memory (largest rank): ";
