@@ -2,9 +2,9 @@
 // FP8 training numerics in the CPU executor: every GEMM of a linear layer that runs in FP8
 // (QKV or MLA's projections, output projection, MLP or shared experts, routed experts; not the
 // router, embedding or head; not the BF16 first/last layers of --first-last-layers-bf16) reads
-// its operands quantized → dequantized (kernels/cpu fp8.h), as Transformer Engine's FP8 GEMMs read them:
-// inputs and weights in E4M3, output gradients in E5M2 under the hybrid format (E4M3 under
-// e4m3). Accumulation stays fp32, as the tensor cores' does. Recipes (--fp8-recipe):
+// its operands quantized → dequantized (kernels/cpu fp8.h), as Transformer Engine's FP8 GEMMs
+// read them: inputs and weights in E4M3, output gradients in E5M2 under the hybrid format
+// (E4M3 under e4m3). Accumulation stays fp32, as the tensor cores' does. Recipes (--fp8-recipe):
 // - tensorwise (current scaling): each operand's scale from its own amax at the GEMM; the
 //   amax is the whole tensor's, max-reduced over the tensor (expert-tensor) ranks that hold
 //   its pieces and, for activations and gradients, the context ranks — so every layout scales
