@@ -62,6 +62,13 @@ std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda
                           "unit when its pass reaches it, without prefetch (MPI on the CPU makes "
                           "no progress in the background; the same numbers; "
                           "--fsdp-prefetch-units 0 says so to the simulator)");
+    // The GEMMs read quantized weights either way; Megatron's FP8 parameter gather changes what
+    // the data-parallel gather moves and where the FP8 copy is made, which only the simulator
+    // times.
+    if (job.plan.fp8.param_gather && !cuda_backend)
+        ignored.push_back("parallel.fp8.param_gather: the CPU executor gathers fp32 parameters "
+                          "and quantizes each weight at its GEMM (the same quantized weights; "
+                          "simulate and plan model the FP8 gather)");
     if (job.model.dropout && cuda_backend)
         ignored.push_back("model.dropout: dropout is not applied by the CUDA backend yet (the CPU "
                           "backend applies it); this run trains without it");

@@ -170,6 +170,15 @@ TEST(CpuExecutor, WarnsOfWhatItRunsOtherwise) {
     const auto ignored = executor::ignored_by_executor(job_with(moe), false);
     ASSERT_EQ(ignored.size(), 1u);
     EXPECT_EQ(ignored[0].rfind("parallel.token_dispatcher: ", 0), 0u) << ignored[0];
+    core::JobInputs fp8; // FP8 numerics run; the FP8 parameter gather is the simulator's
+    fp8.model = "gpt-tiny";
+    fp8.seq_length = 16;
+    fp8.fp8_recipe = "tensorwise";
+    EXPECT_TRUE(executor::ignored_by_executor(job_with(fp8), false).empty());
+    fp8.fp8_param_gather = true;
+    const auto gathered = executor::ignored_by_executor(job_with(fp8), false);
+    ASSERT_EQ(gathered.size(), 1u);
+    EXPECT_EQ(gathered[0].rfind("parallel.fp8.param_gather: ", 0), 0u) << gathered[0];
 }
 
 ParameterStore store_of(const std::vector<std::int64_t>& sizes) {
