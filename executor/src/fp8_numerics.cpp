@@ -27,8 +27,10 @@ Fp8Numerics::Fp8Numerics(const core::JobSpec& job, const ProcessGroups& groups,
         dense_slots_ += std::size_t(n) * kDenseLinears * kOperands;
     }
     std::size_t slots = dense_slots_;
-    for (std::int32_t n : layers_)
+    for (std::int32_t n : layers_) {
+        expert_base_.push_back(slots);
         slots += std::size_t(n) * std::size_t(experts_) * kExpertLinears * kOperands;
+    }
     step_amax_.assign(slots, 0.0f);
     history_.resize(slots);
 }
@@ -44,11 +46,8 @@ std::size_t Fp8Numerics::slot(const Site& s, Operand operand) const {
     if (s.expert < 0)
         return chunk_base_.at(c) +
                (std::size_t(s.layer) * kDenseLinears + std::size_t(s.linear)) * kOperands + op;
-    std::size_t at = dense_slots_;
-    for (std::size_t i = 0; i < c; ++i)
-        at += std::size_t(layers_[i]) * std::size_t(experts_) * kExpertLinears * kOperands;
     const std::size_t linear = std::size_t(s.linear) - 2; // fc1, fc2
-    return at +
+    return expert_base_.at(c) +
            ((std::size_t(s.layer) * std::size_t(experts_) + std::size_t(s.expert)) *
                 kExpertLinears +
             linear) *

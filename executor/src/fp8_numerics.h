@@ -59,7 +59,8 @@ private:
     const ProcessGroups& groups_;
     std::vector<std::int32_t> layers_; // per chunk
     std::int32_t experts_ = 0;
-    std::vector<std::size_t> chunk_base_; // first dense slot of each chunk
+    std::vector<std::size_t> chunk_base_;  // first dense slot of each chunk
+    std::vector<std::size_t> expert_base_; // first expert slot of each chunk
     std::size_t dense_slots_ = 0;
     bool recording_ = false;
     // Delayed: per slot (dense ones first, then the experts'), this step's amax and the last

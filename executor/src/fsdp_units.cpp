@@ -47,8 +47,9 @@ FsdpUnits::FsdpUnits(const core::JobSpec& job, ParameterStore& store,
                     },
                     expert, g.size(), g.rank());
                 if (set.elements == 0) continue;
-                if (kind == 2) whole_sets_.push_back(sets_.size());
-                add_set(std::move(set), &unit_sets);
+                unit_sets.push_back(sets_.size());
+                whole_.push_back(kind == 2);
+                sets_.push_back(std::move(set));
             }
             Unit& unit = units_.back()[std::size_t(u)];
             for (std::size_t s : unit.sets)
@@ -65,11 +66,6 @@ FsdpUnits::FsdpUnits(const core::JobSpec& job, ParameterStore& store,
     held_ = std::int64_t(store_.values.size());
     begin_step();
     peak_held_ = held_;
-}
-
-void FsdpUnits::add_set(ShardedSet set, std::vector<std::size_t>* unit_sets) {
-    unit_sets->push_back(sets_.size());
-    sets_.push_back(std::move(set));
 }
 
 Communicator& FsdpUnits::group_of(const ShardedSet& set) const {
@@ -90,25 +86,26 @@ void FsdpUnits::reduce_chunk(std::int32_t chunk) {
     sum_tensor_partial_gradients(job_, store_, grads, *groups_.tensor, first, end);
     for (const Unit& unit : units_[std::size_t(chunk)])
         for (std::size_t s : unit.sets) {
-            if (std::find(whole_sets_.begin(), whole_sets_.end(), s) != whole_sets_.end()) continue;
-            const ShardedSet& set = sets_[s];
-            reduce_scatter_set(set, group_of(set), grads, owned_grads_.data() + set_at_[s], true);
-            for (const FlatRun& r : set.runs) release_pages(grads + r.begin, std::size_t(r.length));
+            if (!whole_[s]) reduce_set(s);
         }
+}
+
+void FsdpUnits::reduce_set(std::size_t s) {
+    const ShardedSet& set = sets_[s];
+    float* grads = store_.grads.data();
+    reduce_scatter_set(set, group_of(set), grads, owned_grads_.data() + set_at_[s], true);
+    for (const FlatRun& r : set.runs) release_pages(grads + r.begin, std::size_t(r.length));
 }
 
 float* FsdpUnits::finish_gradients() {
     float* grads = store_.grads.data();
-    if (!whole_sets_.empty()) {
+    if (std::find(whole_.begin(), whole_.end(), true) != whole_.end()) {
         sum_tied_embedding_gradients(job_, store_, grads, groups_.embedding.get());
         if (core::placement_of(job_.plan.schedule) == core::StagePlacement::v_shape)
             sum_tied_embedding_locally(job_, store_, grads);
     }
-    for (std::size_t s : whole_sets_) {
-        const ShardedSet& set = sets_[s];
-        reduce_scatter_set(set, group_of(set), grads, owned_grads_.data() + set_at_[s], true);
-        for (const FlatRun& r : set.runs) release_pages(grads + r.begin, std::size_t(r.length));
-    }
+    for (std::size_t s = 0; s < sets_.size(); ++s)
+        if (whole_[s]) reduce_set(s);
     return owned_grads_.data();
 }
 

@@ -56,7 +56,8 @@ private:
         bool gathered = true;
     };
     Communicator& group_of(const ShardedSet& set) const;
-    void add_set(ShardedSet set, std::vector<std::size_t>* unit_sets);
+    // Set s's gradients reduce-scattered into this rank's slice, the whole gradients released.
+    void reduce_set(std::size_t s);
 
     const core::JobSpec& job_;
     ParameterStore& store_;
@@ -65,8 +66,8 @@ private:
     bool shard_parameters_ = false;
     std::vector<std::vector<Unit>> units_;                           // [chunk][unit]
     std::vector<std::pair<std::size_t, std::size_t>> chunk_tensors_; // [first, end) per chunk
-    std::vector<std::size_t> whole_sets_; // tied embeddings: reduced at the step's end
-    std::vector<std::int64_t> set_at_;    // each set's first slice element in owned order
+    std::vector<bool> whole_;          // per set: a tied embedding's, reduced at the step's end
+    std::vector<std::int64_t> set_at_; // each set's first slice element in owned order
     Vec owned_grads_;
     std::int64_t held_ = 0, peak_held_ = 0;
 };

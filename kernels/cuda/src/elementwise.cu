@@ -14,7 +14,7 @@ using namespace detail;
 constexpr int kThreads = 256;
 
 unsigned blocks_for(std::int64_t n) {
-    return static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(n, kThreads), 1, 65535));
+    return grid_stride_blocks(n, kThreads);
 }
 
 template <typename T>

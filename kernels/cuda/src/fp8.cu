@@ -17,7 +17,7 @@ using namespace detail;
 constexpr int kThreads = 256;
 
 unsigned blocks_for(std::int64_t n) {
-    return static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(n, kThreads), 1, 4096));
+    return grid_stride_blocks(n, kThreads);
 }
 
 // Non-negative floats order as their bit patterns do, so an integer atomicMax is a float max.
@@ -33,7 +33,7 @@ __global__ void amax_kernel(float* amax, const T* x, std::int64_t n) {
          i += std::int64_t(gridDim.x) * blockDim.x) {
         const float v = fabsf(to_float(x[i]));
         m = isnan(v) ? INFINITY : fmaxf(m, v); // a NaN makes the amax not finite: scale 1,
-    }                                           // as the CPU reference's abs_max says
+    }                                          // as the CPU reference's abs_max says
     block_max[threadIdx.x] = m;
     __syncthreads();
     for (int stride = kThreads / 2; stride > 0; stride /= 2) {

@@ -24,6 +24,13 @@ inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
     return (a + b - 1) / b;
 }
 
+// Blocks for a grid-stride loop over n elements: one per `threads` elements, at least one, at
+// most the 65535 every grid dimension allows.
+inline unsigned grid_stride_blocks(std::int64_t n, int threads) {
+    const std::int64_t blocks = ceil_div(n, threads);
+    return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks);
+}
+
 inline void require(bool ok, const char* function, const std::string& what) {
     if (!ok) throw std::invalid_argument(std::string(function) + ": " + what);
 }
