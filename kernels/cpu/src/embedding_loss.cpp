@@ -30,21 +30,25 @@ void embedding_backward(float* dtable, const std::int32_t* tokens, const float* 
 }
 
 void cross_entropy_row_max(float* row_max, const float* logits, std::int64_t N, std::int64_t V) {
-    for (std::int64_t n = 0; n < N; ++n) {
-        float m = -INFINITY;
-        for (std::int64_t v = 0; v < V; ++v) m = std::fmax(m, logits[n * V + v]);
-        row_max[n] = m;
-    }
+    parallel_for(N, 1, [=](std::int64_t first, std::int64_t last) {
+        for (std::int64_t n = first; n < last; ++n) {
+            float m = -INFINITY;
+            for (std::int64_t v = 0; v < V; ++v) m = std::fmax(m, logits[n * V + v]);
+            row_max[n] = m;
+        }
+    });
 }
 
 void cross_entropy_exp(float* logits, float* sum_exp, const float* row_max, std::int64_t N,
                        std::int64_t V) {
-    for (std::int64_t n = 0; n < N; ++n) {
-        float s = 0.0f;
-        for (std::int64_t v = 0; v < V; ++v)
-            s += (logits[n * V + v] = std::exp(logits[n * V + v] - row_max[n]));
-        sum_exp[n] = s;
-    }
+    parallel_for(N, 1, [=](std::int64_t first, std::int64_t last) {
+        for (std::int64_t n = first; n < last; ++n) {
+            float s = 0.0f;
+            for (std::int64_t v = 0; v < V; ++v)
+                s += (logits[n * V + v] = std::exp(logits[n * V + v] - row_max[n]));
+            sum_exp[n] = s;
+        }
+    });
 }
 
 void cross_entropy_target_logit(float* target_logit, const float* logits,
@@ -58,23 +62,39 @@ void cross_entropy_target_logit(float* target_logit, const float* logits,
 
 void cross_entropy_backward(float* exps, const float* sum_exp, const std::int32_t* targets,
                             float scale, std::int64_t N, std::int64_t V, std::int64_t vocab_start) {
-    for (std::int64_t n = 0; n < N; ++n) {
-        const std::int64_t col = std::int64_t(targets[n]) - vocab_start;
-        const float k = scale / sum_exp[n];
-        for (std::int64_t v = 0; v < V; ++v) exps[n * V + v] *= k;
-        if (col >= 0 && col < V) exps[n * V + col] -= scale;
-    }
+    parallel_for(N, 1, [=](std::int64_t first, std::int64_t last) {
+        for (std::int64_t n = first; n < last; ++n) {
+            const std::int64_t col = std::int64_t(targets[n]) - vocab_start;
+            const float k = scale / sum_exp[n];
+            for (std::int64_t v = 0; v < V; ++v) exps[n * V + v] *= k;
+            if (col >= 0 && col < V) exps[n * V + col] -= scale;
+        }
+    });
 }
 
-void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n, float lr,
-                  float beta1, float beta2, float eps, float weight_decay, int t) {
-    const float c1 = 1.0f - std::pow(beta1, float(t)), c2 = 1.0f - std::pow(beta2, float(t));
-    for (std::int64_t i = 0; i < n; ++i) {
+namespace {
+// One block of AdamW, its scalars taken by value so the compiler knows no store changes them
+// and vectorises the loop (through the lambda's captured references it did not).
+void adamw_block(float* params, const float* grads, float* m, float* v, std::int64_t first,
+                 std::int64_t last, float lr, float beta1, float beta2, float eps,
+                 float weight_decay, float c1, float c2) {
+    for (std::int64_t i = first; i < last; ++i) {
         m[i] = beta1 * m[i] + (1.0f - beta1) * grads[i];
         v[i] = beta2 * v[i] + (1.0f - beta2) * grads[i] * grads[i];
         const float update = (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
         params[i] -= lr * (update + weight_decay * params[i]);
     }
+}
+} // namespace
+
+void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n, float lr,
+                  float beta1, float beta2, float eps, float weight_decay, int t) {
+    const float c1 = 1.0f - std::pow(beta1, float(t)), c2 = 1.0f - std::pow(beta2, float(t));
+    // Blocks of 1024 values: the vectorised loop and its tail cover the same elements whatever
+    // the thread count.
+    parallel_for(n, 1024, [=](std::int64_t first, std::int64_t last) {
+        adamw_block(params, grads, m, v, first, last, lr, beta1, beta2, eps, weight_decay, c1, c2);
+    });
 }
 
 } // namespace trident::kernels::cpu

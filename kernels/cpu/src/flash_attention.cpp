@@ -61,11 +61,14 @@ void flash_attention_forward_rows(float* out, std::int64_t out_stride, float* ls
                                   std::int64_t KV, std::int64_t D,
                                   const AttentionDropout* dropout) {
     const float scale = 1.0f / std::sqrt(float(D));
-    std::vector<float> S(static_cast<std::size_t>(kTile * kTile)),
-        acc(static_cast<std::size_t>(kTile * D));
-    std::vector<float> row_max(static_cast<std::size_t>(kTile)), row_sum(row_max.size());
-    for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t h = 0; h < H; ++h) {
+    // Heads are independent (each writes its own columns of out and its own lse rows): the
+    // kernel threads take blocks of (sequence, head) pairs.
+    parallel_for(B * H, 1, [=](std::int64_t first, std::int64_t last_pair) {
+        std::vector<float> S(static_cast<std::size_t>(kTile * kTile)),
+            acc(static_cast<std::size_t>(kTile * D));
+        std::vector<float> row_max(static_cast<std::size_t>(kTile)), row_sum(row_max.size());
+        for (std::int64_t pair = first; pair < last_pair; ++pair) {
+            const std::int64_t b = pair / H, h = pair % H;
             const HeadView hv = head_view(q, q_stride, k, v, kv_stride, b, h, Tq, Tk, H, KV, D);
             const std::uint64_t* keys = dropout ? dropout->row_keys + (b * H + h) * Tq : nullptr;
             for (std::int64_t t0 = 0; t0 < Tq; t0 += kTile) {
@@ -117,6 +120,7 @@ void flash_attention_forward_rows(float* out, std::int64_t out_stride, float* ls
                 }
             }
         }
+    });
 }
 
 void flash_attention_backward_rows(float* dq, float* dk, float* dv, const float* dout,
@@ -127,73 +131,82 @@ void flash_attention_backward_rows(float* dq, float* dk, float* dv, const float*
                                    std::int64_t Tk, std::int64_t H, std::int64_t KV, std::int64_t D,
                                    const AttentionDropout* dropout) {
     const float scale = 1.0f / std::sqrt(float(D));
-    std::vector<float> P(static_cast<std::size_t>(kTile * kTile)), dP(P.size()),
-        Pv(dropout ? P.size() : 0u);
-    std::vector<float> row_dot(static_cast<std::size_t>(Tq));
-    for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t h = 0; h < H; ++h) {
-            const HeadView hv = head_view(q, q_stride, k, v, kv_stride, b, h, Tq, Tk, H, KV, D);
-            const std::int64_t kv_off = (h / (H / KV)) * D;
-            float* dqh = dq + b * Tq * q_stride + h * D;
-            float* dkh = dk + b * Tk * kv_stride + kv_off;
-            float* dvh = dv + b * Tk * kv_stride + kv_off;
-            const float* dy = dout + b * Tq * out_stride + h * D;
-            const float* y = out + b * Tq * out_stride + h * D;
-            const float* row_lse = lse + (b * H + h) * Tq;
-            const std::uint64_t* keys = dropout ? dropout->row_keys + (b * H + h) * Tq : nullptr;
-            for (std::int64_t t = 0; t < Tq; ++t) { // D_t = Σ_d dO·O
-                float s = 0.0f;
-                for (std::int64_t d = 0; d < D; ++d)
-                    s += dy[t * out_stride + d] * y[t * out_stride + d];
-                row_dot[std::size_t(t)] = s;
-            }
-            for (std::int64_t t0 = 0; t0 < Tq; t0 += kTile) {
-                const std::int64_t rows = std::min(kTile, Tq - t0);
-                const std::int64_t seen = keys_seen(visible, t0, t0 + rows);
-                for (std::int64_t s0 = 0; s0 < seen; s0 += kTile) {
-                    const std::int64_t cols = std::min(kTile, seen - s0);
-                    score_tile(P.data(), hv, t0, rows, s0, cols, D, scale);
-                    // dP̃ = dO·Vᵀ
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(cols),
-                                int(D), 1.0f, dy + t0 * out_stride, int(out_stride),
-                                hv.v + s0 * kv_stride, int(kv_stride), 0.0f, dP.data(), int(cols));
-                    for (std::int64_t r = 0; r < rows; ++r) {
-                        const std::int64_t last =
-                            std::clamp<std::int64_t>(visible[t0 + r] - s0, 0, cols);
-                        float* p = P.data() + r * cols;
-                        float* dp = dP.data() + r * cols;
-                        const float l = row_lse[t0 + r], d = row_dot[std::size_t(t0 + r)];
-                        // P = exp(S − lse) where the row sees the key, else 0 (branch-free loops,
-                        // so they vectorise).
-                        for (std::int64_t c = 0; c < last; ++c) p[c] = std::exp(p[c] - l);
-                        for (std::int64_t c = last; c < cols; ++c) p[c] = 0.0f;
-                        if (keys) { // P̃ = P ∘ F and dP = dP̃ ∘ F
-                            float* pv = Pv.data() + r * cols;
-                            for (std::int64_t c = 0; c < cols; ++c) {
-                                const float f = c < last ? dropout_factor(keys[t0 + r], s0 + c,
-                                                                          dropout->probability)
-                                                         : 0.0f;
-                                pv[c] = p[c] * f;
-                                dp[c] *= f;
+    // The query heads of one key/value head add into the same dK and dV: the kernel threads
+    // take blocks of (sequence, key/value head) groups and run each group's heads in order.
+    const std::int64_t group = H / KV;
+    parallel_for(B * KV, 1, [=](std::int64_t first, std::int64_t last_group) {
+        std::vector<float> P(static_cast<std::size_t>(kTile * kTile)), dP(P.size()),
+            Pv(dropout ? P.size() : 0u);
+        std::vector<float> row_dot(static_cast<std::size_t>(Tq));
+        for (std::int64_t g = first; g < last_group; ++g)
+            for (std::int64_t h = (g % KV) * group; h < (g % KV + 1) * group; ++h) {
+                const std::int64_t b = g / KV;
+                const HeadView hv = head_view(q, q_stride, k, v, kv_stride, b, h, Tq, Tk, H, KV, D);
+                const std::int64_t kv_off = (h / (H / KV)) * D;
+                float* dqh = dq + b * Tq * q_stride + h * D;
+                float* dkh = dk + b * Tk * kv_stride + kv_off;
+                float* dvh = dv + b * Tk * kv_stride + kv_off;
+                const float* dy = dout + b * Tq * out_stride + h * D;
+                const float* y = out + b * Tq * out_stride + h * D;
+                const float* row_lse = lse + (b * H + h) * Tq;
+                const std::uint64_t* keys =
+                    dropout ? dropout->row_keys + (b * H + h) * Tq : nullptr;
+                for (std::int64_t t = 0; t < Tq; ++t) { // D_t = Σ_d dO·O
+                    float s = 0.0f;
+                    for (std::int64_t d = 0; d < D; ++d)
+                        s += dy[t * out_stride + d] * y[t * out_stride + d];
+                    row_dot[std::size_t(t)] = s;
+                }
+                for (std::int64_t t0 = 0; t0 < Tq; t0 += kTile) {
+                    const std::int64_t rows = std::min(kTile, Tq - t0);
+                    const std::int64_t seen = keys_seen(visible, t0, t0 + rows);
+                    for (std::int64_t s0 = 0; s0 < seen; s0 += kTile) {
+                        const std::int64_t cols = std::min(kTile, seen - s0);
+                        score_tile(P.data(), hv, t0, rows, s0, cols, D, scale);
+                        // dP̃ = dO·Vᵀ
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(cols),
+                                    int(D), 1.0f, dy + t0 * out_stride, int(out_stride),
+                                    hv.v + s0 * kv_stride, int(kv_stride), 0.0f, dP.data(),
+                                    int(cols));
+                        for (std::int64_t r = 0; r < rows; ++r) {
+                            const std::int64_t last =
+                                std::clamp<std::int64_t>(visible[t0 + r] - s0, 0, cols);
+                            float* p = P.data() + r * cols;
+                            float* dp = dP.data() + r * cols;
+                            const float l = row_lse[t0 + r], d = row_dot[std::size_t(t0 + r)];
+                            // P = exp(S − lse) where the row sees the key, else 0 (branch-free
+                            // loops, so they vectorise).
+                            for (std::int64_t c = 0; c < last; ++c) p[c] = std::exp(p[c] - l);
+                            for (std::int64_t c = last; c < cols; ++c) p[c] = 0.0f;
+                            if (keys) { // P̃ = P ∘ F and dP = dP̃ ∘ F
+                                float* pv = Pv.data() + r * cols;
+                                for (std::int64_t c = 0; c < cols; ++c) {
+                                    const float f = c < last ? dropout_factor(keys[t0 + r], s0 + c,
+                                                                              dropout->probability)
+                                                             : 0.0f;
+                                    pv[c] = p[c] * f;
+                                    dp[c] *= f;
+                                }
                             }
+                            // dS = P ∘ (dP − D), scaled like S.
+                            for (std::int64_t c = 0; c < cols; ++c)
+                                dp[c] = p[c] * (dp[c] - d) * scale;
                         }
-                        // dS = P ∘ (dP − D), scaled like S.
-                        for (std::int64_t c = 0; c < cols; ++c) dp[c] = p[c] * (dp[c] - d) * scale;
+                        // dV += P̃ᵀ·dO; dQ += dS·K; dK += dSᵀ·Q.
+                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(cols), int(D),
+                                    int(rows), 1.0f, keys ? Pv.data() : P.data(), int(cols),
+                                    dy + t0 * out_stride, int(out_stride), 1.0f,
+                                    dvh + s0 * kv_stride, int(kv_stride));
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(D),
+                                    int(cols), 1.0f, dP.data(), int(cols), hv.k + s0 * kv_stride,
+                                    int(kv_stride), 1.0f, dqh + t0 * q_stride, int(q_stride));
+                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(cols), int(D),
+                                    int(rows), 1.0f, dP.data(), int(cols), hv.q + t0 * q_stride,
+                                    int(q_stride), 1.0f, dkh + s0 * kv_stride, int(kv_stride));
                     }
-                    // dV += P̃ᵀ·dO; dQ += dS·K; dK += dSᵀ·Q.
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(cols), int(D),
-                                int(rows), 1.0f, keys ? Pv.data() : P.data(), int(cols),
-                                dy + t0 * out_stride, int(out_stride), 1.0f, dvh + s0 * kv_stride,
-                                int(kv_stride));
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(D),
-                                int(cols), 1.0f, dP.data(), int(cols), hv.k + s0 * kv_stride,
-                                int(kv_stride), 1.0f, dqh + t0 * q_stride, int(q_stride));
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(cols), int(D),
-                                int(rows), 1.0f, dP.data(), int(cols), hv.q + t0 * q_stride,
-                                int(q_stride), 1.0f, dkh + s0 * kv_stride, int(kv_stride));
                 }
             }
-        }
+    });
 }
 
 void flash_attention_forward(float* out, float* lse, const float* qkv, std::int64_t B,

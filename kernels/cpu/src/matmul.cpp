@@ -7,10 +7,6 @@
 
 namespace trident::kernels::cpu {
 
-void set_blas_threads(int threads) {
-    openblas_set_num_threads(threads);
-}
-
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                     std::int64_t N, std::int64_t C, std::int64_t OC) {
     float beta = 0.0f;

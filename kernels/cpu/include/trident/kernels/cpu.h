@@ -5,11 +5,19 @@
 // step and several micro-batches add up. Every kernel has a finite-difference test.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 namespace trident::kernels::cpu {
 
-// Caps the BLAS threads (one MPI rank per core wants 1).
+// Sets the threads of the BLAS and of the kernels' own pool (one MPI rank per core wants 1).
 void set_blas_threads(int threads);
+int kernel_threads(); // what set_blas_threads last set (1 before any call)
+
+// Runs body(begin, end) over [0, n) cut into at most kernel_threads() contiguous blocks that
+// start at multiples of `grain`, the caller running the first. A body that writes disjoint
+// outputs per item gives the one-thread results bit for bit.
+using BlockBody = std::function<void(std::int64_t begin, std::int64_t end)>;
+void parallel_for(std::int64_t n, std::int64_t grain, const BlockBody& body);
 
 // out[N×OC] = inp[N×C] · weightᵀ (weight is [OC×C], as nn.Linear stores it) + bias[OC].
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,

@@ -1,0 +1,150 @@
+// The kernels' own thread pool: parallel_for's blocks, and every kernel that uses it giving the
+// one-thread results bit for bit at 2 and 3 threads (the layout tests compare runs with
+// different --threads, and a changed last bit would be a changed result).
+#include "kernel_test_support.h"
+#include "trident/kernels/cpu.h"
+
+#include <cstring>
+#include <mutex>
+
+namespace trident::kernels::cpu {
+namespace {
+
+using test::random_vec;
+using test::Vec;
+
+// Restores one thread after each test, as every other test expects.
+class ParallelKernels : public ::testing::Test {
+protected:
+    void TearDown() override { set_blas_threads(1); }
+};
+
+bool same_bits(const Vec& a, const Vec& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Runs `kernel` (which fills the vectors it returns) at 1, 2 and 3 threads and expects the
+// same bits every time.
+void expect_thread_count_invariant(const char* what,
+                                   const std::function<std::vector<Vec>()>& kernel) {
+    set_blas_threads(1);
+    const std::vector<Vec> one = kernel();
+    for (int threads : {2, 3}) {
+        set_blas_threads(threads);
+        const std::vector<Vec> many = kernel();
+        ASSERT_EQ(one.size(), many.size());
+        for (std::size_t i = 0; i < one.size(); ++i)
+            EXPECT_TRUE(same_bits(one[i], many[i]))
+                << what << ": output " << i << " differs at " << threads << " threads";
+    }
+}
+
+TEST_F(ParallelKernels, BlocksCoverTheRangeOnceStartingAtMultiplesOfTheGrain) {
+    for (int threads : {1, 2, 3}) {
+        set_blas_threads(threads);
+        EXPECT_EQ(kernel_threads(), threads);
+        for (std::int64_t n : {0, 1, 5, 1000, 1024, 5003}) {
+            std::vector<int> hits(std::size_t(n), 0);
+            std::mutex m;
+            std::vector<std::pair<std::int64_t, std::int64_t>> blocks;
+            parallel_for(n, 64, [&](std::int64_t begin, std::int64_t end) {
+                for (std::int64_t i = begin; i < end; ++i) ++hits[std::size_t(i)];
+                std::lock_guard lock(m);
+                blocks.emplace_back(begin, end);
+            });
+            for (int h : hits) EXPECT_EQ(h, 1) << "n " << n << ", " << threads << " threads";
+            EXPECT_LE(blocks.size(), std::size_t(threads));
+            for (const auto& [begin, end] : blocks) {
+                EXPECT_EQ(begin % 64, 0) << "n " << n;
+                EXPECT_LT(begin, end);
+            }
+            if (n > 128 && threads > 1) {
+                EXPECT_GT(blocks.size(), 1u) << "n " << n;
+            }
+        }
+    }
+}
+
+TEST_F(ParallelKernels, NormsMatchOneThread) {
+    const std::int64_t N = 37, C = 200;
+    const Vec x = random_vec(N * C, 1), w = random_vec(C, 2), bias = random_vec(C, 3),
+              dy = random_vec(N * C, 4);
+    expect_thread_count_invariant("layernorm", [&] {
+        Vec out(N * C), mean(N), rstd(N), dx(N * C, 0.5f), dw(C, 0.25f), db(C, 0.125f);
+        layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), bias.data(), N,
+                          C, 1e-5f);
+        layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(),
+                           mean.data(), rstd.data(), N, C);
+        return std::vector<Vec>{out, mean, rstd, dx, dw, db};
+    });
+    expect_thread_count_invariant("rmsnorm", [&] {
+        Vec out(N * C), rstd(N), dx(N * C, 0.5f), dw(C, 0.25f);
+        rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), N, C, 1e-6f);
+        rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), N, C);
+        return std::vector<Vec>{out, rstd, dx, dw};
+    });
+}
+
+TEST_F(ParallelKernels, ActivationsMatchOneThread) {
+    const std::int64_t n = 5003, N = 29, F = 96; // n: blocks of 1024 and a ragged tail
+    const Vec x = random_vec(n, 5), dy = random_vec(n, 6);
+    expect_thread_count_invariant("gelu", [&] {
+        Vec out(n), dx(n, 0.5f);
+        gelu_forward(out.data(), x.data(), n);
+        gelu_backward(dx.data(), x.data(), dy.data(), n);
+        return std::vector<Vec>{out, dx};
+    });
+    const Vec in = random_vec(N * 2 * F, 7), dout = random_vec(N * F, 8);
+    expect_thread_count_invariant("swiglu", [&] {
+        Vec out(N * F), din(N * 2 * F, 0.5f);
+        swiglu_forward(out.data(), in.data(), N, F);
+        swiglu_backward(din.data(), in.data(), dout.data(), N, F);
+        return std::vector<Vec>{out, din};
+    });
+}
+
+TEST_F(ParallelKernels, CrossEntropyAndAdamWMatchOneThread) {
+    const std::int64_t N = 23, V = 301;
+    const Vec logits = random_vec(N * V, 9, 3.0f);
+    std::vector<std::int32_t> targets(N);
+    for (std::int64_t n = 0; n < N; ++n) targets[std::size_t(n)] = std::int32_t((n * 37) % V);
+    expect_thread_count_invariant("cross-entropy", [&] {
+        Vec work = logits, row_max(N), sum_exp(N), target(N);
+        cross_entropy_row_max(row_max.data(), work.data(), N, V);
+        cross_entropy_target_logit(target.data(), work.data(), targets.data(), N, V, 0);
+        cross_entropy_exp(work.data(), sum_exp.data(), row_max.data(), N, V);
+        cross_entropy_backward(work.data(), sum_exp.data(), targets.data(), 0.5f, N, V, 0);
+        return std::vector<Vec>{row_max, sum_exp, target, work};
+    });
+    const std::int64_t n = 4099;
+    const Vec p0 = random_vec(n, 10), g = random_vec(n, 11), m0 = random_vec(n, 12, 0.1f);
+    Vec v0 = random_vec(n, 13, 0.1f);
+    for (auto& e : v0) e = e * e;
+    expect_thread_count_invariant("adamw", [&] {
+        Vec p = p0, m = m0, v = v0;
+        adamw_update(p.data(), g.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3);
+        return std::vector<Vec>{p, m, v};
+    });
+}
+
+TEST_F(ParallelKernels, FlashAttentionMatchesOneThreadWithGroupedHeadsAndDropout) {
+    const std::int64_t B = 2, T = 130, H = 6, KV = 2, D = 16; // 3 query heads per kv head
+    const std::int64_t W = (H + 2 * KV) * D;
+    const Vec qkv = random_vec(B * T * W, 14), dout = random_vec(B * T * H * D, 15);
+    std::vector<std::uint64_t> keys(std::size_t(B * H * T));
+    for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = dropout_key(42, i);
+    for (const bool with_dropout : {false, true}) {
+        const AttentionDropout drop{0.1f, keys.data()};
+        const AttentionDropout* dropout = with_dropout ? &drop : nullptr;
+        expect_thread_count_invariant(with_dropout ? "flash, dropout" : "flash", [&] {
+            Vec out(B * T * H * D), lse(B * H * T), dqkv(B * T * W, 0.0f);
+            flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, H, KV, D, dropout);
+            flash_attention_backward(dqkv.data(), dout.data(), out.data(), qkv.data(), lse.data(),
+                                     B, T, H, KV, D, dropout);
+            return std::vector<Vec>{out, lse, dqkv};
+        });
+    }
+}
+
+} // namespace
+} // namespace trident::kernels::cpu
