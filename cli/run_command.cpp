@@ -54,6 +54,7 @@ struct RunOptions {
     std::int64_t eval_interval = 0;
     std::int64_t eval_iters = 10;
     std::string save, load;
+    std::optional<std::int64_t> ckpt_step;
     std::int64_t save_interval = 0;
     std::int64_t exit_interval = 0;
     std::string profile;
@@ -160,17 +161,19 @@ std::string banner(const core::JobSpec& job, int ranks) {
     return std::string(text) + "\n" + core::describe_features(job.plan, job.max_layers_per_chunk());
 }
 
-// Loads the newest whole checkpoint of `dir` (resharding as needed) and returns the step to
-// go on from; says so on rank 0.
-std::int64_t resume(const std::string& dir, executor::Trainer& trainer, const core::JobSpec& job,
+// Loads the checkpoint --load and --ckpt-step ask for (resharding as needed) and returns the
+// step to go on from; says so on rank 0.
+std::int64_t resume(const RunOptions& o, executor::Trainer& trainer, const core::JobSpec& job,
                     executor::ProcessGroups& groups, std::uint64_t seed) {
-    const auto position = executor::load_checkpoint(dir, trainer, job, groups);
+    const executor::LoadRequest request = executor::load_request(o.load, o.ckpt_step, o.save);
+    const std::string& dir = request.dir;
+    const auto position = executor::load_checkpoint(request, trainer, job, groups);
     if (position && position->seed != seed)
         throw core::SpecError("--seed", "the checkpoint in '" + dir + "' was trained with seed " +
                                             std::to_string(position->seed) + "; this run's is " +
                                             std::to_string(seed));
     const std::int64_t first_step = position ? position->iteration : 0;
-    std::string note = "no checkpoint in " + dir + ": starting from step 0";
+    std::string note = "no checkpoint in " + dir + " yet (a first launch): starting from step 0";
     if (position)
         note = "resuming from " + dir + "/" + executor::checkpoint_name(first_step) + " (step " +
                std::to_string(first_step) + ", " + std::to_string(position->consumed_samples) +
@@ -283,8 +286,15 @@ Command add_run_command(CLI::App& app) {
         ->group(ckpt)
         ->check(CLI::NonNegativeNumber);
     c.app
-        ->add_option("--load", o->load, "Resume from the newest whole checkpoint in this directory")
+        ->add_option("--load", o->load,
+                     "Resume from the newest checkpoint in this directory (DIR/iter_N: that "
+                     "iteration); a directory without checkpoints must also be --save's")
         ->group(ckpt);
+    c.app
+        ->add_option("--ckpt-step", o->ckpt_step,
+                     "Load this iteration of --load instead of the newest (Megatron's name)")
+        ->group(ckpt)
+        ->check(CLI::NonNegativeNumber);
     c.run = [o] {
         int argc = 0;
         char** argv = nullptr;
@@ -304,6 +314,9 @@ Command add_run_command(CLI::App& app) {
             const executor::Backend backend = resolve_backend(o->backend, job, rank);
             if (o->save_interval > 0 && o->save.empty())
                 throw core::SpecError("--save-interval", "needs --save DIR");
+            if (o->ckpt_step && o->load.empty())
+                throw core::SpecError("--ckpt-step", "needs --load DIR (the checkpoint directory)");
+            if (!o->load.empty()) executor::load_request(o->load, o->ckpt_step, o->save);
             if (rank == 0)
                 for (const std::string& line :
                      executor::ignored_by_executor(job, backend == executor::Backend::cuda))
@@ -338,7 +351,7 @@ Command add_run_command(CLI::App& app) {
             loop.validation = data.validation;
             loop.model_flops_per_step = simulator::step_flops(job).model;
             loop.peak_flops_per_s = peak;
-            if (!o->load.empty()) loop.first_step = resume(o->load, trainer, job, groups, seed);
+            if (!o->load.empty()) loop.first_step = resume(*o, trainer, job, groups, seed);
             if (rank == 0) {
                 std::printf("%s\nbackend: %s\ndata: %s\n%s\n",
                             banner(job, mpi.world_size()).c_str(),

@@ -1,5 +1,6 @@
 #include "trident/executor/checkpoint.h"
 
+#include "checkpoint_files.h"
 #include "checkpoint_shard.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/json_io.h"
@@ -16,42 +17,18 @@
 #include <map>
 #include <mpi.h>
 #include <sstream>
+#include <stdexcept>
 #include <unistd.h>
 
 namespace trident::executor {
 namespace fs = std::filesystem;
+using namespace checkpoint_files;
 namespace {
 
-constexpr const char* kLatest = "latest_checkpointed_iteration.txt";
-constexpr const char* kManifest = "manifest.json";
-
-// FNV-1a over 64-bit words (the tail bytes zero-padded): detects torn and flipped bytes at
-// memory speed, which byte-wise FNV would not reach on large shards.
-std::uint64_t checksum(const std::uint8_t* p, std::size_t n) {
-    std::uint64_t h = 1469598103934665603ull;
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        std::uint64_t w;
-        std::memcpy(&w, p + i, 8);
-        h = (h ^ w) * 1099511628211ull;
-    }
-    std::uint64_t tail = 0;
-    std::memcpy(&tail, p + i, n - i);
-    h = (h ^ tail ^ (std::uint64_t(n) << 56)) * 1099511628211ull;
-    return h;
-}
-
-std::string hex(std::uint64_t v) {
-    char text[17];
-    std::snprintf(text, sizeof text, "%016llx", (unsigned long long)v);
-    return text;
-}
-
-std::string shard_name(int rank) {
-    char text[32];
-    std::snprintf(text, sizeof text, "rank_%05d.bin", rank);
-    return text;
-}
+// A shard that is missing, truncated or fails its checksum.
+struct DamagedCheckpoint : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 // Writes and fsyncs: a checkpoint must be on disk, not in the page cache, before the
 // manifest says it is whole.
@@ -125,65 +102,6 @@ core::Json layout_of(const core::JobSpec& job, int world_size) {
     if (p.zero_stage() >= 2) layout["zero_stage"] = p.zero_stage();
     if (p.sharding.instances > 1) layout["optimizer_instances"] = p.sharding.instances;
     return layout;
-}
-
-std::string describe_layout(const core::Json& l) {
-    std::ostringstream s;
-    s << "tp " << l.value("tp", 0) << " · cp " << l.value("cp", 0) << " · ep " << l.value("ep", 0)
-      << " · dp " << l.value("dp", 0) << " · pp " << l.value("pp", 0) << " · vpp "
-      << l.value("vpp", 0)
-      << (l.value("distributed_optimizer", false) ? " · distributed optimizer" : "");
-    if (l.contains("zero_stage")) s << " · zero-" << l["zero_stage"].get<int>();
-    if (l.contains("optimizer_instances"))
-        s << " · " << l["optimizer_instances"].get<std::int64_t>() << " replicas";
-    if (l.contains("stage_placement") && l["stage_placement"] != "loop")
-        s << " · " << l["stage_placement"].get<std::string>() << " stages";
-    if (l.contains("layers_per_stage")) {
-        s << " · layers";
-        for (const auto& n : l["layers_per_stage"]) s << " " << n.get<std::int64_t>();
-    }
-    return s.str();
-}
-
-std::optional<std::int64_t> iteration_of(const std::string& name) {
-    if (name.size() != 12 || name.rfind("iter_", 0) != 0) return std::nullopt;
-    std::int64_t v = 0;
-    for (std::size_t i = 5; i < name.size(); ++i) {
-        if (name[i] < '0' || name[i] > '9') return std::nullopt;
-        v = v * 10 + (name[i] - '0');
-    }
-    return v;
-}
-
-core::Json read_manifest(const fs::path& dir) {
-    std::ifstream in(dir / kManifest);
-    if (!in) throw core::SpecError("--load", "'" + (dir / kManifest).string() + "' is missing");
-    try {
-        return core::Json::parse(in);
-    } catch (const std::exception&) {
-        throw core::SpecError("--load", "'" + (dir / kManifest).string() + "' is not valid JSON");
-    }
-}
-
-// The problem with shard `rank` of checkpoint `dir`, or "" when its size and checksum match.
-std::string check_shard(const fs::path& dir, const core::Json& manifest, int rank,
-                        std::vector<std::uint8_t>* bytes_out) {
-    const core::Json& shards = manifest.at("shards");
-    if (!shards.is_array() || rank >= int(shards.size()))
-        return "the manifest lists no shard for rank " + std::to_string(rank);
-    const core::Json& entry = shards[std::size_t(rank)];
-    const fs::path path = dir / entry.at("file").get<std::string>();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return "'" + path.string() + "' is missing";
-    std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(in), {}};
-    const auto expected = entry.at("bytes").get<std::uint64_t>();
-    if (bytes.size() != expected)
-        return "'" + path.string() + "' has " + std::to_string(bytes.size()) +
-               " bytes, the manifest says " + std::to_string(expected) + " (truncated?)";
-    if (hex(checksum(bytes.data(), bytes.size())) != entry.at("checksum").get<std::string>())
-        return "'" + path.string() + "' does not match its checksum (corrupt)";
-    if (bytes_out) *bytes_out = std::move(bytes);
-    return {};
 }
 
 // The same layout: the shard's buffers are this rank's, element for element.
@@ -365,35 +283,58 @@ void save_checkpoint(const std::string& dir, const CheckpointPosition& position,
     agree(world, "--save", error);
 }
 
-std::optional<CheckpointPosition> load_checkpoint(const std::string& dir, Trainer& trainer,
+namespace {
+
+// The saved state of checkpoint `ckpt` that this rank needs: its own shard, or every shard
+// when the layout differs. Fills `position`, `reshard` and `saved_layout`.
+std::vector<checkpoint_detail::Shard> read_shards(const fs::path& ckpt, const core::JobSpec& job,
+                                                  int rank, int size, CheckpointPosition& position,
+                                                  bool& reshard, std::string& saved_layout) {
+    const core::Json manifest = read_manifest(ckpt);
+    const std::string where = "'" + ckpt.string() + "'";
+    if (manifest.value("format", "") != "trident.checkpoint/1")
+        throw core::SpecError("--load", where + " is not a trident.checkpoint/1 checkpoint");
+    if (manifest.at("model") != core::to_json(job.model))
+        throw core::SpecError("--load", where + " holds another model (" +
+                                            manifest.at("model").value("name", "?") +
+                                            ") than this run's (" + job.model.name + ")");
+    const core::Json layout = layout_of(job, size);
+    reshard = manifest.at("layout") != layout;
+    saved_layout = describe_layout(manifest.at("layout"));
+    const int saved_shards = int(manifest.at("shards").size());
+    if (manifest.at("global_batch_size") != job.training.global_batch_size ||
+        manifest.at("seq_length") != job.training.seq_length)
+        throw core::SpecError(
+            "--load", where + " was trained with global batch " +
+                          manifest.at("global_batch_size").dump() + " and sequence length " +
+                          manifest.at("seq_length").dump() + "; this run asks for " +
+                          std::to_string(job.training.global_batch_size) + " and " +
+                          std::to_string(job.training.seq_length));
+    position.iteration = manifest.at("iteration").get<std::int64_t>();
+    position.consumed_samples = manifest.at("consumed_samples").get<std::int64_t>();
+    position.seed = manifest.at("seed").get<std::uint64_t>();
+    std::vector<checkpoint_detail::Shard> shards;
+    for (int r = reshard ? 0 : rank; r < (reshard ? saved_shards : rank + 1); ++r) {
+        std::vector<std::uint8_t> bytes;
+        const std::string problem = check_shard(ckpt, manifest, r, &bytes);
+        if (!problem.empty()) throw DamagedCheckpoint(problem);
+        shards.push_back(checkpoint_detail::parse_shard(bytes, (ckpt / shard_name(r)).string()));
+    }
+    return shards;
+}
+
+} // namespace
+
+std::optional<CheckpointPosition> load_checkpoint(const LoadRequest& request, Trainer& trainer,
                                                   const core::JobSpec& job, ProcessGroups& groups) {
     const MPI_Comm world = groups.world->handle();
     const int rank = groups.world_rank, size = groups.world->size();
-    const fs::path root(dir);
-    // Rank 0 picks the checkpoint: the one latest_checkpointed_iteration.txt names, else the
-    // newest whole directory (a run killed between renaming and updating the pointer).
+    const fs::path root(request.dir);
     std::int64_t iteration = -1;
     std::string error;
     if (rank == 0) {
         try {
-            if (fs::exists(root) && !fs::is_directory(root))
-                throw core::SpecError("--load", "'" + dir + "' is not a directory");
-            std::ifstream latest(root / kLatest);
-            std::int64_t named = -1;
-            if (latest && !(latest >> named))
-                throw core::SpecError("--load", "'" + (root / kLatest).string() +
-                                                    "' does not hold an iteration number");
-            std::int64_t newest = -1;
-            if (fs::is_directory(root))
-                for (const auto& entry : fs::directory_iterator(root))
-                    if (const auto it = iteration_of(entry.path().filename().string());
-                        it && fs::exists(entry.path() / kManifest))
-                        newest = std::max(newest, *it);
-            iteration = std::max(named, newest);
-            if (named >= 0 && !fs::is_directory(root / checkpoint_name(named)) && newest < named)
-                throw core::SpecError("--load", "'" + (root / kLatest).string() + "' names " +
-                                                    checkpoint_name(named) +
-                                                    ", which does not exist");
+            iteration = choose_iteration(request);
         } catch (const core::SpecError& e) {
             error = e.reason();
         }
@@ -406,44 +347,29 @@ std::optional<CheckpointPosition> load_checkpoint(const std::string& dir, Traine
     CheckpointPosition position;
     bool reshard = false;
     std::string saved_layout;
-    int saved_shards = 0;
     std::vector<checkpoint_detail::Shard> shards;
+    int damaged = 0;
     try {
-        const core::Json manifest = read_manifest(ckpt);
-        const std::string where = "'" + ckpt.string() + "'";
-        if (manifest.value("format", "") != "trident.checkpoint/1")
-            throw core::SpecError("--load", where + " is not a trident.checkpoint/1 checkpoint");
-        if (manifest.at("model") != core::to_json(job.model))
-            throw core::SpecError("--load", where + " holds another model (" +
-                                                manifest.at("model").value("name", "?") +
-                                                ") than this run's (" + job.model.name + ")");
-        const core::Json layout = layout_of(job, size);
-        reshard = manifest.at("layout") != layout;
-        saved_layout = describe_layout(manifest.at("layout"));
-        saved_shards = int(manifest.at("shards").size());
-        if (manifest.at("global_batch_size") != job.training.global_batch_size ||
-            manifest.at("seq_length") != job.training.seq_length)
-            throw core::SpecError(
-                "--load", where + " was trained with global batch " +
-                              manifest.at("global_batch_size").dump() + " and sequence length " +
-                              manifest.at("seq_length").dump() + "; this run asks for " +
-                              std::to_string(job.training.global_batch_size) + " and " +
-                              std::to_string(job.training.seq_length));
-        position.iteration = manifest.at("iteration").get<std::int64_t>();
-        position.consumed_samples = manifest.at("consumed_samples").get<std::int64_t>();
-        position.seed = manifest.at("seed").get<std::uint64_t>();
-        // Same layout: this rank's own shard. Another layout: every shard, resharded below.
-        for (int r = reshard ? 0 : rank; r < (reshard ? saved_shards : rank + 1); ++r) {
-            std::vector<std::uint8_t> bytes;
-            const std::string problem = check_shard(ckpt, manifest, r, &bytes);
-            if (!problem.empty()) throw core::SpecError("--load", problem);
-            shards.push_back(
-                checkpoint_detail::parse_shard(bytes, (ckpt / shard_name(r)).string()));
-        }
+        shards = read_shards(ckpt, job, rank, size, position, reshard, saved_layout);
+    } catch (const DamagedCheckpoint& e) {
+        error = e.what();
+        damaged = 1;
     } catch (const core::SpecError& e) {
         error = e.reason();
+        damaged = e.reason().find(kManifest) != std::string::npos; // missing or not JSON
     } catch (const std::exception& e) { // a manifest field of the wrong type
         error = "'" + (ckpt / kManifest).string() + "' is malformed: " + e.what();
+        damaged = 1;
+    }
+    // A damaged checkpoint: every rank's refusal ends with how to load the newest whole one.
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &damaged, 1, MPI_INT, MPI_MAX, world), "MPI_Allreduce");
+    if (damaged) {
+        std::string hint = rank == 0 ? newest_whole_hint(root, iteration) : std::string();
+        int length = int(hint.size());
+        check_mpi(MPI_Bcast(&length, 1, MPI_INT, 0, world), "MPI_Bcast");
+        hint.resize(std::size_t(length));
+        check_mpi(MPI_Bcast(hint.data(), length, MPI_CHAR, 0, world), "MPI_Bcast");
+        if (!error.empty()) error += hint;
     }
     agree(world, "--load", error);
 
@@ -459,42 +385,6 @@ std::optional<CheckpointPosition> load_checkpoint(const std::string& dir, Traine
     }
     agree(world, "--load", error);
     return position;
-}
-
-std::vector<CheckpointCheck> verify_checkpoints(const std::string& dir) {
-    using State = CheckpointCheck::State;
-    if (!fs::is_directory(dir)) throw core::SpecError("--dir", "'" + dir + "' is not a directory");
-    std::vector<fs::path> dirs;
-    for (const auto& entry : fs::directory_iterator(dir))
-        if (entry.is_directory()) dirs.push_back(entry.path());
-    std::sort(dirs.begin(), dirs.end());
-    std::vector<CheckpointCheck> checks;
-    for (const fs::path& d : dirs) {
-        CheckpointCheck c{d.filename().string(), State::whole, {}};
-        if (!iteration_of(c.name)) {
-            c.state = State::interrupted;
-            c.detail = "an interrupted save: ignored by --load, removed by the next --save";
-        } else {
-            try {
-                const core::Json manifest = read_manifest(d);
-                const int shards = int(manifest.at("shards").size());
-                for (int r = 0; r < shards && c.detail.empty(); ++r)
-                    c.detail = check_shard(d, manifest, r, nullptr);
-                if (c.detail.empty())
-                    c.detail = std::to_string(shards) + " shards, sizes and checksums match";
-                else
-                    c.state = State::damaged;
-            } catch (const core::SpecError& e) {
-                c.state = State::damaged;
-                c.detail = e.reason();
-            } catch (const std::exception& e) {
-                c.state = State::damaged;
-                c.detail = std::string("malformed manifest: ") + e.what();
-            }
-        }
-        checks.push_back(std::move(c));
-    }
-    return checks;
 }
 
 } // namespace trident::executor

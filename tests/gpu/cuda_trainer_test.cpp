@@ -117,7 +117,7 @@ TEST_F(CudaTrainerTest, CheckpointsMoveBetweenBackends) {
     cuda->step(1);
     save_checkpoint(dir, {2, 2 * job.training.global_batch_size, 11, {}}, *cuda, job, groups);
     CpuTrainer cpu(job, groups, 11);
-    const auto position = load_checkpoint(dir, cpu, job, groups);
+    const auto position = load_checkpoint({dir, {}, false}, cpu, job, groups);
     ASSERT_TRUE(position.has_value());
     EXPECT_EQ(position->iteration, 2);
     const std::vector<float> saved(cuda->parameters().values.begin(),
@@ -126,7 +126,7 @@ TEST_F(CudaTrainerTest, CheckpointsMoveBetweenBackends) {
     for (std::size_t i = 0; i < saved.size(); ++i)
         ASSERT_EQ(cpu.parameters().values[i], saved[i]) << i;
     const auto again = make_cuda_trainer(job, groups, 11); // the same data order
-    ASSERT_TRUE(load_checkpoint(dir, *again, job, groups).has_value());
+    ASSERT_TRUE(load_checkpoint({dir, {}, false}, *again, job, groups).has_value());
     const double next_cuda = cuda->step(2).loss, next_cpu = cpu.step(2).loss;
     EXPECT_NEAR(next_cpu, next_cuda, 0.02 * next_cuda);
     EXPECT_NEAR(again->step(2).loss, next_cuda, 1e-5 * next_cuda);

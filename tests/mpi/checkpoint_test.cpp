@@ -384,3 +384,62 @@ TEST(Checkpoint, SurvivesRanksKilledAtRandomPoints) {
     EXPECT_EQ(verify.exit_code, 0) << verify.out;
     EXPECT_NE(verify.out.find("iter_0000016: whole"), std::string::npos) << verify.out;
 }
+
+// Which checkpoint --load takes: DIR/iter_N and --ckpt-step N load that one; a missing
+// iteration or directory is refused (a missing one is a first launch only when it is also the
+// --save directory); a damaged newest checkpoint is refused with the --ckpt-step that loads the
+// newest whole one, which `checkpoint list` names too.
+TEST(Checkpoint, LoadsTheIterationAskedForAndExplainsMissingOrDamagedOnes) {
+    const std::string dir = fresh_dir("choose");
+    const std::string job = kJob + " --steps 4";
+    const auto saved = run_shell(kMpirun + job + " --save " + dir + " --save-interval 2");
+    ASSERT_EQ(saved.exit_code, 0) << saved.err;
+    const auto uninterrupted = losses_of(saved.out);
+    ASSERT_EQ(uninterrupted.size(), 4u);
+    const auto expect_from_two = [&](const std::string& load) {
+        const auto r = run_shell(kMpirun + job + " --load " + load);
+        EXPECT_EQ(r.exit_code, 0) << load << "\n" << r.err;
+        EXPECT_NE(r.out.find("iter_0000002 (step 2,"), std::string::npos) << r.out;
+        const auto losses = losses_of(r.out);
+        EXPECT_EQ(losses.size(), 2u) << r.out;
+        for (const auto& [step, loss] : losses) EXPECT_EQ(loss, uninterrupted.at(step)) << step;
+    };
+    expect_from_two(dir + "/iter_0000002");
+    expect_from_two(dir + "/iter_0000002/");
+    expect_from_two(dir + " --ckpt-step 2");
+    const auto refused = [&](const std::string& args, const std::string& field,
+                             const std::string& words) {
+        const auto r = run_shell(kMpirun + job + args);
+        EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+        EXPECT_NE(r.err.find("trident: error: " + field + ": "), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
+        return r;
+    };
+    refused(" --load " + dir + " --ckpt-step 3", "--load",
+            "has no whole iter_0000003 (it holds iterations 2, 4)");
+    refused(" --load " + dir + "/iter_0000002 --ckpt-step 4", "--ckpt-step",
+            "is 4, but --load names iter_0000002");
+    const std::string missing = fresh_dir("choose-missing");
+    refused(" --load " + missing, "--load", "does not exist");
+    EXPECT_FALSE(fs::exists(missing));
+    // The auto-resume pattern: the same directory for both is a first launch.
+    const auto first =
+        run_shell(kMpirun + kJob + " --steps 2 --load " + missing + " --save " + missing);
+    EXPECT_EQ(first.exit_code, 0) << first.err;
+    EXPECT_NE(first.out.find("(a first launch): starting from step 0"), std::string::npos)
+        << first.out;
+
+    // The newest checkpoint damaged: refused, naming the older whole one.
+    const fs::path shard = fs::path(dir) / "iter_0000004" / "rank_00000.bin";
+    fs::resize_file(shard, fs::file_size(shard) - 8);
+    refused(" --load " + dir, "--load",
+            "the newest whole checkpoint before it is iter_0000002: load it with --ckpt-step 2");
+    const auto list = trident::test::run_trident({"checkpoint", "list", "--dir", dir});
+    EXPECT_EQ(list.exit_code, 0) << list.err;
+    EXPECT_NE(list.out.find("DAMAGED"), std::string::npos) << list.out;
+    EXPECT_NE(list.out.find("--ckpt-step 2"), std::string::npos) << list.out;
+    EXPECT_NE(list.out.find("[latest_checkpointed_iteration]  [--load takes this]"),
+              std::string::npos)
+        << list.out;
+    expect_from_two(dir + " --ckpt-step 2");
+}
