@@ -2,6 +2,7 @@
 // Exit codes: 0 success, 2 bad input or impossible request (one line on stderr naming the
 // field), 1 internal failure.
 #include "command.h"
+#include "parse_error.h"
 #include "trident/core/internal_error.h"
 #include "trident/core/spec_error.h"
 
@@ -31,7 +32,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::Success& e) {
         return app.exit(e); // --help
     } catch (const CLI::ParseError& e) {
-        std::cerr << "trident: error: " << e.what() << " (see trident --help)\n";
+        const auto [field, reason] = cli::describe_parse_error(e, app, argc, argv);
+        std::cerr << "trident: error: " << field << ": " << reason << "\n";
         return 2;
     } catch (const core::SpecError& e) {
         std::cerr << "trident: error: " << e.field() << ": " << e.reason() << "\n";

@@ -29,7 +29,8 @@ auto from_source(const std::string& source, F&& parse) {
     try {
         return parse();
     } catch (const SpecError& e) {
-        if (source.empty()) throw;
+        // A syntax error already names the file as its field: said once is enough.
+        if (source.empty() || e.field() == source) throw;
         throw SpecError(e.field(), e.reason() + " [in " + source + "]");
     }
 }

@@ -45,9 +45,33 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     return row[b.size()];
 }
 
+// nlohmann's "[json.exception.parse_error.101] parse error at line 3, column 1: syntax error
+// while parsing value - unexpected end of input; expected …" without its id, its own
+// position (ours counts the same way and is said once) and the boilerplate.
+std::string parse_error_reason(std::string what) {
+    if (const auto column = what.find(", column "); column != std::string::npos)
+        if (const auto colon = what.find(": ", column); colon != std::string::npos)
+            what = what.substr(colon + 2);
+    for (const std::string_view boilerplate :
+         {"syntax error while parsing value - ", "syntax error while parsing object key - ",
+          "syntax error while parsing object separator - ", "syntax error while parsing object - ",
+          "syntax error while parsing array - "})
+        if (what.rfind(boilerplate, 0) == 0) {
+            what = what.substr(boilerplate.size());
+            break;
+        }
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    return what;
+}
+
 } // namespace
 
 Json parse_json_text(std::string_view text, const std::string& source) {
+    // A NUL byte is no text file's: say "binary", not "unexpected end of input" (nlohmann stops
+    // reading at a NUL).
+    if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+        throw SpecError(source, "is a binary file, not JSON (a NUL byte at offset " +
+                                    std::to_string(nul) + ")");
     try {
         return Json::parse(text.begin(), text.end());
     } catch (const Json::parse_error& e) {
@@ -62,15 +86,8 @@ Json parse_json_text(std::string_view text, const std::string& source) {
                 ++column;
             }
         }
-        std::string what = e.what();
-        // Keep nlohmann's description of the token but drop its own position prefix.
-        if (auto at = what.find(": "); at != std::string::npos) {
-            if (auto second = what.find(": ", at + 2); second != std::string::npos)
-                what = what.substr(second + 2);
-        }
-        std::replace(what.begin(), what.end(), '\n', ' ');
         throw SpecError(source, "JSON syntax error at line " + std::to_string(line) + ", column " +
-                                    std::to_string(column) + ": " + what);
+                                    std::to_string(column) + ": " + parse_error_reason(e.what()));
     } catch (const Json::out_of_range& e) {
         // A number too large for a double (1e400) is out of range, not a syntax error, and
         // nlohmann reports no position for it (found by the fuzzer).

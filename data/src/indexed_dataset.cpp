@@ -132,9 +132,25 @@ void IndexedDatasetWriter::finish() {
     finished_ = true;
 }
 
+namespace {
+
+// Megatron's --data-path is the prefix of P.bin and P.idx, but people pass P.bin (or P.idx):
+// take the prefix when P.bin.bin is not there.
+std::string dataset_prefix(const std::string& given) {
+    for (const char* suffix : {".bin", ".idx"}) {
+        const std::string s(suffix);
+        if (given.size() > s.size() && given.compare(given.size() - s.size(), s.size(), s) == 0 &&
+            !std::filesystem::exists(given + ".bin"))
+            return given.substr(0, given.size() - s.size());
+    }
+    return given;
+}
+
+} // namespace
+
 IndexedDataset::IndexedDataset(const std::string& prefix, const std::string& field)
-    : bin_(prefix + ".bin", field) {
-    const MappedFile idx(prefix + ".idx", field);
+    : bin_(dataset_prefix(prefix) + ".bin", field) {
+    const MappedFile idx(dataset_prefix(prefix) + ".idx", field);
     const std::string where = "'" + idx.path() + "'";
     const auto bad = [&](const std::string& what) {
         throw core::SpecError(field, where + " is not a valid index: " + what);

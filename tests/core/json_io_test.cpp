@@ -23,6 +23,19 @@ TEST(JsonIo, SyntaxErrorGivesLineAndColumn) {
     EXPECT_NE(e.reason().find("line 3, column 7"), std::string::npos) << e.reason();
 }
 
+TEST(JsonIo, SyntaxErrorSaysItsPositionAndReasonOnce) {
+    const auto e = spec_error([] { parse_json_text("{\n \"a\": \n", "x.json"); });
+    EXPECT_EQ(e.reason(), "JSON syntax error at line 3, column 1: unexpected end of input; "
+                          "expected '[', '{', or a literal");
+}
+
+TEST(JsonIo, BinaryFileIsNamedAsSuch) {
+    const auto e =
+        spec_error([] { parse_json_text(std::string_view("\0\x01{\"a\": 1}", 10), "model.json"); });
+    EXPECT_EQ(e.field(), "model.json");
+    EXPECT_EQ(e.reason(), "is a binary file, not JSON (a NUL byte at offset 0)");
+}
+
 TEST(JsonIo, UnknownFieldSuggestsTheClosestKnownOne) {
     const Json j = Json::parse(R"({"hiden_size": 3})");
     ObjectReader r(j, "model");

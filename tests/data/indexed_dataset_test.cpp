@@ -101,6 +101,25 @@ TEST(IndexedDataset, RoundTripsBothDtypes) {
     }
 }
 
+// Megatron's --data-path is a prefix, but P.bin or P.idx given in its place opens P too.
+TEST(IndexedDataset, AFileNameInPlaceOfThePrefixOpensTheDataset) {
+    const std::string p = temp_prefix("suffix");
+    {
+        data::IndexedDatasetWriter w(p, data::TokenDtype::uint16);
+        w.add_document(std::vector<std::int32_t>{1, 2, 3});
+        w.add_document(std::vector<std::int32_t>{4, 5});
+        w.finish();
+    }
+    for (const std::string& given : {p + ".bin", p + ".idx"}) {
+        const data::IndexedDataset ds(given);
+        EXPECT_EQ(ds.documents(), 2) << given;
+        EXPECT_EQ(ds.length(1), 2) << given;
+    }
+    const std::string missing = expect_refused(p + "-missing.bin");
+    EXPECT_NE(missing.find(p + "-missing.bin"), std::string::npos) << missing;
+    EXPECT_EQ(missing.find(".bin.bin"), std::string::npos) << missing;
+}
+
 TEST(IndexedDataset, DtypeFollowsTheVocabulary) {
     EXPECT_EQ(data::token_dtype_for(50257), data::TokenDtype::uint16);
     EXPECT_EQ(data::token_dtype_for(128256), data::TokenDtype::int32);
