@@ -1,5 +1,6 @@
 #pragma once
 // Formatting numbers for people (only at the edge; everything inside stays in base units).
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -27,6 +28,14 @@ inline std::string short_count(double v) {
     char buffer[32];
     std::snprintf(buffer, sizeof buffer, i == 0 ? "%.0f%s" : "%.1f%s", v, suffix[i]);
     return buffer;
+}
+
+// The shortest text that reads back as exactly `v` (std::to_chars): 6.944870912e+10 stays
+// 69448709120, 1.1311e-16 keeps every digit it needs. For machine-read outputs (CSV).
+inline std::string exact_number(double v) {
+    char buffer[32];
+    const auto end = std::to_chars(buffer, buffer + sizeof buffer, v).ptr;
+    return std::string(buffer, end);
 }
 
 } // namespace trident::cli

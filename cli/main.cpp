@@ -1,6 +1,7 @@
 // trident: plan, simulate and run 3D-parallel transformer training.
 // Exit codes: 0 success, 2 bad input or impossible request (one line on stderr naming the
-// field), 1 internal failure.
+// field), 3 a layout that does not fit in device memory (simulate, validate), 70 a bug in
+// Trident, 1 any other failure.
 #include "command.h"
 #include "parse_error.h"
 #include "trident/core/internal_error.h"
@@ -35,6 +36,9 @@ int main(int argc, char** argv) {
         const auto [field, reason] = cli::describe_parse_error(e, app, argc, argv);
         std::cerr << "trident: error: " << field << ": " << reason << "\n";
         return 2;
+    } catch (const core::OutOfMemoryError& e) {
+        std::cerr << "trident: error: " << e.field() << ": " << e.reason() << "\n";
+        return core::kOutOfMemoryExitCode;
     } catch (const core::SpecError& e) {
         std::cerr << "trident: error: " << e.field() << ": " << e.reason() << "\n";
         return 2;

@@ -10,8 +10,7 @@
 namespace trident::cli {
 
 // The field and the reason for `error`, raised while `app` parsed `argv`.
-std::pair<std::string, std::string> describe_parse_error(const CLI::ParseError& error,
-                                                         const CLI::App& app, int argc,
-                                                         char** argv);
+std::pair<std::string, std::string>
+describe_parse_error(const CLI::ParseError& error, const CLI::App& app, int argc, char** argv);
 
 } // namespace trident::cli

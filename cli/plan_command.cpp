@@ -240,10 +240,11 @@ void print_csv(const planner::PlanResult& r, std::ostream& out) {
             << ',' << p.zero_stage() << ',' << p.sharding.instances << ','
             << core::precision_name(p.fp8.recipe) << ',' << core::to_string(p.recompute.granularity)
             << ',' << p.recompute.num_layers << ',' << csv_modules(p.recompute) << ','
-            << c.step_time_s << ',' << c.tokens_per_s << ',' << c.tflops_per_device << ',' << c.mfu
-            << ',' << c.bubble_fraction << ',' << c.peak_memory_bytes << ','
+            << exact_number(c.step_time_s) << ',' << exact_number(c.tokens_per_s) << ','
+            << exact_number(c.tflops_per_device) << ',' << exact_number(c.mfu) << ','
+            << exact_number(c.bubble_fraction) << ',' << exact_number(c.peak_memory_bytes) << ','
             << (c.job.model.moe && c.job.model.moe->capacity_factor
-                    ? std::to_string(*c.job.model.moe->capacity_factor)
+                    ? exact_number(*c.job.model.moe->capacity_factor)
                     : std::string())
             << '\n';
     }

@@ -16,6 +16,7 @@
 #include "trident/core/units.h"
 #include "trident/executor/backend.h"
 #include "trident/executor/checkpoint.h"
+#include "trident/executor/exit_signal.h"
 #include "trident/executor/mpi.h"
 #include "trident/executor/parameter_gather.h"
 #include "trident/executor/process_groups.h"
@@ -33,6 +34,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <malloc.h>
 #include <memory>
 #include <optional>
@@ -55,6 +58,9 @@ struct RunOptions {
     std::int64_t eval_iters = 10;
     std::string save, load;
     std::optional<std::int64_t> ckpt_step;
+    bool exit_signal_handler = false;
+    std::string exit_signal; // "": SIGTERM
+    double exit_duration_mins = 0.0;
     std::int64_t save_interval = 0;
     std::int64_t exit_interval = 0;
     std::string profile;
@@ -144,6 +150,41 @@ void check_writable_parent(const std::string& path, const std::string& field, in
     }
     executor::check_mpi(MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
     if (!writable) throw core::SpecError(field, "cannot write '" + path + "': no such directory");
+}
+
+// Rank 0 checks a path; every rank raises its refusal (so nothing fails after training).
+void agree_on_path(const std::string& field, const std::function<std::string()>& problem,
+                   int rank) {
+    std::string error = rank == 0 ? problem() : std::string();
+    int length = int(error.size());
+    executor::check_mpi(MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    error.resize(std::size_t(length));
+    executor::check_mpi(MPI_Bcast(error.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    if (!error.empty()) throw core::SpecError(field, error);
+}
+
+// Every output path, before step 1: a run must not train for hours and then fail to write.
+// --save is created now (as the first save would) and written to once.
+void check_outputs(const RunOptions& o, int rank) {
+    check_writable_parent(o.trace, "--trace", rank);
+    check_writable_parent(o.metrics_json, "--metrics-json", rank);
+    check_writable_parent(o.save_params, "--save-params", rank);
+    if (o.save.empty()) return;
+    agree_on_path(
+        "--save",
+        [&]() -> std::string {
+            namespace fs = std::filesystem;
+            std::error_code ec;
+            if (fs::exists(o.save, ec) && !fs::is_directory(o.save, ec))
+                return "'" + o.save + "' is a file, not a directory";
+            fs::create_directories(o.save, ec);
+            if (ec) return "cannot create '" + o.save + "': " + ec.message();
+            const fs::path probe = fs::path(o.save) / ".trident-write-test";
+            if (!std::ofstream(probe)) return "cannot write in '" + o.save + "'";
+            fs::remove(probe, ec);
+            return "";
+        },
+        rank);
 }
 
 std::string banner(const core::JobSpec& job, int ranks) {
@@ -295,6 +336,22 @@ Command add_run_command(CLI::App& app) {
                      "Load this iteration of --load instead of the newest (Megatron's name)")
         ->group(ckpt)
         ->check(CLI::NonNegativeNumber);
+    c.app
+        ->add_flag("--exit-signal-handler", o->exit_signal_handler,
+                   "At SIGTERM (or --exit-signal) finish the step, save on every rank, exit 0 "
+                   "(Slurm's preemption and time limit; needs --save)")
+        ->group(ckpt);
+    c.app
+        ->add_option("--exit-signal", o->exit_signal,
+                     "The signal --exit-signal-handler waits for: SIGTERM (default), SIGINT, "
+                     "SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT")
+        ->group(ckpt);
+    c.app
+        ->add_option("--exit-duration-in-mins", o->exit_duration_mins,
+                     "Stop (after saving, with --save) once training has run this long; every "
+                     "rank stops after the same step")
+        ->group(ckpt)
+        ->check(CLI::PositiveNumber);
     c.run = [o] {
         int argc = 0;
         char** argv = nullptr;
@@ -321,8 +378,12 @@ Command add_run_command(CLI::App& app) {
                 for (const std::string& line :
                      executor::ignored_by_executor(job, backend == executor::Backend::cuda))
                     std::fprintf(stderr, "trident: warning: %s\n", line.c_str());
-            check_writable_parent(o->trace, "--trace", rank);
-            check_writable_parent(o->metrics_json, "--metrics-json", rank);
+            if ((o->exit_signal_handler || !o->exit_signal.empty()) && o->save.empty())
+                throw core::SpecError("--exit-signal-handler",
+                                      "needs --save DIR (at the signal every rank saves there)");
+            const int exit_signal_number =
+                executor::parse_signal(o->exit_signal.empty() ? "SIGTERM" : o->exit_signal);
+            check_outputs(*o, rank);
             const std::uint64_t seed = std::uint64_t(job.training.seed);
             const TrainingData data = open_training_data(o->data_path, o->split, job, seed);
             std::string mfu_note;
@@ -351,6 +412,12 @@ Command add_run_command(CLI::App& app) {
             loop.validation = data.validation;
             loop.model_flops_per_step = simulator::step_flops(job).model;
             loop.peak_flops_per_s = peak;
+            loop.exit_duration_s = 60.0 * o->exit_duration_mins;
+            std::optional<executor::ExitSignal> exit_signal;
+            if (o->exit_signal_handler || !o->exit_signal.empty()) {
+                exit_signal.emplace(exit_signal_number);
+                loop.exit_signal = &*exit_signal;
+            }
             if (!o->load.empty()) loop.first_step = resume(*o, trainer, job, groups, seed);
             if (rank == 0) {
                 std::printf("%s\nbackend: %s\ndata: %s\n%s\n",
@@ -364,6 +431,10 @@ Command add_run_command(CLI::App& app) {
             const executor::TrainingSummary summary =
                 executor::run_training_loop(trainer, job, groups, loop, report_hooks(bar, o->save));
             bar.finish();
+            if (rank == 0 && !summary.stopped_early.empty())
+                std::printf("stopped after step %lld of %lld: %s%s\n", (long long)summary.last_step,
+                            (long long)job.training.train_iters, summary.stopped_early.c_str(),
+                            o->save.empty() ? "" : "; the checkpoint above resumes it with --load");
             if (rank == 0) {
                 std::printf("peak activation memory (largest rank): %s (%.0f bytes)\n",
                             core::bytes_text(summary.peak_activation_bytes).c_str(),

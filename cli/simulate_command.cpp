@@ -1,6 +1,7 @@
 // `trident simulate`: predict one training step of a job from a device profile.
 #include "command.h"
 #include "job_options.h"
+#include "memory_fit.h"
 #include "profile_choice.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/profile.h"
@@ -20,6 +21,8 @@ struct SimulateOptions {
     std::string trace;
     std::string json;
     bool layer_ops = false;
+    bool allow_oom = false;
+    std::string stages = "auto";
 };
 
 } // namespace
@@ -39,6 +42,15 @@ Command add_simulate_command(CLI::App& app) {
     c.app->add_flag("--layer-ops", options->layer_ops,
                     "Also print every operation of a dense and an MoE layer, the embedding and the "
                     "loss head: shape, time and rate (where a layer's time goes)");
+    c.app->add_flag("--allow-oom", options->allow_oom,
+                    "Print the report of a layout that does not fit in device memory (without "
+                    "it: one line, exit 3)");
+    c.app
+        ->add_option("--stages", options->stages,
+                     "Per-stage rows: all, or summary (identical neighbouring stages as one "
+                     "range); default summary beyond 8 stages")
+        ->check(CLI::IsMember({"auto", "summary", "all"}))
+        ->capture_default_str();
     c.run = [options] {
         const core::JobSpec job = core::load_job(options->inputs);
         const core::Profile profile =
@@ -46,6 +58,7 @@ Command add_simulate_command(CLI::App& app) {
         simulator::SimulateOptions sim;
         sim.trace = !options->trace.empty();
         const simulator::Report report = simulator::simulate(job, profile, sim);
+        if (!options->allow_oom) require_fits(report); // before any file is written
         // Write files before printing, so a failure to write is reported and nothing is half done.
         if (!options->trace.empty()) {
             std::ostringstream text;
@@ -55,7 +68,10 @@ Command add_simulate_command(CLI::App& app) {
         if (!options->json.empty())
             core::write_file_atomically(options->json,
                                         simulator::report_json(report).dump(2) + "\n", "--json");
-        simulator::print_report(report, std::cout);
+        const bool summary =
+            options->stages == "summary" || (options->stages == "auto" && report.stages.size() > 8);
+        simulator::print_report(
+            report, std::cout, summary ? simulator::StageRows::summary : simulator::StageRows::all);
         if (options->layer_ops) {
             std::cout << "\n";
             simulator::print_layer_breakdowns(simulator::layer_breakdowns(job, profile), std::cout);

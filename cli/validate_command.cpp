@@ -4,9 +4,12 @@
 #include "command.h"
 #include "format.h"
 #include "job_options.h"
+#include "memory_fit.h"
+#include "profile_choice.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/parameter_count.h"
 #include "trident/core/rank_grid.h"
+#include "trident/core/schedule.h"
 #include "trident/core/spec_error.h"
 
 #include <iostream>
@@ -23,6 +26,8 @@ struct ValidateOptions {
     bool groups = false;
     std::optional<std::int64_t> rank;
     std::string out;
+    std::string profile;
+    bool allow_oom = false;
 };
 
 void print_model(const ModelSpec& m, std::int64_t tp) {
@@ -122,6 +127,36 @@ void print_groups(const JobSpec& job) {
     }
 }
 
+// The simulator's memory per stage against the device: a layout that cannot run is not valid
+// (exit 3 unless --allow-oom). Returns the line to print. Without a device profile (a cluster
+// file naming a device Trident has none for) the memory goes unchecked, and the line says so.
+std::string check_memory(const JobSpec& job, const std::string& profile_reference, bool allow_oom) {
+    std::optional<core::Profile> profile;
+    try {
+        profile = core::Profile::from_json(choose_profile(profile_reference, job).json, "profile");
+    } catch (const core::SpecError& e) {
+        if (!profile_reference.empty()) throw;
+        return "memory    not checked: no device profile (" + e.field() + ": " + e.reason() + ")";
+    }
+    // Memory needs no timing tables (a CPU-sized model on a GPU profile has none for fp32).
+    const core::ParallelPlan& p = job.plan;
+    const core::Schedule schedule =
+        core::make_schedule(p.schedule, std::int32_t(p.pp), std::int32_t(p.vpp),
+                            std::int32_t(job.micro_batches_per_step()));
+    const auto stages = simulator::memory_per_stage(job, schedule);
+    const double capacity = profile->memory_bytes();
+    if (!allow_oom) require_fits(stages, capacity);
+    double peak = 0.0;
+    for (const auto& s : stages) peak = std::max(peak, s.total_bytes());
+    const core::Unit unit = core::byte_unit(capacity);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "memory    busiest stage %.1f of %.1f %s (%.0f %%, profile %s)%s",
+                  peak / unit.scale, capacity / unit.scale, unit.name, 100.0 * peak / capacity,
+                  profile->name().c_str(), peak > capacity ? "  OUT OF MEMORY (--allow-oom)" : "");
+    return line;
+}
+
 } // namespace
 
 Command add_validate_command(CLI::App& app) {
@@ -135,9 +170,16 @@ Command add_validate_command(CLI::App& app) {
         "--rank", [options](const std::int64_t& r) { options->rank = r; },
         "Print one rank's coordinates and groups");
     c.app->add_option("--out", options->out, "Write the resolved job (a plan file) here");
+    c.app->add_option("--profile", options->profile,
+                      "Device profile for the memory check (default: as simulate chooses)");
+    c.app->add_flag("--allow-oom", options->allow_oom,
+                    "Say `valid` for a layout that does not fit in device memory (without it: "
+                    "one line, exit 3)");
     c.run = [options] {
         const JobSpec job = load_job(options->inputs);
         if (options->rank) RankGrid(job.plan).coord(*options->rank); // range check first
+        // Before anything is written: a layout that does not fit is refused.
+        const std::string memory = check_memory(job, options->profile, options->allow_oom);
         const std::string text = to_json(job).dump(2) + "\n";
         if (!options->out.empty()) write_file_atomically(options->out, text, "--out");
         if (options->json) {
@@ -148,7 +190,7 @@ Command add_validate_command(CLI::App& app) {
         print_plan(job);
         if (options->rank) print_rank(job, *options->rank);
         if (options->groups) print_groups(job);
-        std::cout << "valid\n";
+        std::cout << memory << "\nvalid\n";
         return 0;
     };
     return c;

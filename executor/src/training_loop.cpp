@@ -6,7 +6,9 @@
 #include "trident/executor/trace_gather.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace trident::executor {
@@ -46,6 +48,27 @@ void write_trace(const std::vector<core::TraceEvent>& events, const core::JobSpe
     core::write_file_atomically(path, text.str(), "--trace");
 }
 
+// Why every rank stops now, or "": a signal any rank received, or the longest elapsed time
+// past --exit-duration-in-mins. One reduction, so all ranks agree on the same step.
+std::string reason_to_stop(const TrainingLoopOptions& o, ProcessGroups& groups,
+                           std::chrono::steady_clock::time_point started) {
+    if (!o.exit_signal && o.exit_duration_s <= 0.0) return "";
+    const double elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    float flags[2] = {o.exit_signal && o.exit_signal->received() ? 1.0f : 0.0f, float(elapsed_s)};
+    groups.world->all_reduce_max(flags, 2);
+    if (flags[0] > 0.0f)
+        return "received " + signal_name(o.exit_signal->signal_number()) +
+               " (--exit-signal-handler)";
+    if (o.exit_duration_s > 0.0 && flags[1] >= o.exit_duration_s) {
+        char text[96];
+        std::snprintf(text, sizeof text, "%.1f minutes of training (--exit-duration-in-mins)",
+                      double(flags[1]) / 60.0);
+        return text;
+    }
+    return "";
+}
+
 } // namespace
 
 double ValidationReport::perplexity() const {
@@ -71,6 +94,7 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
     };
     std::vector<core::TraceEvent> events;
     std::int64_t last_saved = o.first_step, last_validated = -1;
+    const auto started = std::chrono::steady_clock::now();
     for (std::int64_t s = o.first_step; s < steps; ++s) {
         summary.last_step = s + 1;
         events.clear();
@@ -92,6 +116,7 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
             last_saved = s + 1;
         }
         if (o.exit_interval > 0 && (s + 1) % o.exit_interval == 0) break;
+        if ((summary.stopped_early = reason_to_stop(o, groups, started)) != "") break;
     }
     if (validating && last_validated != summary.last_step) run_validation(summary.last_step);
     if (!o.save.empty() && last_saved != summary.last_step) save(summary.last_step);

@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ostream>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace trident::simulator {
 namespace {
@@ -79,9 +82,61 @@ void print_moe(const Report& r, std::ostream& out) {
     }
 }
 
+// One row per stage (time and memory), or in a summary one per run of neighbouring stages with
+// the same times, showing the memory of the run's busiest stage.
+void print_stage_table(const Report& r, const core::Unit& unit, StageRows stage_rows,
+                       std::ostream& out) {
+    const auto in = [&](double bytes) { return fmt("%.1f", bytes / unit.scale); };
+    std::vector<std::string> times, memories; // each stage's row without its number, in two
+    for (const StageReport& s : r.stages) {
+        const StageMemory& m = s.memory;
+        std::ostringstream time, memory;
+        time << fmt("%7.0f", double(s.layers)) << fmt("%9.3f", s.compute_s)
+             << fmt("%11.3f", s.recompute_s) << fmt("%10.3f", s.collective_s)
+             << fmt("%8.3f", s.data_parallel_s) << fmt("%11.3f", s.optimizer_s)
+             << fmt("%9.3f", s.bubble_s) << fmt("%8.1f%%", 100 * s.bubble_fraction(r.step_time_s));
+        memory << pad(in(m.total_bytes()), 9) << " (" << in(m.weights_bytes) << " "
+               << in(m.gradients_bytes) << " " << in(m.optimizer_bytes) << " "
+               << in(m.activations_bytes + m.backward_working_bytes) << " "
+               << in(m.buffers_bytes + m.gathered_bytes) << ")"
+               << fmt("%17.0f%%", 100 * m.total_bytes() / r.memory_capacity_bytes)
+               << (m.total_bytes() > r.memory_capacity_bytes ? "  OUT OF MEMORY" : "");
+        times.push_back(time.str());
+        memories.push_back(memory.str());
+    }
+    struct Shown {
+        std::string label;
+        std::size_t time_row, memory_row;
+    };
+    std::vector<Shown> shown;
+    for (std::size_t i = 0; i < times.size();) {
+        std::size_t j = i + 1, busiest = i;
+        if (stage_rows == StageRows::summary)
+            for (; j < times.size() && times[j] == times[i]; ++j)
+                if (r.stages[j].memory.total_bytes() > r.stages[busiest].memory.total_bytes())
+                    busiest = j;
+        const std::string first = std::to_string(r.stages[i].stage);
+        shown.push_back(
+            {j - i > 1 ? first + "-" + std::to_string(r.stages[j - 1].stage) : first, i, busiest});
+        i = j;
+    }
+    int width = 5;
+    for (const Shown& row : shown) width = std::max(width, int(row.label.size()));
+    out << pad("stage", -width)
+        << " layers  compute  recompute  tp/cp/ep  dp+emb  optimizer   bubble  bubble%   "
+        << pad("memory " + std::string(unit.name) + " (weights grads optim activ buffers)", -53)
+        << "of capacity\n";
+    for (const Shown& row : shown)
+        out << pad(row.label, width) << times[row.time_row] << memories[row.memory_row] << "\n";
+    if (shown.size() < times.size())
+        out << "(" << times.size() << " stages in " << shown.size()
+            << " rows: a range is neighbouring stages with the same times, its memory the "
+               "busiest one's; --stages all lists each)\n";
+}
+
 } // namespace
 
-void print_report(const Report& r, std::ostream& out) {
+void print_report(const Report& r, std::ostream& out, StageRows stage_rows) {
     const core::JobSpec& j = r.job;
     const core::ParallelPlan& p = j.plan;
     out << j.model.name << " on " << j.cluster.devices() << " × " << r.profile_name << " ("
@@ -108,23 +163,7 @@ void print_report(const Report& r, std::ostream& out) {
     double largest = 0.0;
     for (const StageReport& s : r.stages) largest = std::max(largest, s.memory.total_bytes());
     const core::Unit unit = core::byte_unit(largest);
-    const auto in = [&](double bytes) { return fmt("%.1f", bytes / unit.scale); };
-    out << "stage layers  compute  recompute  tp/cp/ep  dp+emb  optimizer   bubble  bubble%   "
-        << pad("memory " + std::string(unit.name) + " (weights grads optim activ buffers)", -53)
-        << "of capacity\n";
-    for (const StageReport& s : r.stages) {
-        const StageMemory& m = s.memory;
-        out << fmt("%5.0f", double(s.stage)) << fmt("%7.0f", double(s.layers))
-            << fmt("%9.3f", s.compute_s) << fmt("%11.3f", s.recompute_s)
-            << fmt("%10.3f", s.collective_s) << fmt("%8.3f", s.data_parallel_s)
-            << fmt("%11.3f", s.optimizer_s) << fmt("%9.3f", s.bubble_s)
-            << fmt("%8.1f%%", 100 * s.bubble_fraction(r.step_time_s)) << pad(in(m.total_bytes()), 9)
-            << " (" << in(m.weights_bytes) << " " << in(m.gradients_bytes) << " "
-            << in(m.optimizer_bytes) << " " << in(m.activations_bytes + m.backward_working_bytes)
-            << " " << in(m.buffers_bytes + m.gathered_bytes) << ")"
-            << fmt("%17.0f%%", 100 * m.total_bytes() / r.memory_capacity_bytes)
-            << (m.total_bytes() > r.memory_capacity_bytes ? "  OUT OF MEMORY" : "") << "\n";
-    }
+    print_stage_table(r, unit, stage_rows, out);
     out << "(seconds per step on one rank of each stage; bubble = idle waiting for the pipeline "
            "and point-to-point data)\n";
     if (p.fp8.enabled()) {

@@ -104,7 +104,10 @@ struct Attempt {
 // Runs `command` under sh; once stdout shows "step <kill_after>/", waits `delay_us` and
 // SIGKILLs one rank (chosen by `victim`) — often inside a checkpoint save, since every step
 // saves. kill_after < 0: no kill.
-Attempt run_and_kill(const std::string& command, int kill_after, int delay_us, int victim) {
+// Runs `command` and, `delay_us` after rank 0 logs step `kill_after`, sends `signal` to one
+// rank (`victim`).
+Attempt run_and_kill(const std::string& command, int kill_after, int delay_us, int victim,
+                     int signal = SIGKILL) {
     int pipe_fds[2];
     EXPECT_EQ(::pipe(pipe_fds), 0);
     const pid_t pid = ::fork();
@@ -125,7 +128,7 @@ Attempt run_and_kill(const std::string& command, int kill_after, int delay_us, i
             std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
             const auto ranks = children_of(pid);
             if (!ranks.empty()) {
-                ::kill(ranks[std::size_t(victim) % ranks.size()], SIGKILL);
+                ::kill(ranks[std::size_t(victim) % ranks.size()], signal);
                 a.killed = true;
             }
         }
@@ -442,4 +445,33 @@ TEST(Checkpoint, LoadsTheIterationAskedForAndExplainsMissingOrDamagedOnes) {
               std::string::npos)
         << list.out;
     expect_from_two(dir + " --ckpt-step 2");
+}
+
+// Preemption as Slurm does it: SIGTERM — here to one rank only, so the ranks must agree — under
+// --exit-signal-handler finishes the step, saves on every rank and exits 0; the run then resumes
+// from that checkpoint to the uninterrupted losses.
+TEST(Checkpoint, SigtermSavesAtTheEndOfTheStepAndExitsZero) {
+    const auto& reference = reference_losses();
+    const std::string dir = fresh_dir("sigterm");
+    const Attempt a = run_and_kill(kMpirun + kJob + " --save " + dir + " --exit-signal-handler", 3,
+                                   0, 1, SIGTERM);
+    ASSERT_TRUE(a.killed) << a.out;
+    ASSERT_TRUE(WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0) << a.out;
+    const auto at = a.out.find("stopped after step ");
+    ASSERT_NE(at, std::string::npos) << a.out;
+    const int stopped = std::stoi(a.out.substr(at + 19));
+    EXPECT_GE(stopped, 3);
+    EXPECT_LT(stopped, 16);
+    EXPECT_NE(a.out.find("of 16: received SIGTERM (--exit-signal-handler)"), std::string::npos)
+        << a.out;
+    const auto verify = trident::test::run_trident({"checkpoint", "verify", "--dir", dir});
+    EXPECT_EQ(verify.exit_code, 0) << verify.out;
+    char name[32];
+    std::snprintf(name, sizeof name, "iter_%07d: whole", stopped);
+    EXPECT_NE(verify.out.find(name), std::string::npos) << verify.out;
+    const auto resumed = run_shell(kMpirun + kJob + " --load " + dir);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    const auto losses = losses_of(resumed.out);
+    EXPECT_EQ(losses.size(), std::size_t(16 - stopped));
+    for (const auto& [step, loss] : losses) EXPECT_EQ(loss, reference.at(step)) << step;
 }

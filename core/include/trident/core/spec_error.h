@@ -21,4 +21,12 @@ private:
     std::string reason_;
 };
 
+// A layout that does not fit in device memory: bad input as well, with its own exit code so a
+// script can tell "does not fit" from "malformed" (simulate and validate; --allow-oom waives it).
+class OutOfMemoryError : public SpecError {
+public:
+    using SpecError::SpecError;
+};
+inline constexpr int kOutOfMemoryExitCode = 3;
+
 } // namespace trident::core

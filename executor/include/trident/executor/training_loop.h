@@ -6,6 +6,7 @@
 // JSON (trident.metrics/1) so tools and tests read numbers instead of scraping stdout.
 // Collective over the job's ranks; only rank 0 reports and writes files.
 #include "trident/core/job.h"
+#include "trident/executor/exit_signal.h"
 #include "trident/executor/process_groups.h"
 #include "trident/executor/trainer.h"
 
@@ -27,6 +28,12 @@ struct TrainingLoopOptions {
     SampleSource validation;                // null: no validation
     double model_flops_per_step = 0.0;      // Narayanan et al. 2021, what MFU counts
     std::optional<double> peak_flops_per_s; // per device; none: no MFU
+    // Stop early, saving first (with `save`): when any rank has received the signal
+    // (--exit-signal-handler), or once the loop has run this long (--exit-duration-in-mins).
+    // Every rank takes the same decision after the same step: the ranks' flags and elapsed
+    // times are reduced (max) after each step.
+    const ExitSignal* exit_signal = nullptr;
+    double exit_duration_s = 0.0; // 0: none
 };
 
 struct StepReport {
@@ -49,6 +56,7 @@ struct TrainingSummary {
     std::vector<ValidationReport> validations;
     double peak_activation_bytes = 0.0; // the busiest rank's, over every step
     double peak_parameter_bytes = 0.0;  // the busiest rank's parameters held at once
+    std::string stopped_early;          // why the loop stopped before train_iters; "" if not
 };
 
 // What rank 0 is told as the loop goes (each may be empty).

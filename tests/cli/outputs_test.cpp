@@ -1,0 +1,111 @@
+// What simulate, validate and plan print for machines and people: CSV numbers that read back
+// exactly, exit 3 for a layout that does not fit (one line, nothing written; --allow-oom prints
+// anyway), and the per-stage table collapsed beyond 8 stages.
+#include "../support/trident_process.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using trident::test::run_trident;
+using trident::test::split_words;
+
+namespace {
+
+const std::string kPlan = "plan --model gpt2-350m --cluster dgx-a100-80gb --gbs 64 "
+                          "--seq-length 1024 --top 3";
+// Llama 3 70B on one node at tp 8 with no sharding or recomputation: 257 % of an H100.
+const std::string kOom = " --model llama3-70b --cluster dgx-h100 --nodes 1 --tp 8 --pp 1 --dp 1 "
+                         "--mbs 1 --gbs 8";
+
+std::vector<std::string> csv_fields(const std::string& line) {
+    std::vector<std::string> fields;
+    std::stringstream in(line);
+    for (std::string f; std::getline(in, f, ',');) fields.push_back(f);
+    if (!line.empty() && line.back() == ',') fields.emplace_back(); // an empty last column
+    return fields;
+}
+
+TEST(Outputs, PlanCsvNumbersReadBackAsTheJsonOnes) {
+    const auto csv = run_trident(split_words(kPlan + " --csv"));
+    const auto json = run_trident(split_words(kPlan + " --json"));
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    std::stringstream lines(csv.out);
+    std::string header, first;
+    std::getline(lines, header);
+    std::getline(lines, first);
+    const auto names = csv_fields(header), values = csv_fields(first);
+    ASSERT_EQ(names.size(), values.size()) << first;
+    const auto column = [&](const std::string& name) {
+        const auto at = std::find(names.begin(), names.end(), name);
+        EXPECT_NE(at, names.end()) << name;
+        return std::stod(values[std::size_t(at - names.begin())]);
+    };
+    const auto planner = nlohmann::json::parse(json.out)["best"][0]["planner"];
+    // Exactly, not within six digits: the CSV holds every digit a double needs.
+    EXPECT_EQ(column("step_time_s"), planner["predicted_step_time_s"].get<double>()) << first;
+    EXPECT_EQ(column("tokens_per_s"), planner["predicted_tokens_per_s"].get<double>()) << first;
+    EXPECT_EQ(column("mfu"), planner["predicted_mfu"].get<double>()) << first;
+    EXPECT_EQ(column("peak_memory_bytes"), planner["peak_memory_bytes"].get<double>()) << first;
+    EXPECT_EQ(first.find("e+"), std::string::npos) << first; // bytes print as integers
+}
+
+TEST(Outputs, ALayoutThatDoesNotFitExitsThreeWithOneLine) {
+    const fs::path report = fs::path(testing::TempDir()) / "trident-oom-report.json";
+    fs::remove(report);
+    for (const std::string command : {"simulate", "validate"}) {
+        const std::string extra = command == "simulate" ? " --json " + report.string() : "";
+        const auto r = run_trident(split_words(command + kOom + extra));
+        EXPECT_EQ(r.exit_code, 3) << command << "\n" << r.out << r.err;
+        EXPECT_EQ(r.err.rfind("trident: error: memory: stage 0 needs ", 0), 0u) << r.err;
+        EXPECT_NE(r.err.find("% of the device's"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("--allow-oom"), std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+        EXPECT_TRUE(r.out.empty()) << r.out; // no report, no "valid"
+        EXPECT_FALSE(fs::exists(report)) << command;
+        const auto anyway = run_trident(split_words(command + kOom + extra + " --allow-oom"));
+        EXPECT_EQ(anyway.exit_code, 0) << anyway.err;
+        EXPECT_NE(anyway.out.find("OUT OF MEMORY"), std::string::npos) << anyway.out;
+        EXPECT_EQ(fs::exists(report), command == "simulate") << command;
+        fs::remove(report);
+    }
+    // One that fits says how full its busiest stage is, then valid.
+    const auto fits = run_trident(split_words(
+        "validate --model llama3-70b --cluster dgx-h100 --nodes 4 --tp 8 --pp 4 --dp 1 --mbs 1 "
+        "--gbs 8 --recompute-granularity full --recompute-method uniform --recompute-num-layers "
+        "1"));
+    EXPECT_EQ(fits.exit_code, 0) << fits.err;
+    EXPECT_NE(fits.out.find("memory    busiest stage "), std::string::npos) << fits.out;
+    EXPECT_NE(fits.out.find("\nvalid\n"), std::string::npos) << fits.out;
+}
+
+TEST(Outputs, ManyStagesCollapseIntoRangesUnlessAllAreAsked) {
+    const std::string sixteen = "simulate --model gpt3-175b --cluster dgx-a100-80gb --nodes 64 "
+                                "--tp 8 --pp 16 --dp 4 --mbs 1 --gbs 1536 --sequence-parallel "
+                                "--use-distributed-optimizer";
+    const auto summary = run_trident(split_words(sixteen));
+    ASSERT_EQ(summary.exit_code, 0) << summary.err;
+    EXPECT_NE(summary.out.find("\n 1-14 "), std::string::npos) << summary.out;
+    EXPECT_NE(summary.out.find("(16 stages in 3 rows"), std::string::npos) << summary.out;
+    const auto all = run_trident(split_words(sixteen + " --stages all"));
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    EXPECT_EQ(all.out.find(" 1-14 "), std::string::npos);
+    EXPECT_NE(all.out.find("\n   14 "), std::string::npos) << all.out;
+    // Up to 8 stages every one is listed by default.
+    const auto eight = run_trident(split_words(
+        "simulate --model gpt3-175b --cluster dgx-a100-80gb --nodes 64 --tp 8 --pp 8 --dp 8 "
+        "--mbs 1 --gbs 1536 --sequence-parallel --use-distributed-optimizer"));
+    ASSERT_EQ(eight.exit_code, 0) << eight.err;
+    EXPECT_NE(eight.out.find("\n    6 "), std::string::npos) << eight.out;
+    EXPECT_EQ(eight.out.find("stages in"), std::string::npos) << eight.out;
+    const auto bad = run_trident(split_words(sixteen + " --stages some"));
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_EQ(bad.err.rfind("trident: error: --stages: ", 0), 0u) << bad.err;
+}
+
+} // namespace
