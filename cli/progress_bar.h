@@ -1,10 +1,12 @@
 #pragma once
 // A one-line progress bar on stderr ("[#####.....] 45% 120/300 steps · 1,234 tokens/s ·
-// eta 1m20s"), redrawn in place — only when stderr is a terminal, so logs and pipes keep
-// their plain per-step lines.
+// eta 1m20s"), redrawn in place — only when stderr reaches a terminal, so logs and pipes keep
+// their plain per-step lines. Under mpirun a rank's stderr is a pipe to its launcher, which
+// writes to the user's terminal: the bar shows when the launcher's own stderr is one.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <unistd.h>
 
@@ -13,7 +15,7 @@ namespace trident::cli {
 class ProgressBar {
 public:
     ProgressBar(double total, std::string unit, bool enabled = true)
-        : total_(total), unit_(std::move(unit)), enabled_(enabled && ::isatty(2)),
+        : total_(total), unit_(std::move(unit)), enabled_(enabled && stderr_reaches_terminal()),
           start_(std::chrono::steady_clock::now()) {}
     ~ProgressBar() { finish(); }
     ProgressBar(const ProgressBar&) = delete;
@@ -43,6 +45,17 @@ public:
     void finish() {
         if (drawn_) std::fprintf(stderr, "\n");
         drawn_ = false;
+    }
+
+    // Our stderr, or (a pipe to mpirun or orted) the launcher's, is a terminal.
+    static bool stderr_reaches_terminal() {
+        if (::isatty(2)) return true;
+        if (!std::getenv("OMPI_COMM_WORLD_RANK") && !std::getenv("PMI_RANK")) return false;
+        char target[256] = {};
+        const std::string link = "/proc/" + std::to_string(::getppid()) + "/fd/2";
+        const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+        const std::string path(target, n > 0 ? std::size_t(n) : 0u);
+        return path.rfind("/dev/pts/", 0) == 0 || path.rfind("/dev/tty", 0) == 0;
     }
 
 private:

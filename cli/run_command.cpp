@@ -6,6 +6,7 @@
 #include "job_options.h"
 #include "profile_choice.h"
 #include "progress_bar.h"
+#include "run_report.h"
 #include "thread_binding.h"
 #include "training_data.h"
 #include "trident/core/atomic_file.h"
@@ -61,6 +62,7 @@ struct RunOptions {
     bool exit_signal_handler = false;
     std::string exit_signal; // "": SIGTERM
     double exit_duration_mins = 0.0;
+    std::int64_t log_interval = 1;
     std::int64_t save_interval = 0;
     std::int64_t exit_interval = 0;
     std::string profile;
@@ -194,10 +196,11 @@ std::string banner(const core::JobSpec& job, int ranks) {
     degrees += " · pp " + std::to_string(job.plan.pp) + " · dp " + std::to_string(job.plan.dp);
     if (job.plan.ep > 1) degrees += " · ep " + std::to_string(job.plan.ep);
     char text[512];
-    std::snprintf(text, sizeof text, "training %s on %d ranks: %s, %s, %lld micro-batches of %lld",
-                  job.model.name.c_str(), ranks, degrees.c_str(),
+    std::snprintf(text, sizeof text, "training %s on %s: %s, %s, %s of %lld",
+                  job.model.name.c_str(), count_of(ranks, "rank", "ranks").c_str(), degrees.c_str(),
                   core::to_string(job.plan.schedule).c_str(),
-                  (long long)job.micro_batches_per_step(), (long long)job.plan.micro_batch_size);
+                  count_of(job.micro_batches_per_step(), "micro-batch", "micro-batches").c_str(),
+                  (long long)job.plan.micro_batch_size);
     // Everything else in the plan that changes what runs.
     return std::string(text) + "\n" + core::describe_features(job.plan, job.max_layers_per_chunk());
 }
@@ -230,40 +233,6 @@ std::int64_t resume(const RunOptions& o, executor::Trainer& trainer, const core:
     return first_step;
 }
 
-// One line per step, validation and save on stdout (rank 0), and the progress bar.
-executor::TrainingLoopHooks report_hooks(ProgressBar& bar, const std::string& save_dir) {
-    executor::TrainingLoopHooks hooks;
-    hooks.on_step = [&bar](const executor::StepReport& r, std::int64_t steps) {
-        const executor::StepStats& st = r.stats;
-        char mfu[32] = "";
-        if (r.mfu) std::snprintf(mfu, sizeof mfu, " | MFU %.1f %%", 100 * *r.mfu);
-        const std::string skipped = st.skipped ? " | skipped (non-finite gradients; " +
-                                                     std::to_string(r.skipped_so_far) + " so far)"
-                                               : "";
-        bar.finish();
-        std::printf("step %lld/%lld | loss %.9g | lr %.3e | grad norm %.4f | %.3f s | "
-                    "%.0f tokens/s | %s%s%s\n",
-                    (long long)(st.step + 1), (long long)steps, st.loss, st.lr, st.grad_norm,
-                    st.seconds, r.tokens_per_s,
-                    core::flop_rate_text(r.flops_per_device_s, 2).c_str(), mfu, skipped.c_str());
-        std::fflush(stdout);
-        char detail[64];
-        std::snprintf(detail, sizeof detail, "loss %.4f", st.loss);
-        bar.update(double(st.step + 1), detail);
-    };
-    hooks.on_validation = [](const executor::ValidationReport& v) {
-        std::printf("validation after step %lld | loss %.9g | perplexity %.4g\n",
-                    (long long)v.after_step, v.loss, v.perplexity());
-        std::fflush(stdout);
-    };
-    hooks.on_save = [save_dir](std::int64_t after_step) {
-        std::printf("saved %s/%s\n", save_dir.c_str(),
-                    executor::checkpoint_name(after_step).c_str());
-        std::fflush(stdout);
-    };
-    return hooks;
-}
-
 } // namespace
 
 Command add_run_command(CLI::App& app) {
@@ -288,6 +257,12 @@ Command add_run_command(CLI::App& app) {
     c.app
         ->add_option("--backend", o->backend,
                      "auto (cuda when a GPU is visible and the job runs there), cpu or cuda")
+        ->capture_default_str();
+    c.app
+        ->add_option("--log-interval", o->log_interval,
+                     "Print a line every N steps, with the loss and step time averaged over them "
+                     "(Megatron's name; --metrics-json keeps every step)")
+        ->check(CLI::PositiveNumber)
         ->capture_default_str();
     c.app->add_option("--threads", o->threads, "BLAS threads per rank, CPU backend (default 1)")
         ->check(CLI::Range(1, 256));
@@ -428,9 +403,10 @@ Command add_run_command(CLI::App& app) {
                 std::fflush(stdout);
             }
             ProgressBar bar(double(job.training.train_iters), "steps", rank == 0);
-            const executor::TrainingSummary summary =
-                executor::run_training_loop(trainer, job, groups, loop, report_hooks(bar, o->save));
+            const executor::TrainingSummary summary = executor::run_training_loop(
+                trainer, job, groups, loop, report_hooks(bar, o->save, o->log_interval));
             bar.finish();
+            if (rank == 0) print_run_summary(summary, job);
             if (rank == 0 && !summary.stopped_early.empty())
                 std::printf("stopped after step %lld of %lld: %s%s\n", (long long)summary.last_step,
                             (long long)job.training.train_iters, summary.stopped_early.c_str(),

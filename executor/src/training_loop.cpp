@@ -84,12 +84,20 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
     const bool validating = o.eval_interval > 0 && o.validation;
     TrainingSummary summary;
     summary.last_step = o.first_step;
+    const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
     const auto run_validation = [&](std::int64_t after_step) {
+        const auto begin = std::chrono::steady_clock::now();
         summary.validations.push_back(validate(trainer, job, o, after_step));
+        summary.validation_s += seconds_since(begin);
         if (rank == 0 && hooks.on_validation) hooks.on_validation(summary.validations.back());
     };
     const auto save = [&](std::int64_t after_step) {
+        const auto begin = std::chrono::steady_clock::now();
         save_checkpoint(o.save, {after_step, after_step * gbs, o.seed, {}}, trainer, job, groups);
+        summary.save_s += seconds_since(begin);
+        ++summary.saves;
         if (rank == 0 && hooks.on_save) hooks.on_save(after_step);
     };
     std::vector<core::TraceEvent> events;

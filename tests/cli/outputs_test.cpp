@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -106,6 +107,48 @@ TEST(Outputs, ManyStagesCollapseIntoRangesUnlessAllAreAsked) {
     const auto bad = run_trident(split_words(sixteen + " --stages some"));
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_EQ(bad.err.rfind("trident: error: --stages: ", 0), 0u) << bad.err;
+}
+
+} // namespace
+
+namespace {
+
+// `run` on one rank (no mpirun needed) with --log-interval 3 over 7 steps: lines after steps 3,
+// 6 and 7, each the mean of its steps' losses (the metrics file keeps every step), an
+// end-of-run summary, and counts in the singular where they are one.
+TEST(Outputs, LogIntervalAveragesAndTheRunEndsWithASummary) {
+    const fs::path metrics = fs::path(testing::TempDir()) / "trident-log-interval.json";
+    const auto r = run_trident(
+        split_words("run --model gpt-tiny --cluster localhost --devices-per-node 1 --mbs 2 --gbs 2 "
+                    "--seq-length 16 --steps 7 --log-interval 3 --metrics-json " +
+                    metrics.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("training gpt-tiny on 1 rank: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(", 1 micro-batch of 2"), std::string::npos) << r.out;
+    std::vector<std::string> step_lines;
+    std::stringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind("step ", 0) == 0) step_lines.push_back(line);
+    ASSERT_EQ(step_lines.size(), 3u) << r.out;
+    EXPECT_EQ(step_lines[0].rfind("step 3/7 | loss ", 0), 0u) << step_lines[0];
+    EXPECT_EQ(step_lines[1].rfind("step 6/7 | loss ", 0), 0u) << step_lines[1];
+    EXPECT_EQ(step_lines[2].rfind("step 7/7 | loss ", 0), 0u) << step_lines[2];
+    EXPECT_NE(step_lines[0].find("(mean of 3)"), std::string::npos) << step_lines[0];
+    EXPECT_EQ(step_lines[2].find("mean of"), std::string::npos) << step_lines[2];
+    std::ifstream in(metrics);
+    const auto steps = nlohmann::json::parse(in)["steps"];
+    ASSERT_EQ(steps.size(), 7u);
+    const double mean = (steps[3]["loss"].get<double>() + steps[4]["loss"].get<double>() +
+                         steps[5]["loss"].get<double>()) /
+                        3.0;
+    const double printed = std::stod(step_lines[1].substr(step_lines[1].find("loss ") + 5));
+    EXPECT_NEAR(printed, mean, 1e-6 * mean);
+    EXPECT_NE(r.out.find("summary: 7 steps (1 to 7), 224 tokens, step time mean "),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("saves 0.00 s (0 saves), validation 0.00 s (0 passes)"), std::string::npos)
+        << r.out;
+    fs::remove(metrics);
 }
 
 } // namespace

@@ -57,6 +57,9 @@ struct TrainingSummary {
     double peak_activation_bytes = 0.0; // the busiest rank's, over every step
     double peak_parameter_bytes = 0.0;  // the busiest rank's parameters held at once
     std::string stopped_early;          // why the loop stopped before train_iters; "" if not
+    double save_s = 0.0;                // wall time in checkpoint saves (rank 0's)
+    std::int64_t saves = 0;
+    double validation_s = 0.0; // wall time in validation passes (rank 0's)
 };
 
 // What rank 0 is told as the loop goes (each may be empty).

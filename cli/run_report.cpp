@@ -1,0 +1,120 @@
+#include "run_report.h"
+
+#include "format.h"
+#include "trident/core/units.h"
+#include "trident/executor/checkpoint.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+namespace trident::cli {
+namespace {
+
+// The steps since the last printed line.
+struct Interval {
+    std::int64_t steps = 0, skipped = 0;
+    double loss_sum = 0.0, seconds = 0.0, tokens = 0.0, flops = 0.0;
+};
+
+void print_interval(const executor::StepReport& last, const Interval& in, std::int64_t total) {
+    const executor::StepStats& st = last.stats;
+    const double n = double(in.steps);
+    const double tokens_per_s = in.seconds > 0 ? in.tokens / in.seconds : 0.0;
+    const double flops_per_s = in.seconds > 0 ? in.flops / in.seconds : 0.0;
+    char mfu[32] = "";
+    if (last.mfu && last.flops_per_device_s > 0)
+        std::snprintf(mfu, sizeof mfu, " | MFU %.1f %%",
+                      100 * *last.mfu * flops_per_s / last.flops_per_device_s);
+    const std::string skipped = in.skipped ? " | skipped " + std::to_string(in.skipped) +
+                                                 " (non-finite gradients; " +
+                                                 std::to_string(last.skipped_so_far) + " so far)"
+                                           : "";
+    // One step: its own loss, exactly (%.9g reads back as the float). More: their mean.
+    std::printf("step %lld/%lld | loss %.9g%s | lr %.3e | grad norm %.4f | %.3f s%s | "
+                "%.0f tokens/s | %s%s%s\n",
+                (long long)(st.step + 1), (long long)total,
+                in.steps == 1 ? st.loss : in.loss_sum / n,
+                in.steps == 1 ? "" : (" (mean of " + std::to_string(in.steps) + ")").c_str(), st.lr,
+                st.grad_norm, in.seconds / n, in.steps == 1 ? "" : " per step", tokens_per_s,
+                core::flop_rate_text(flops_per_s, 2).c_str(), mfu, skipped.c_str());
+    std::fflush(stdout);
+}
+
+} // namespace
+
+std::string count_of(std::int64_t n, const std::string& singular, const std::string& plural) {
+    return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
+executor::TrainingLoopHooks report_hooks(ProgressBar& bar, const std::string& save_dir,
+                                         std::int64_t log_interval) {
+    executor::TrainingLoopHooks hooks;
+    auto interval = std::make_shared<Interval>();
+    hooks.on_step = [&bar, interval, log_interval](const executor::StepReport& r,
+                                                   std::int64_t steps) {
+        const executor::StepStats& st = r.stats;
+        Interval& in = *interval;
+        ++in.steps;
+        in.skipped += st.skipped ? 1 : 0;
+        in.loss_sum += st.loss;
+        in.seconds += st.seconds;
+        in.tokens += r.tokens_per_s * st.seconds;
+        in.flops += r.flops_per_device_s * st.seconds;
+        if ((st.step + 1) % log_interval == 0 || st.step + 1 == steps) {
+            bar.finish();
+            print_interval(r, in, steps);
+            in = Interval{};
+        }
+        char detail[64];
+        std::snprintf(detail, sizeof detail, "loss %.4f", st.loss);
+        bar.update(double(st.step + 1), detail);
+    };
+    hooks.on_validation = [&bar](const executor::ValidationReport& v) {
+        bar.finish();
+        std::printf("validation after step %lld | loss %.9g | perplexity %.4g\n",
+                    (long long)v.after_step, v.loss, v.perplexity());
+        std::fflush(stdout);
+    };
+    hooks.on_save = [&bar, save_dir](std::int64_t after_step) {
+        bar.finish();
+        std::printf("saved %s/%s\n", save_dir.c_str(),
+                    executor::checkpoint_name(after_step).c_str());
+        std::fflush(stdout);
+    };
+    return hooks;
+}
+
+void print_run_summary(const executor::TrainingSummary& summary, const core::JobSpec& job) {
+    if (summary.steps.empty()) return;
+    std::vector<double> seconds;
+    double total_s = 0.0, flops = 0.0;
+    for (const auto& r : summary.steps) {
+        seconds.push_back(r.stats.seconds);
+        total_s += r.stats.seconds;
+        flops += r.flops_per_device_s * r.stats.seconds;
+    }
+    std::sort(seconds.begin(), seconds.end());
+    const std::size_t n = seconds.size();
+    const double median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+    const double tokens = double(n) * double(job.training.tokens_per_step());
+    std::string mfu;
+    if (summary.steps.back().mfu && summary.steps.back().flops_per_device_s > 0) {
+        const double peak = summary.steps.back().flops_per_device_s / *summary.steps.back().mfu;
+        char text[32];
+        std::snprintf(text, sizeof text, ", MFU %.1f %%", 100.0 * flops / total_s / peak);
+        mfu = text;
+    }
+    std::printf("summary: %s (%lld to %lld), %s tokens, step time mean %.3f s, median %.3f s, "
+                "%.0f tokens/s%s; saves %.2f s (%s), validation %.2f s (%s)\n",
+                count_of(std::int64_t(n), "step", "steps").c_str(),
+                (long long)summary.steps.front().stats.step + 1,
+                (long long)summary.steps.back().stats.step + 1,
+                with_commas(std::int64_t(tokens)).c_str(), total_s / double(n), median,
+                tokens / total_s, mfu.c_str(), summary.save_s,
+                count_of(summary.saves, "save", "saves").c_str(), summary.validation_s,
+                count_of(std::int64_t(summary.validations.size()), "pass", "passes").c_str());
+}
+
+} // namespace trident::cli
