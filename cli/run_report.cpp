@@ -27,10 +27,14 @@ void print_interval(const executor::StepReport& last, const Interval& in, std::i
     if (last.mfu && last.flops_per_device_s > 0)
         std::snprintf(mfu, sizeof mfu, " | MFU %.1f %%",
                       100 * *last.mfu * flops_per_s / last.flops_per_device_s);
-    const std::string skipped = in.skipped ? " | skipped " + std::to_string(in.skipped) +
-                                                 " (non-finite gradients; " +
-                                                 std::to_string(last.skipped_so_far) + " so far)"
-                                           : "";
+    // "skipped (…)" for a one-step line, "skipped 2 of these steps (…)" for an interval.
+    const std::string skipped =
+        in.skipped == 0
+            ? ""
+            : " | skipped " +
+                  (in.steps == 1 ? std::string()
+                                 : count_of(in.skipped, "of these steps", "of these steps") + " ") +
+                  "(non-finite gradients; " + std::to_string(last.skipped_so_far) + " so far)";
     // One step: its own loss, exactly (%.9g reads back as the float). More: their mean.
     std::printf("step %lld/%lld | loss %.9g%s | lr %.3e | grad norm %.4f | %.3f s%s | "
                 "%.0f tokens/s | %s%s%s\n",
