@@ -38,6 +38,7 @@ struct PlanCommandOptions {
     std::string memory_budget;
     std::size_t top = 10;
     bool csv = false, json = false, megatron_args = false, explain = false, exhaustive = false;
+    std::string launcher; // with --megatron-args: torchrun or srun in front
     std::string out;
 };
 
@@ -440,7 +441,11 @@ void add_output_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
     app->add_flag("--json", o->json, "Print the result as JSON");
     app->add_option("--out", o->out, "Write the best layout as a plan file (for simulate / run)");
     app->add_flag("--megatron-args", o->megatron_args,
-                  "Print the best layout as Megatron-LM arguments");
+                  "Print the best layout as Megatron-LM arguments, alone on stdout (the table "
+                  "goes to stderr), so `> args.sh` captures them");
+    app->add_option("--launcher", o->launcher,
+                    "With --megatron-args: put the launcher's command line in front")
+        ->check(CLI::IsMember({"torchrun", "srun"}));
     app->add_flag("--explain", o->explain,
                   "Count rejections by reason and show the closest misses");
     app->add_flag("--exhaustive", o->exhaustive, "Simulate every feasible layout (no pruning)");
@@ -450,21 +455,27 @@ void add_output_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
 void print_result(const PlanCommandOptions& opts, const core::JobSpec& specs,
                   const core::Profile& profile, const planner::PlanResult& r, double budget) {
     const PlanCommandOptions* o = &opts;
-    std::printf("%s on %lld × %s, global batch %lld × %lld tokens, budget %s of %s\n",
-                specs.model.name.c_str(), (long long)specs.cluster.devices(),
-                profile.name().c_str(), (long long)specs.training.global_batch_size,
-                (long long)specs.training.seq_length, core::bytes_text(budget).c_str(),
-                core::bytes_text(profile.memory_bytes()).c_str());
-    std::printf("searched %s layouts in %.2f s (%s layouts/s): %s fit, %s simulated in full%s\n\n",
-                with_commas(r.layouts).c_str(), r.seconds,
-                with_commas(std::int64_t(double(r.layouts) / std::max(r.seconds, 1e-9))).c_str(),
-                with_commas(r.feasible).c_str(), with_commas(r.simulated).c_str(),
-                r.cancelled ? " (cancelled)" : "");
-    std::fflush(stdout);
-    print_table(r, budget, std::cout);
-    if (o->explain) print_explain(r, std::cout);
-    if (o->megatron_args) std::cout << "\n" << planner::megatron_arguments(r.best.front().job);
-    if (!o->out.empty()) std::cout << "\nwrote the best layout to " << o->out << "\n";
+    // With --megatron-args stdout holds the arguments alone: everything else goes to stderr.
+    std::ostream& human = o->megatron_args ? std::cerr : std::cout;
+    char line[512];
+    std::snprintf(
+        line, sizeof line, "%s on %lld × %s, global batch %lld × %lld tokens, budget %s of %s\n",
+        specs.model.name.c_str(), (long long)specs.cluster.devices(), profile.name().c_str(),
+        (long long)specs.training.global_batch_size, (long long)specs.training.seq_length,
+        core::bytes_text(budget).c_str(), core::bytes_text(profile.memory_bytes()).c_str());
+    human << line;
+    std::snprintf(
+        line, sizeof line,
+        "searched %s layouts in %.2f s (%s layouts/s): %s fit, %s simulated in full%s\n\n",
+        with_commas(r.layouts).c_str(), r.seconds,
+        with_commas(std::int64_t(double(r.layouts) / std::max(r.seconds, 1e-9))).c_str(),
+        with_commas(r.feasible).c_str(), with_commas(r.simulated).c_str(),
+        r.cancelled ? " (cancelled)" : "");
+    human << line << std::flush;
+    print_table(r, budget, human);
+    if (o->explain) print_explain(r, human);
+    if (o->megatron_args) std::cout << planner::megatron_arguments(r.best.front().job, o->launcher);
+    if (!o->out.empty()) human << "\nwrote the best layout to " << o->out << "\n";
 }
 
 } // namespace
@@ -483,6 +494,8 @@ Command add_plan_command(CLI::App& app) {
     add_sharding_options(*c.app, o->inputs);
     add_output_options(c.app, o);
     c.run = [o] {
+        if (!o->launcher.empty() && !o->megatron_args)
+            throw core::SpecError("--launcher", "goes with --megatron-args (it prefixes them)");
         const planner::SearchSpace space = search_space(*o);
         core::JobInputs inputs = o->inputs;
         if (!space.capacity_factors.empty()) {

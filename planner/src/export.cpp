@@ -1,4 +1,5 @@
 // Exports of a chosen layout: a plan file for `simulate`/`run`, and Megatron-LM arguments.
+#include "trident/core/spec_error.h"
 #include "trident/planner/planner.h"
 
 #include <algorithm>
@@ -150,8 +151,12 @@ void model_arguments(const core::JobSpec& job, const Arg& arg) {
     }
     if (m.activation == core::Activation::swiglu) arg("--swiglu", "");
     if (m.normalization == core::Normalization::rmsnorm) arg("--normalization", "RMSNorm");
-    if (m.position_embedding == core::PositionEmbedding::rope)
+    if (m.position_embedding == core::PositionEmbedding::rope) {
         arg("--position-embedding-type", "rope");
+        char base[32];
+        std::snprintf(base, sizeof base, "%g", m.rotary_base);
+        arg("--rotary-base", base);
+    }
     if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights", "");
     if (!m.linear_bias) arg("--disable-bias-linear", "");
     if (!m.dropout) {
@@ -258,7 +263,7 @@ core::JobSpec as_one_f_one_b(const core::JobSpec& job) {
 
 } // namespace
 
-std::string megatron_arguments(const core::JobSpec& given) {
+std::string megatron_arguments(const core::JobSpec& given, const std::string& launcher) {
     const bool two_chunks = core::holds_two_chunks(given.plan.schedule);
     const core::JobSpec job = two_chunks ? as_one_f_one_b(given) : given;
     const core::ParallelPlan& p = job.plan;
@@ -275,7 +280,19 @@ std::string megatron_arguments(const core::JobSpec& given) {
         a << "\n# zero-bubble-h1 has no Megatron-LM flag: these arguments run 1F1B";
     if (p.schedule == core::ScheduleKind::gpipe)
         a << "\n# Megatron-LM has no GPipe schedule: these arguments run 1F1B";
-    a << "\npretrain_gpt.py";
+    if (launcher == "torchrun")
+        a << "\ntorchrun --nnodes " << job.cluster.nodes << " --nproc-per-node "
+          << job.cluster.devices_per_node
+          << " --rdzv-backend c10d --rdzv-endpoint \"$MASTER_ADDR:$MASTER_PORT\" \\\n  ";
+    else if (launcher == "srun")
+        a << "\nsrun --nodes " << job.cluster.nodes << " --ntasks-per-node "
+          << job.cluster.devices_per_node << " --gpus-per-node " << job.cluster.devices_per_node
+          << " python \\\n  ";
+    else if (!launcher.empty())
+        throw core::SpecError("--launcher", "'" + launcher + "' is not one of torchrun, srun");
+    else
+        a << "\n";
+    a << "pretrain_gpt.py";
     model_arguments(job, arg);
     precision_arguments(job, arg);
     parallel_arguments(job, arg);

@@ -168,8 +168,11 @@ TEST(Cli, PlanWritesAPlanThatSimulatesToItsPrediction) {
                                 "--seq-length 4096 --top 5 --explain --megatron-args --out " +
                                 path));
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("searched"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("rejected layouts by reason"), std::string::npos);
+    // With --megatron-args the search and table go to stderr, the arguments alone to stdout.
+    EXPECT_NE(r.err.find("searched"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("rejected layouts by reason"), std::string::npos);
+    EXPECT_NE(r.err.find("wrote the best layout to"), std::string::npos);
+    EXPECT_EQ(r.out.find("searched"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("pretrain_gpt.py"), std::string::npos);
     EXPECT_NE(r.out.find("--tensor-model-parallel-size"), std::string::npos);
     const auto sim = run_trident({"simulate", "--plan", path, "--json", path + ".report"});
@@ -250,10 +253,10 @@ TEST(Cli, PlanPinsShardingAndTheSimulateReportShowsIt) {
         "--megatron-args --out " +
         path));
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("data-parallel sharding for #1: zero-3 (optim_grads_params, "
+    EXPECT_NE(r.err.find("data-parallel sharding for #1: zero-3 (optim_grads_params, "
                          "Megatron-FSDP, 2 replicas of 4 ranks)"),
               std::string::npos)
-        << r.out;
+        << r.err;
     EXPECT_NE(r.out.find("--data-parallel-sharding-strategy optim_grads_params"),
               std::string::npos);
     const auto sim = run_trident({"simulate", "--plan", path});

@@ -152,3 +152,38 @@ TEST(Outputs, LogIntervalAveragesAndTheRunEndsWithASummary) {
 }
 
 } // namespace
+
+namespace {
+
+// `plan --megatron-args > args.sh` captures the arguments alone (the table goes to stderr),
+// with the model fields Megatron needs (rotary base, GQA, SwiGLU, untied embeddings) and, with
+// --launcher, the launcher's line in front.
+TEST(Outputs, MegatronArgumentsAloneOnStdout) {
+    const std::string plan = "plan --model llama3-70b --cluster dgx-h100 --nodes 4 --gbs 64 "
+                             "--seq-length 4096 --top 1 --megatron-args";
+    const auto r = run_trident(split_words(plan));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.rfind("# llama3-70b: 32 GPUs", 0), 0u) << r.out;
+    EXPECT_EQ(r.out.find("searched"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("searched"), std::string::npos) << r.err;
+    for (const char* flag :
+         {"\npretrain_gpt.py", "--rotary-base 500000", "--num-query-groups 8", "--swiglu",
+          "--untie-embeddings-and-output-weights", "--normalization RMSNorm"})
+        EXPECT_NE(r.out.find(flag), std::string::npos) << flag << "\n" << r.out;
+    const auto torchrun = run_trident(split_words(plan + " --launcher torchrun"));
+    ASSERT_EQ(torchrun.exit_code, 0) << torchrun.err;
+    EXPECT_NE(torchrun.out.find("\ntorchrun --nnodes 4 --nproc-per-node 8 "), std::string::npos)
+        << torchrun.out;
+    EXPECT_NE(torchrun.out.find(" \\\n  pretrain_gpt.py"), std::string::npos) << torchrun.out;
+    const auto srun = run_trident(split_words(plan + " --launcher srun"));
+    EXPECT_NE(srun.out.find("\nsrun --nodes 4 --ntasks-per-node 8 --gpus-per-node 8 python"),
+              std::string::npos)
+        << srun.out;
+    const auto alone = run_trident(
+        split_words("plan --model gpt2-350m --cluster dgx-a100-80gb --gbs 64 --launcher torchrun"));
+    EXPECT_EQ(alone.exit_code, 2);
+    EXPECT_EQ(alone.err.rfind("trident: error: --launcher: goes with --megatron-args", 0), 0u)
+        << alone.err;
+}
+
+} // namespace

@@ -158,6 +158,7 @@ core::SpecError why_no_candidate(const core::JobSpec& specs, const PlanResult& r
 // this recomputation).
 core::Json plan_file(const Candidate& c, double memory_budget_bytes);
 // The layout as Megatron-LM command-line arguments, with comments where Megatron differs.
-std::string megatron_arguments(const core::JobSpec& job);
+// `launcher` "torchrun" or "srun" puts its command line (one process per GPU) in front.
+std::string megatron_arguments(const core::JobSpec& job, const std::string& launcher = "");
 
 } // namespace trident::planner
