@@ -30,6 +30,12 @@ inline std::string short_count(double v) {
     return buffer;
 }
 
+// "1 micro-batch", "2 micro-batches".
+inline std::string count_of(std::int64_t n, const std::string& singular,
+                            const std::string& plural) {
+    return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
 // The shortest text that reads back as exactly `v` (std::to_chars): 6.944870912e+10 stays
 // 69448709120, 1.1311e-16 keeps every digit it needs. For machine-read outputs (CSV).
 inline std::string exact_number(double v) {

@@ -3,6 +3,7 @@
 // periodic validation, a log line per step, checkpoints that survive a killed rank
 // (--save/--load) and load on either backend.
 #include "command.h"
+#include "format.h"
 #include "job_options.h"
 #include "profile_choice.h"
 #include "progress_bar.h"
@@ -142,18 +143,6 @@ void warn_if_threads_share_cores(int threads, executor::Backend backend, int ran
 }
 
 // Refuses before training what would only fail after it: an unwritable --trace directory.
-void check_writable_parent(const std::string& path, const std::string& field, int rank) {
-    if (path.empty()) return;
-    int writable = 1;
-    if (rank == 0) {
-        const auto parent = std::filesystem::absolute(path).parent_path();
-        std::error_code ec;
-        writable = std::filesystem::is_directory(parent, ec) ? 1 : 0;
-    }
-    executor::check_mpi(MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
-    if (!writable) throw core::SpecError(field, "cannot write '" + path + "': no such directory");
-}
-
 // Rank 0 checks a path; every rank raises its refusal (so nothing fails after training).
 void agree_on_path(const std::string& field, const std::function<std::string()>& problem,
                    int rank) {
@@ -163,6 +152,21 @@ void agree_on_path(const std::string& field, const std::function<std::string()>&
     error.resize(std::size_t(length));
     executor::check_mpi(MPI_Bcast(error.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
     if (!error.empty()) throw core::SpecError(field, error);
+}
+
+// The folder a file is to be written in exists (rank 0 looks; every rank agrees).
+void check_writable_parent(const std::string& path, const std::string& field, int rank) {
+    if (path.empty()) return;
+    agree_on_path(
+        field,
+        [&]() -> std::string {
+            std::error_code ec;
+            const auto parent = std::filesystem::absolute(path).parent_path();
+            return std::filesystem::is_directory(parent, ec)
+                       ? ""
+                       : "cannot write '" + path + "': no such directory";
+        },
+        rank);
 }
 
 // Every output path, before step 1: a run must not train for hours and then fail to write.

@@ -48,10 +48,6 @@ void print_interval(const executor::StepReport& last, const Interval& in, std::i
 
 } // namespace
 
-std::string count_of(std::int64_t n, const std::string& singular, const std::string& plural) {
-    return std::to_string(n) + " " + (n == 1 ? singular : plural);
-}
-
 executor::TrainingLoopHooks report_hooks(ProgressBar& bar, const std::string& save_dir,
                                          std::int64_t log_interval) {
     executor::TrainingLoopHooks hooks;

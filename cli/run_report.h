@@ -19,7 +19,4 @@ executor::TrainingLoopHooks report_hooks(ProgressBar& bar, const std::string& sa
 // took, for the steps this run trained.
 void print_run_summary(const executor::TrainingSummary& summary, const core::JobSpec& job);
 
-// "1 micro-batch", "2 micro-batches".
-std::string count_of(std::int64_t n, const std::string& singular, const std::string& plural);
-
 } // namespace trident::cli

@@ -68,20 +68,20 @@ void print_model(const ModelSpec& m, std::int64_t tp) {
 void print_plan(const JobSpec& job) {
     const ParallelPlan& p = job.plan;
     const ClusterSpec& c = job.cluster;
-    std::cout << "cluster   " << c.name << ": " << c.nodes << (c.nodes == 1 ? " node" : " nodes")
-              << " × " << c.devices_per_node << " = " << c.devices() << " devices (" << c.device
-              << "; " << c.intra_node_fabric << " within a node, " << c.inter_node_fabric
+    std::cout << "cluster   " << c.name << ": " << count_of(c.nodes, "node", "nodes") << " × "
+              << c.devices_per_node << " = " << c.devices() << " devices (" << c.device << "; "
+              << c.intra_node_fabric << " within a node, " << c.inter_node_fabric
               << " between nodes)\n";
     std::cout << "training  global batch " << job.training.global_batch_size << " × seq "
               << job.training.seq_length << " = " << with_commas(job.training.tokens_per_step())
-              << " tokens/step, " << job.training.train_iters
-              << (job.training.train_iters == 1 ? " iteration" : " iterations") << "\n";
+              << " tokens/step, " << count_of(job.training.train_iters, "iteration", "iterations")
+              << "\n";
     std::cout << "plan      tp " << p.tp << " · cp " << p.cp << " · dp " << p.dp << " · pp " << p.pp
               << " = " << p.devices() << " devices; ep " << p.ep
               << (p.etp ? " · etp " + std::to_string(*p.etp) : "") << " (expert dp "
               << p.expert_dp() << "), vpp " << p.vpp << "; rank order " << p.rank_order << "\n"
-              << "  micro-batch " << p.micro_batch_size << " → " << job.micro_batches_per_step()
-              << (job.micro_batches_per_step() == 1 ? " micro-batch" : " micro-batches")
+              << "  micro-batch " << p.micro_batch_size << " → "
+              << count_of(job.micro_batches_per_step(), "micro-batch", "micro-batches")
               << " per step; layers per virtual stage: " << layout_text(job.pipeline_split())
               << "\n"
               << "  schedule " << to_string(p.schedule) << "; "

@@ -62,6 +62,15 @@ void sync_directory(const fs::path& dir) {
     }
 }
 
+// `text` of rank `root`, on every rank.
+std::string broadcast_text(MPI_Comm world, std::string text, int root) {
+    int length = int(text.size());
+    check_mpi(MPI_Bcast(&length, 1, MPI_INT, root, world), "MPI_Bcast");
+    text.resize(std::size_t(length));
+    check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, root, world), "MPI_Bcast");
+    return text;
+}
+
 // Every rank learns whether any rank failed; all of them raise the first failing rank's
 // message, so mpirun sees one clean exit code and rank 0 prints one line.
 void agree(MPI_Comm world, const std::string& field, const std::string& local_error) {
@@ -71,11 +80,7 @@ void agree(MPI_Comm world, const std::string& field, const std::string& local_er
     int first = local_error.empty() ? size : rank;
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, world), "MPI_Allreduce");
     if (first == size) return;
-    int length = rank == first ? int(local_error.size()) : 0;
-    check_mpi(MPI_Bcast(&length, 1, MPI_INT, first, world), "MPI_Bcast");
-    std::string text = rank == first ? local_error : std::string(std::size_t(length), ' ');
-    check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, first, world), "MPI_Bcast");
-    throw core::SpecError(field, text);
+    throw core::SpecError(field, broadcast_text(world, rank == first ? local_error : "", first));
 }
 
 // What must match between the run and a checkpoint for the shards to mean the same thing.
@@ -364,11 +369,8 @@ std::optional<CheckpointPosition> load_checkpoint(const LoadRequest& request, Tr
     // A damaged checkpoint: every rank's refusal ends with how to load the newest whole one.
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &damaged, 1, MPI_INT, MPI_MAX, world), "MPI_Allreduce");
     if (damaged) {
-        std::string hint = rank == 0 ? newest_whole_hint(root, iteration) : std::string();
-        int length = int(hint.size());
-        check_mpi(MPI_Bcast(&length, 1, MPI_INT, 0, world), "MPI_Bcast");
-        hint.resize(std::size_t(length));
-        check_mpi(MPI_Bcast(hint.data(), length, MPI_CHAR, 0, world), "MPI_Bcast");
+        const std::string hint =
+            broadcast_text(world, rank == 0 ? newest_whole_hint(root, iteration) : "", 0);
         if (!error.empty()) error += hint;
     }
     agree(world, "--load", error);
