@@ -4,6 +4,8 @@
 // blocks of tp consecutive ranks per host suffice); with --slurm it writes an sbatch script
 // that does the same through srun. --dry-run prints the command instead of running it.
 #include "command.h"
+#include "format.h"
+#include "slurm_script.h"
 #include "thread_binding.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/job_loader.h"
@@ -20,7 +22,8 @@ namespace trident::cli {
 namespace {
 
 struct LaunchOptions {
-    std::string plan, hostfile, slurm, mpirun = "mpirun", mpirun_args;
+    std::string plan, hostfile, mpirun = "mpirun", mpirun_args;
+    SlurmOptions slurm;
     bool dry_run = false;
     std::vector<std::string> run_args;
 };
@@ -145,6 +148,85 @@ std::vector<std::string> environment(const core::JobSpec& job) {
     return env;
 }
 
+// The `trident run` words as the job sees them from `workdir`: every path relative to it when
+// under it; each path under /tmp warned about (node-local on clusters).
+std::string run_line_for_job(const std::vector<std::string>& run, const std::string& workdir,
+                             std::vector<std::string>& paths) {
+    std::vector<std::string> words = run;
+    const auto for_job = [&](const std::string& flag, std::string& value) {
+        const PathKind kind = path_kind(flag);
+        if (kind == PathKind::none) return;
+        // An input that is no file here is a preset name, or a path only the cluster has.
+        if (kind == PathKind::input && !names_a_file(value)) {
+            if (value.find('/') != std::string::npos) paths.push_back(value);
+            return;
+        }
+        paths.push_back(value);
+        value = path_for_job(value, workdir);
+    };
+    for (std::size_t i = 1; i < words.size(); ++i) {
+        const std::size_t eq = words[i].find('=');
+        if (eq != std::string::npos && words[i].rfind("--", 0) == 0) {
+            std::string value = words[i].substr(eq + 1);
+            for_job(words[i].substr(0, eq), value);
+            words[i] = words[i].substr(0, eq + 1) + value;
+        } else if (i + 1 < words.size()) {
+            for_job(words[i], words[i + 1]);
+        }
+    }
+    return joined(words);
+}
+
+// Says, loudly, when the job would train one step of synthetic data (a plan from `plan --out`
+// without --train-iters or --data-path) and nothing after -- changes that.
+void warn_if_one_synthetic_step(const core::JobSpec& job, const std::vector<std::string>& args) {
+    bool iters = false, data = !job.data_path.empty();
+    for (const std::string& a : args) {
+        iters = iters || a.rfind("--train-iters", 0) == 0 || a.rfind("--steps", 0) == 0;
+        data = data || a.rfind("--data-path", 0) == 0;
+    }
+    if (job.training.train_iters != 1 || iters) {
+        if (!data)
+            std::fprintf(stderr, "trident: warning: --plan: the job trains on synthetic sequences "
+                                 "(the plan records no data path): add `-- --data-path PREFIX`\n");
+        return;
+    }
+    std::fprintf(stderr,
+                 "trident: warning: --plan: the job trains 1 iteration%s (the plan's "
+                 "train_iters is 1): add `-- --train-iters N%s`\n",
+                 data ? "" : " of synthetic sequences", data ? "" : " --data-path PREFIX");
+}
+
+void write_slurm_script(const SlurmOptions& o, const core::JobSpec& job, const std::string& plan,
+                        const std::vector<std::string>& run_args) {
+    const std::vector<std::string> directives = sbatch_directives(o.sbatch_args);
+    const SrunMpi mpi = choose_srun_mpi(o.srun_mpi);
+    std::string workdir =
+        std::filesystem::absolute(o.workdir.empty() ? "." : o.workdir).lexically_normal().string();
+    if (workdir.size() > 1 && workdir.back() == '/') workdir.pop_back();
+    std::vector<std::string> paths{self_path(), workdir};
+    if (!job.data_path.empty()) paths.push_back(job.data_path);
+    std::vector<std::string> run{self_path(), "run", "--plan", plan};
+    run.insert(run.end(), run_args.begin(), run_args.end());
+    const std::string run_line = run_line_for_job(run, workdir, paths);
+    const int threads = run_threads(run_args);
+    core::write_file_atomically(o.script,
+                                sbatch_script(job, directives, mpi, workdir, environment(job),
+                                              run_line, threads, uses_cuda(job)),
+                                "--slurm");
+    for (const std::string& p : paths_under_tmp(paths))
+        std::fprintf(stderr,
+                     "trident: warning: --slurm: %s is under a node-local folder on most "
+                     "clusters (other nodes will not see it): put it on a shared file "
+                     "system\n",
+                     p.c_str());
+    warn_if_one_synthetic_step(job, run_args);
+    std::printf("wrote %s: sbatch %s starts %s on %s (srun --mpi=%s: %s)\n", o.script.c_str(),
+                o.script.c_str(), count_of(job.cluster.devices(), "rank", "ranks").c_str(),
+                count_of(job.cluster.nodes, "node", "nodes").c_str(), mpi.plugin.c_str(),
+                mpi.how.c_str());
+}
+
 } // namespace
 
 Command add_launch_command(CLI::App& app) {
@@ -154,13 +236,23 @@ Command add_launch_command(CLI::App& app) {
         "launch", "Run a plan across hosts: mpirun from a hostfile, or an sbatch script (--slurm)");
     c.app->add_option("--plan", o->plan, "Plan file (from `trident plan --out`)")->required();
     c.app->add_option("--hostfile", o->hostfile, "OpenMPI hostfile: 'HOST slots=N' per line");
-    c.app->add_option("--slurm", o->slurm, "Write an sbatch script (srun) to this file instead");
+    c.app->add_option("--slurm", o->slurm.script,
+                      "Write an sbatch script (srun) to this file instead");
+    c.app->add_option("--sbatch-args", o->slurm.sbatch_args,
+                      "With --slurm: sbatch options for the script, one string (\"--time=04:00:00 "
+                      "--partition=gpu --account=abc --output=logs/%j.out\")");
+    c.app->add_option("--srun-mpi", o->slurm.srun_mpi,
+                      "With --slurm: srun's MPI plugin (default: pmix or pmi2, as `srun "
+                      "--mpi=list` offers)");
+    c.app->add_option("--workdir", o->slurm.workdir,
+                      "With --slurm: the folder the job runs in (default: this one); paths under "
+                      "it are written relative to it");
     c.app->add_flag("--dry-run", o->dry_run, "Print the command instead of running it");
     c.app->add_option("--mpirun", o->mpirun, "The mpirun to use")->capture_default_str();
     c.app->add_option("--mpirun-args", o->mpirun_args,
                       "Extra mpirun arguments, one string (e.g. \"--oversubscribe\")");
     c.app->add_option("run_args", o->run_args, "Arguments for `trident run`, after --");
-    c.run = [o] {
+    c.run = [o, app = c.app] {
         core::JobInputs inputs;
         inputs.plan = o->plan;
         const core::JobSpec job = core::load_job(inputs);
@@ -171,41 +263,19 @@ Command add_launch_command(CLI::App& app) {
                                      : o->plan;
         std::vector<std::string> run{self_path(), "run", "--plan", plan};
         run.insert(run.end(), o->run_args.begin(), o->run_args.end());
-        if (!o->slurm.empty()) {
+        if (!o->slurm.script.empty()) {
             if (!o->hostfile.empty())
                 throw core::SpecError("--slurm", "Slurm places the ranks: drop --hostfile");
-            const std::int64_t per_node = job.cluster.devices_per_node;
-            std::ostringstream s;
-            s << "#!/bin/bash\n"
-              << "# Written by trident launch for " << job.model.name << " on " << job.cluster.nodes
-              << " × " << per_node << " " << job.cluster.device << "\n"
-              << "#SBATCH --job-name=trident-" << job.model.name << "\n"
-              << "#SBATCH --nodes=" << job.cluster.nodes << "\n"
-              << "#SBATCH --ntasks-per-node=" << per_node << "\n";
-            const int threads = run_threads(o->run_args);
-            if (uses_cuda(job))
-                s << "#SBATCH --gpus-per-node=" << per_node << "\n";
-            else
-                s << "#SBATCH --cpus-per-task=" << threads << "\n";
-            s << "#SBATCH --exclusive\n\n";
-            for (const std::string& e : environment(job)) s << "export " << e << "\n";
-            // Block distribution: consecutive ranks fill a node first, so tensor groups
-            // (consecutive ranks, tp dividing devices_per_node) stay inside one.
-            // The CPU backend's ranks get a core per BLAS thread (srun binds to them).
-            s << "\nsrun --mpi=pmix --ntasks=" << world << " --ntasks-per-node=" << per_node
-              << " --distribution=block:block "
-              << (uses_cuda(job)
-                      ? ""
-                      : "--cpus-per-task=" + std::to_string(threads) + " --cpu-bind=cores ")
-              << joined(run) << "\n";
-            core::write_file_atomically(o->slurm, s.str(), "--slurm");
-            std::printf("wrote %s: sbatch %s starts %lld ranks on %lld nodes\n", o->slurm.c_str(),
-                        o->slurm.c_str(), (long long)world, (long long)job.cluster.nodes);
+            write_slurm_script(o->slurm, job, plan, o->run_args);
             return 0;
         }
+        for (const char* flag : {"--sbatch-args", "--srun-mpi", "--workdir"})
+            if (*app->get_option(flag))
+                throw core::SpecError(flag, "goes with --slurm FILE (it shapes the sbatch script)");
         if (o->hostfile.empty())
             throw core::SpecError("--hostfile", "required (or --slurm FILE for Slurm)");
         const auto placed = place(read_hostfile(o->hostfile), world, job.plan.tp);
+        warn_if_one_synthetic_step(job, o->run_args);
         std::vector<std::string> cmd{o->mpirun, "-np", std::to_string(world)};
         std::string hosts;
         for (const auto& [name, n] : placed)

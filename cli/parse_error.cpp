@@ -2,6 +2,8 @@
 
 #include "trident/core/json_io.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 #include <string_view>
@@ -79,6 +81,22 @@ std::pair<std::string, std::string> unexpected(const CLI::App* command, const st
     return {word, "unexpected argument to `" + command_path(command) + "`"};
 }
 
+// CLI11's "Value 0 not in range 0.000000 to 1.79769e+308" as people say it: "must be greater
+// than 0, not 0" (PositiveNumber), "must be at least 0, not -1", "must be between 1 and 256".
+std::string range_reason(const std::string& value, const std::string& low,
+                         const std::string& high) {
+    const auto shortest = [](const std::string& number) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", std::strtod(number.c_str(), nullptr));
+        return std::string(text);
+    };
+    const double v = std::strtod(value.c_str(), nullptr), lo = std::strtod(low.c_str(), nullptr);
+    if (std::strtod(high.c_str(), nullptr) < 1e15)
+        return "must be between " + shortest(low) + " and " + shortest(high) + ", not " + value;
+    return (v == lo ? "must be greater than " : "must be at least ") + shortest(low) + ", not " +
+           value;
+}
+
 } // namespace
 
 std::pair<std::string, std::string>
@@ -91,8 +109,7 @@ describe_parse_error(const CLI::ParseError& error, const CLI::App& app, int argc
     if (std::regex_match(what, m, std::regex(R"((\S+): At Most 1 required but received (\d+))")))
         return {m[1], "given " + m[2].str() + " times; give it once"};
     if (std::regex_match(what, m, std::regex(R"((\S+): Value (\S+) not in range (\S+) to (\S+))")))
-        return {m[1],
-                "must be between " + m[3].str() + " and " + m[4].str() + ", not " + m[2].str()};
+        return {m[1], range_reason(m[2], m[3], m[4])};
     if (std::regex_match(what, m, std::regex(R"((\S+): \d+ required \S+ missing)")))
         return {m[1], "needs a value"};
     if (std::regex_match(what, m, std::regex(R"((\S+) is required)")))

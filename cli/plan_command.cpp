@@ -9,6 +9,8 @@
 #include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
 #include "trident/core/units.h"
+#include "trident/data/gpt_dataset.h"
+#include "trident/data/indexed_dataset.h"
 #include "trident/planner/memory_budget.h"
 #include "trident/planner/planner.h"
 
@@ -16,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <unistd.h>
@@ -40,6 +43,7 @@ struct PlanCommandOptions {
     bool csv = false, json = false, megatron_args = false, explain = false, exhaustive = false;
     std::string launcher; // with --megatron-args: torchrun or srun in front
     std::string out;
+    std::string data_path, split; // recorded in the plan file for `trident run --plan`
 };
 
 // Selective recomputation's modules joined by '+' (a CSV cell); empty otherwise.
@@ -440,6 +444,11 @@ void add_output_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
     app->add_flag("--csv", o->csv, "Print the table as CSV");
     app->add_flag("--json", o->json, "Print the result as JSON");
     app->add_option("--out", o->out, "Write the best layout as a plan file (for simulate / run)");
+    app->add_option("--data-path", o->data_path,
+                    "With --out: the indexed dataset (prefix P of P.bin + P.idx) the plan's run "
+                    "trains on, recorded in the plan file");
+    app->add_option("--split", o->split,
+                    "With --out: train,validation[,test] weights over the dataset's documents");
     app->add_flag("--megatron-args", o->megatron_args,
                   "Print the best layout as Megatron-LM arguments, alone on stdout (the table "
                   "goes to stderr), so `> args.sh` captures them");
@@ -478,6 +487,42 @@ void print_result(const PlanCommandOptions& opts, const core::JobSpec& specs,
     if (!o->out.empty()) human << "\nwrote the best layout to " << o->out << "\n";
 }
 
+// The data recorded in the plan file: checked now (a typo found at submission is an hour lost
+// in a queue), kept as an absolute prefix so the run finds it from any folder.
+void record_data(const PlanCommandOptions& o, core::JobSpec& specs) {
+    if (!o.split.empty() && o.data_path.empty() && specs.data_path.empty())
+        throw core::SpecError("--split", "goes with --data-path (it splits that dataset)");
+    if (!o.data_path.empty() && o.out.empty())
+        throw core::SpecError("--data-path", "goes with --out (it is recorded in the plan file)");
+    if (!o.data_path.empty()) {
+        data::IndexedDataset check(o.data_path, "--data-path");
+        specs.data_path = std::filesystem::absolute(data::dataset_prefix(o.data_path)).string();
+    }
+    if (!o.split.empty()) {
+        data::parse_split(o.split);
+        specs.data_split = o.split;
+    }
+}
+
+// A plan file whose run would train one step of synthetic data says so, loudly: that is what
+// `trident run --plan` does with it unless given --train-iters and --data-path.
+void warn_about_plan_file(const PlanCommandOptions& o, const core::JobSpec& job) {
+    if (o.out.empty()) return;
+    const bool one_step = job.training.train_iters == 1, synthetic = job.data_path.empty();
+    if (!one_step && !synthetic) return;
+    std::string what = one_step
+                           ? "trains 1 iteration"
+                           : "trains " + std::to_string(job.training.train_iters) + " iterations";
+    what += synthetic ? " of synthetic sequences" : " of " + job.data_path;
+    std::string fix;
+    if (one_step) fix += "--train-iters N";
+    if (synthetic) fix += std::string(fix.empty() ? "" : " and ") + "--data-path PREFIX";
+    std::fprintf(stderr,
+                 "trident: warning: --out: %s runs as written: it %s (give `trident plan` %s, "
+                 "or pass %s to `trident run`)\n",
+                 o.out.c_str(), what.c_str(), fix.c_str(), one_step && synthetic ? "them" : "it");
+}
+
 } // namespace
 
 Command add_plan_command(CLI::App& app) {
@@ -502,6 +547,7 @@ Command add_plan_command(CLI::App& app) {
             inputs.moe_expert_capacity_factor = "none"; // the search sets each in turn
         }
         core::JobSpec specs = core::load_specs(inputs);
+        record_data(*o, specs);
         const core::ProfileChoice choice = choose_profile(o->profile, specs);
         const core::Profile profile = core::Profile::from_json(choice.json, "profile");
         specs.profile = choice.reference; // the plan file records the profile it was made with
@@ -520,9 +566,11 @@ Command add_plan_command(CLI::App& app) {
         bar.reset();
         options.on_progress = nullptr;
         if (r.best.empty()) throw planner::why_no_candidate(specs, r, budget, "--memory-budget");
-        if (!o->out.empty())
+        if (!o->out.empty()) {
             core::write_file_atomically(
                 o->out, planner::plan_file(r.best.front(), budget).dump(2) + "\n", "--out");
+            warn_about_plan_file(*o, r.best.front().job);
+        }
         if (o->json) {
             std::cout << result_json(r, budget).dump(2) << "\n";
             return 0;

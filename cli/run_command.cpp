@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -55,7 +56,7 @@ struct RunOptions {
     std::string save_params;
     int threads = 1;
     std::string data_path;
-    std::string split = "98,2,0";
+    std::string split; // "": the plan file's, else 98,2,0 (Megatron's usual)
     std::int64_t eval_interval = 0;
     std::int64_t eval_iters = 10;
     std::string save, load;
@@ -63,6 +64,7 @@ struct RunOptions {
     bool exit_signal_handler = false;
     std::string exit_signal; // "": SIGTERM
     double exit_duration_mins = 0.0;
+    double distributed_timeout_mins = executor::kDefaultDistributedTimeoutMinutes;
     std::int64_t log_interval = 1;
     std::int64_t save_interval = 0;
     std::int64_t exit_interval = 0;
@@ -214,6 +216,7 @@ std::string banner(const core::JobSpec& job, int ranks) {
 std::int64_t resume(const RunOptions& o, executor::Trainer& trainer, const core::JobSpec& job,
                     executor::ProcessGroups& groups, std::uint64_t seed) {
     const executor::LoadRequest request = executor::load_request(o.load, o.ckpt_step, o.save);
+    groups.watchdog->set_phase("loading the checkpoint");
     const std::string& dir = request.dir;
     const auto position = executor::load_checkpoint(request, trainer, job, groups);
     if (position && position->seed != seed)
@@ -278,11 +281,13 @@ Command add_run_command(CLI::App& app) {
     c.app
         ->add_option("--data-path", o->data_path,
                      "Prefix of an indexed dataset (P.bin + P.idx from `trident preprocess`); "
-                     "without it, synthetic sequences")
+                     "default: the plan file's (`plan --data-path`), else synthetic sequences")
         ->group(data);
-    c.app->add_option("--split", o->split, "Train,validation[,test] weights over documents")
-        ->group(data)
-        ->capture_default_str();
+    c.app
+        ->add_option("--split", o->split,
+                     "Train,validation[,test] weights over documents (default: the plan's, "
+                     "else 98,2,0)")
+        ->group(data);
     c.app
         ->add_option("--eval-interval", o->eval_interval,
                      "Validation loss every N steps and after the last (0: never)")
@@ -290,6 +295,13 @@ Command add_run_command(CLI::App& app) {
         ->check(CLI::NonNegativeNumber);
     c.app->add_option("--eval-iters", o->eval_iters, "Global batches per validation")
         ->group(data)
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    c.app
+        ->add_option(
+            "--distributed-timeout-minutes", o->distributed_timeout_mins,
+            "End every rank, naming the operation, group, step and missing ranks, when "
+            "a collective or transfer waits this long (Megatron's name; fractions allowed)")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
     const std::string ckpt = "Checkpoints";
@@ -364,7 +376,13 @@ Command add_run_command(CLI::App& app) {
                 executor::parse_signal(o->exit_signal.empty() ? "SIGTERM" : o->exit_signal);
             check_outputs(*o, rank);
             const std::uint64_t seed = std::uint64_t(job.training.seed);
-            const TrainingData data = open_training_data(o->data_path, o->split, job, seed);
+            // The data given here, else what the plan was made for (plan --data-path).
+            const bool own_data = !o->data_path.empty();
+            const std::string split = !o->split.empty()                      ? o->split
+                                      : !own_data && !job.data_split.empty() ? job.data_split
+                                                                             : "98,2,0";
+            const TrainingData data =
+                open_training_data(own_data ? o->data_path : job.data_path, split, job, seed);
             std::string mfu_note;
             const std::optional<double> peak =
                 peak_flops_per_s(o->profile, job, backend, rank, mfu_note);
@@ -375,7 +393,7 @@ Command add_run_command(CLI::App& app) {
             // pages (page faults and clearing cost ~15 % of a GPT-2 step otherwise).
             mallopt(M_MMAP_THRESHOLD, 1 << 30);
             mallopt(M_TRIM_THRESHOLD, 1 << 30);
-            executor::ProcessGroups groups(job.plan, rank);
+            executor::ProcessGroups groups(job.plan, rank, 60.0 * o->distributed_timeout_mins);
             const std::unique_ptr<executor::Trainer> trainer_owner =
                 make_trainer(backend, job, groups, seed, data.train);
             executor::Trainer& trainer = *trainer_owner;
@@ -392,6 +410,7 @@ Command add_run_command(CLI::App& app) {
             loop.model_flops_per_step = simulator::step_flops(job).model;
             loop.peak_flops_per_s = peak;
             loop.exit_duration_s = 60.0 * o->exit_duration_mins;
+            loop.stall = executor::injected_stall(std::getenv("TRIDENT_FAULT_STALL"));
             std::optional<executor::ExitSignal> exit_signal;
             if (o->exit_signal_handler || !o->exit_signal.empty()) {
                 exit_signal.emplace(exit_signal_number);

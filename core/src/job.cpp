@@ -233,6 +233,10 @@ Json to_json(const JobSpec& job) {
     j["training"] = to_json(job.training);
     j["parallel"] = to_json(job.plan);
     if (!job.profile.empty()) j["profile"] = job.profile;
+    if (!job.data_path.empty()) {
+        j["data"] = {{"path", job.data_path}};
+        if (!job.data_split.empty()) j["data"]["split"] = job.data_split;
+    }
     return j;
 }
 

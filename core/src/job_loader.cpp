@@ -23,6 +23,16 @@ Json relative_to(const Json* reference, const std::filesystem::path& dir) {
     return *reference;
 }
 
+// A dataset prefix P (P.bin + P.idx) in a plan file: tried relative to the plan's folder too.
+std::string dataset_relative_to(const std::string& prefix, const std::filesystem::path& dir) {
+    std::error_code ec;
+    const auto here = [&](const std::filesystem::path& p) {
+        return std::filesystem::exists(p.string() + ".idx", ec) || std::filesystem::exists(p, ec);
+    };
+    if (dir.empty() || std::filesystem::path(prefix).is_absolute() || here(prefix)) return prefix;
+    return here(dir / prefix) ? (dir / prefix).string() : prefix;
+}
+
 // Adds the file a spec came from to its error, keeping the field as the first word.
 template <typename F>
 auto from_source(const std::string& source, F&& parse) {
@@ -61,7 +71,7 @@ Json recompute_object(const Json* existing) {
 // What a plan file contributes before command-line options override it.
 struct PlanFile {
     Json model_ref, cluster_ref, training_ref, parallel = Json::object();
-    std::string source, profile;
+    std::string source, profile, data_path, data_split;
 };
 
 PlanFile read_plan_file(const JobInputs& in) {
@@ -88,6 +98,12 @@ PlanFile read_plan_file(const JobInputs& in) {
             if (!profile->is_string())
                 throw SpecError("profile", "must be a preset name or a file path (a string)");
             f.profile = relative_to(profile, plan_dir).get<std::string>();
+        }
+        if (const Json* data = top.get("data")) {
+            ObjectReader d(*data, "data");
+            f.data_path = dataset_relative_to(d.string("path"), plan_dir);
+            f.data_split = d.string_or("split", "");
+            d.finish();
         }
         if (const Json* p = top.get("parallel")) {
             if (!p->is_object()) throw SpecError("parallel", "must be a JSON object");
@@ -149,6 +165,8 @@ void apply_optimizer_precision(const JobInputs& in, Json& model) {
 void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
     const std::string& plan_source = f.source;
     job.profile = f.profile;
+    job.data_path = f.data_path;
+    job.data_split = f.data_split;
     Json model_ref = f.model_ref, cluster_ref = f.cluster_ref, training_ref = f.training_ref;
     // Model.
     if (in.model) model_ref = *in.model;

@@ -132,10 +132,6 @@ void IndexedDatasetWriter::finish() {
     finished_ = true;
 }
 
-namespace {
-
-// Megatron's --data-path is the prefix of P.bin and P.idx, but people pass P.bin (or P.idx):
-// take the prefix when P.bin.bin is not there.
 std::string dataset_prefix(const std::string& given) {
     for (const char* suffix : {".bin", ".idx"}) {
         const std::string s(suffix);
@@ -145,8 +141,6 @@ std::string dataset_prefix(const std::string& given) {
     }
     return given;
 }
-
-} // namespace
 
 IndexedDataset::IndexedDataset(const std::string& prefix, const std::string& field)
     : bin_(dataset_prefix(prefix) + ".bin", field) {

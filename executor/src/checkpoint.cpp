@@ -63,22 +63,25 @@ void sync_directory(const fs::path& dir) {
 }
 
 // `text` of rank `root`, on every rank.
-std::string broadcast_text(MPI_Comm world, std::string text, int root) {
+std::string broadcast_text(MpiCommunicator& world, std::string text, int root) {
+    const auto watched = world.watch_collective("broadcast");
     int length = int(text.size());
-    check_mpi(MPI_Bcast(&length, 1, MPI_INT, root, world), "MPI_Bcast");
+    check_mpi(MPI_Bcast(&length, 1, MPI_INT, root, world.handle()), "MPI_Bcast");
     text.resize(std::size_t(length));
-    check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, root, world), "MPI_Bcast");
+    check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, root, world.handle()), "MPI_Bcast");
     return text;
 }
 
 // Every rank learns whether any rank failed; all of them raise the first failing rank's
 // message, so mpirun sees one clean exit code and rank 0 prints one line.
-void agree(MPI_Comm world, const std::string& field, const std::string& local_error) {
-    int rank = 0, size = 1;
-    check_mpi(MPI_Comm_rank(world, &rank), "MPI_Comm_rank");
-    check_mpi(MPI_Comm_size(world, &size), "MPI_Comm_size");
+void agree(MpiCommunicator& world, const std::string& field, const std::string& local_error) {
+    const int rank = world.rank(), size = world.size();
     int first = local_error.empty() ? size : rank;
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, world), "MPI_Allreduce");
+    {
+        const auto watched = world.watch_collective("all-reduce (min)");
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, world.handle()),
+                  "MPI_Allreduce");
+    }
     if (first == size) return;
     throw core::SpecError(field, broadcast_text(world, rank == first ? local_error : "", first));
 }
@@ -215,7 +218,7 @@ std::string checkpoint_name(std::int64_t iteration) {
 
 void save_checkpoint(const std::string& dir, const CheckpointPosition& position, Trainer& trainer,
                      const core::JobSpec& job, ProcessGroups& groups) {
-    const MPI_Comm world = groups.world->handle();
+    MpiCommunicator& world = *groups.world;
     const int rank = groups.world_rank, size = groups.world->size();
     const fs::path root(dir), final_dir = root / checkpoint_name(position.iteration);
     const fs::path partial = root / (checkpoint_name(position.iteration) + ".partial");
@@ -246,8 +249,11 @@ void save_checkpoint(const std::string& dir, const CheckpointPosition& position,
     // Sizes and checksums to rank 0, which writes the manifest last and renames the whole.
     const std::uint64_t mine[2] = {bytes.size(), checksum(bytes.data(), bytes.size())};
     std::vector<std::uint64_t> all(rank == 0 ? 2 * std::size_t(size) : 0);
-    check_mpi(MPI_Gather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, 0, world),
-              "MPI_Gather");
+    {
+        const auto watched = world.watch_collective("gather");
+        check_mpi(MPI_Gather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, 0, world.handle()),
+                  "MPI_Gather");
+    }
     if (rank == 0) {
         try {
             core::Json shards = core::Json::array();
@@ -332,7 +338,7 @@ std::vector<checkpoint_detail::Shard> read_shards(const fs::path& ckpt, const co
 
 std::optional<CheckpointPosition> load_checkpoint(const LoadRequest& request, Trainer& trainer,
                                                   const core::JobSpec& job, ProcessGroups& groups) {
-    const MPI_Comm world = groups.world->handle();
+    MpiCommunicator& world = *groups.world;
     const int rank = groups.world_rank, size = groups.world->size();
     const fs::path root(request.dir);
     std::int64_t iteration = -1;
@@ -345,7 +351,10 @@ std::optional<CheckpointPosition> load_checkpoint(const LoadRequest& request, Tr
         }
     }
     agree(world, "--load", error);
-    check_mpi(MPI_Bcast(&iteration, 1, MPI_INT64_T, 0, world), "MPI_Bcast");
+    {
+        const auto watched = world.watch_collective("broadcast");
+        check_mpi(MPI_Bcast(&iteration, 1, MPI_INT64_T, 0, world.handle()), "MPI_Bcast");
+    }
     if (iteration < 0) return std::nullopt;
 
     const fs::path ckpt = root / checkpoint_name(iteration);
@@ -367,7 +376,11 @@ std::optional<CheckpointPosition> load_checkpoint(const LoadRequest& request, Tr
         damaged = 1;
     }
     // A damaged checkpoint: every rank's refusal ends with how to load the newest whole one.
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &damaged, 1, MPI_INT, MPI_MAX, world), "MPI_Allreduce");
+    {
+        const auto watched = world.watch_collective("all-reduce (max)");
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, &damaged, 1, MPI_INT, MPI_MAX, world.handle()),
+                  "MPI_Allreduce");
+    }
     if (damaged) {
         const std::string hint =
             broadcast_text(world, rank == 0 ? newest_whole_hint(root, iteration) : "", 0);

@@ -29,7 +29,9 @@ int count(std::size_t n) {
 MpiSession::MpiSession(int* argc, char*** argv) {
     int initialized = 0;
     MPI_Initialized(&initialized);
-    if (!initialized) check_mpi(MPI_Init(argc, argv), "MPI_Init");
+    int provided = MPI_THREAD_SINGLE;
+    if (!initialized)
+        check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
     // Errors come back as codes and become exceptions, not aborts.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &errors_), "MPI_Comm_dup");
@@ -83,9 +85,32 @@ int MpiSession::world_size() const {
     return s;
 }
 
-MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, Watchdog* watchdog)
+    : comm_(comm), watchdog_(watchdog) {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    // The members' world ranks, for the watchdog's line.
+    MPI_Group mine = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    check_mpi(MPI_Comm_group(comm_, &mine), "MPI_Comm_group");
+    check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+    std::vector<int> local(std::size_t(size_), 0);
+    for (int r = 0; r < size_; ++r) local[std::size_t(r)] = r;
+    label_ = {std::move(name), std::vector<int>(std::size_t(size_), 0)};
+    check_mpi(
+        MPI_Group_translate_ranks(mine, size_, local.data(), world, label_.world_ranks.data()),
+        "MPI_Group_translate_ranks");
+    MPI_Group_free(&mine);
+    MPI_Group_free(&world);
+}
+
+Watchdog::Scope MpiCommunicator::watch_collective(const char* operation) {
+    if (!watchdog_) return Watchdog::Scope(nullptr);
+    return watchdog_->enter(operation, label_, ++collectives_);
+}
+
+Watchdog::Scope MpiCommunicator::watch_transfer(const char* operation, int peer) {
+    if (!watchdog_) return Watchdog::Scope(nullptr);
+    return watchdog_->enter(operation, label_, collectives_, label_.world_ranks[std::size_t(peer)]);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -97,18 +122,21 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 void MpiCommunicator::all_reduce_sum(float* data, std::size_t n) {
+    const auto watched = watch_collective("all-reduce");
     if (size_ > 1)
         check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_SUM, comm_),
                   "MPI_Allreduce");
 }
 
 void MpiCommunicator::all_reduce_max(float* data, std::size_t n) {
+    const auto watched = watch_collective("all-reduce (max)");
     if (size_ > 1)
         check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, count(n), MPI_FLOAT, MPI_MAX, comm_),
                   "MPI_Allreduce");
 }
 
 void MpiCommunicator::all_gather(const float* in, float* out, std::size_t n) {
+    const auto watched = watch_collective("all-gather");
     const bool in_place = in == out + std::size_t(rank()) * n; // MPI wants it said
     check_mpi(MPI_Allgather(in_place ? MPI_IN_PLACE : in, count(n), MPI_FLOAT, out, count(n),
                             MPI_FLOAT, comm_),
@@ -116,17 +144,20 @@ void MpiCommunicator::all_gather(const float* in, float* out, std::size_t n) {
 }
 
 void MpiCommunicator::reduce_scatter_sum(const float* in, float* out, std::size_t n) {
+    const auto watched = watch_collective("reduce-scatter");
     check_mpi(MPI_Reduce_scatter_block(in, out, count(n), MPI_FLOAT, MPI_SUM, comm_),
               "MPI_Reduce_scatter_block");
 }
 
 void MpiCommunicator::all_to_all(const float* in, float* out, std::size_t n) {
+    const auto watched = watch_collective("all-to-all");
     check_mpi(MPI_Alltoall(in, count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_),
               "MPI_Alltoall");
 }
 
 void MpiCommunicator::all_to_allv(const float* in, const std::vector<std::size_t>& send_counts,
                                   float* out, const std::vector<std::size_t>& recv_counts) {
+    const auto watched = watch_collective("all-to-all");
     std::vector<int> sc(send_counts.size()), sd(send_counts.size()), rc(recv_counts.size()),
         rd(recv_counts.size());
     std::size_t s_at = 0, r_at = 0;
@@ -144,11 +175,13 @@ void MpiCommunicator::all_to_allv(const float* in, const std::vector<std::size_t
 }
 
 void MpiCommunicator::broadcast(float* data, std::size_t n, int root) {
+    const auto watched = watch_collective("broadcast");
     if (size_ > 1) check_mpi(MPI_Bcast(data, count(n), MPI_FLOAT, root, comm_), "MPI_Bcast");
 }
 
 void MpiCommunicator::send(const float* data, std::size_t n, int peer, int tag) {
     auto pending = std::make_unique<PendingSend>();
+    pending->peer = peer;
     pending->buffer.assign(data, data + n);
     check_mpi(
         MPI_Isend(pending->buffer.data(), count(n), MPI_FLOAT, peer, tag, comm_, &pending->request),
@@ -157,15 +190,20 @@ void MpiCommunicator::send(const float* data, std::size_t n, int peer, int tag) 
 }
 
 void MpiCommunicator::recv(float* data, std::size_t n, int peer, int tag) {
+    const auto watched = watch_transfer("receive from", peer);
     check_mpi(MPI_Recv(data, count(n), MPI_FLOAT, peer, tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
 }
 
 void MpiCommunicator::wait_sends() {
-    for (auto& p : pending_) check_mpi(MPI_Wait(&p->request, MPI_STATUS_IGNORE), "MPI_Wait");
+    for (auto& p : pending_) {
+        const auto watched = watch_transfer("send to", p->peer);
+        check_mpi(MPI_Wait(&p->request, MPI_STATUS_IGNORE), "MPI_Wait");
+    }
     pending_.clear();
 }
 
 void MpiCommunicator::barrier() {
+    const auto watched = watch_collective("barrier");
     check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
 }
 

@@ -1,6 +1,7 @@
 #include "trident/executor/training_loop.h"
 
 #include "trident/core/atomic_file.h"
+#include "trident/core/spec_error.h"
 #include "trident/core/step_numbers.h"
 #include "trident/executor/checkpoint.h"
 #include "trident/executor/trace_gather.h"
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <thread>
 
 namespace trident::executor {
 
@@ -71,6 +73,21 @@ std::string reason_to_stop(const TrainingLoopOptions& o, ProcessGroups& groups,
 
 } // namespace
 
+InjectedStall injected_stall(const char* text) {
+    InjectedStall stall;
+    if (!text || !*text) return stall;
+    long long step = 0;
+    char end = 0;
+    if (std::sscanf(text, "%d:%lld:%lf%c", &stall.rank, &step, &stall.seconds, &end) != 3 ||
+        stall.rank < 0 || step < 1 || stall.seconds < 0.0)
+        throw core::SpecError("TRIDENT_FAULT_STALL",
+                              "'" + std::string(text) +
+                                  "' is not RANK:STEP:SECONDS (e.g. 1:2:60: rank 1 sleeps 60 s "
+                                  "before step 2)");
+    stall.step = step;
+    return stall;
+}
+
 double ValidationReport::perplexity() const {
     return std::exp(std::min(loss, 700.0));
 }
@@ -87,13 +104,16 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
     const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     };
+    Watchdog& watchdog = *groups.watchdog;
     const auto run_validation = [&](std::int64_t after_step) {
+        watchdog.set_phase("validation after step " + std::to_string(after_step));
         const auto begin = std::chrono::steady_clock::now();
         summary.validations.push_back(validate(trainer, job, o, after_step));
         summary.validation_s += seconds_since(begin);
         if (rank == 0 && hooks.on_validation) hooks.on_validation(summary.validations.back());
     };
     const auto save = [&](std::int64_t after_step) {
+        watchdog.set_phase("saving the checkpoint of step " + std::to_string(after_step));
         const auto begin = std::chrono::steady_clock::now();
         save_checkpoint(o.save, {after_step, after_step * gbs, o.seed, {}}, trainer, job, groups);
         summary.save_s += seconds_since(begin);
@@ -106,6 +126,9 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
     for (std::int64_t s = o.first_step; s < steps; ++s) {
         summary.last_step = s + 1;
         events.clear();
+        watchdog.set_phase("step " + std::to_string(s + 1));
+        if (o.stall.rank == rank && o.stall.step == s + 1)
+            std::this_thread::sleep_for(std::chrono::duration<double>(o.stall.seconds));
         const bool record = !o.trace.empty() && s == steps - 1;
         const StepStats st = trainer.step(s, record ? &events : nullptr);
         summary.peak_activation_bytes =
@@ -128,6 +151,7 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
     }
     if (validating && last_validated != summary.last_step) run_validation(summary.last_step);
     if (!o.save.empty() && last_saved != summary.last_step) save(summary.last_step);
+    watchdog.set_phase("after training");
     // The memory model's counterpart: activations held at once, on the busiest rank.
     float peak_bytes[2] = {float(summary.peak_activation_bytes),
                            float(summary.peak_parameter_bytes)};

@@ -97,3 +97,46 @@ TEST(Preprocess, RefusesBadInputWithoutLeavingFiles) {
         EXPECT_FALSE(fs::exists(out + ".bin.partial")) << c.expected;
     }
 }
+
+// `plan --data-path P --split S --out F` records the dataset (as an absolute prefix) and the
+// training length; `run --plan` of a plan file with a data record trains on it (a relative
+// prefix there is found beside the plan file).
+TEST(Preprocess, PlanFileRecordsTheDatasetAndRunReadsIt) {
+    const fs::path prefix = work_dir() / "ds";
+    const auto made =
+        run_trident({"preprocess", "--input", corpus_and_tokenizer().string(), "--output-prefix",
+                     prefix.string(), "--tokenizer", (work_dir() / "tok").string()});
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const fs::path plan = work_dir() / "planned.json";
+    const auto planned =
+        run_trident({"plan", "--model", "gpt2-124m", "--cluster", "dgx-h100", "--gbs", "8",
+                     "--seq-length", "16", "--train-iters", "7", "--data-path",
+                     prefix.string() + ".bin", "--split", "90,10", "--out", plan.string()});
+    ASSERT_EQ(planned.exit_code, 0) << planned.err;
+    EXPECT_EQ(planned.err.find("warning"), std::string::npos) << planned.err;
+    std::ifstream in(plan);
+    const std::string text{std::istreambuf_iterator<char>(in), {}};
+    EXPECT_NE(text.find("\"path\": \"" + fs::absolute(prefix).string() + "\""), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("\"split\": \"90,10\""), std::string::npos) << text;
+    EXPECT_NE(text.find("\"train_iters\": 7"), std::string::npos) << text;
+
+    const fs::path local = work_dir() / "local.json";
+    std::ofstream(local) << R"({"format": "trident.plan/1",
+      "model": {"preset": "gpt-tiny", "vocab_size": 384},
+      "cluster": {"preset": "localhost", "nodes": 1, "devices_per_node": 1},
+      "training": {"global_batch_size": 4, "seq_length": 16, "train_iters": 2},
+      "parallel": {"tp": 1, "pp": 1, "dp": 1, "micro_batch_size": 2},
+      "data": {"path": "ds", "split": "90,10"}})";
+    const auto ran = run_trident({"run", "--plan", local.string()});
+    ASSERT_EQ(ran.exit_code, 0) << ran.err;
+    EXPECT_NE(ran.out.find("data: " + prefix.string() + ": 200 documents"), std::string::npos)
+        << ran.out;
+    EXPECT_NE(ran.out.find("validation 20 documents"), std::string::npos) << ran.out;
+
+    const auto missing = run_trident({"plan", "--model", "gpt2-124m", "--cluster", "dgx-h100",
+                                      "--gbs", "8", "--seq-length", "16", "--data-path",
+                                      (work_dir() / "nothing").string(), "--out", plan.string()});
+    EXPECT_EQ(missing.exit_code, 2);
+    EXPECT_NE(missing.err.find("trident: error: --data-path: "), std::string::npos) << missing.err;
+}

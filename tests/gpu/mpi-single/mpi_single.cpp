@@ -69,6 +69,14 @@ int MPI_Init(int*, char***) {
     state().initialized = true;
     return MPI_SUCCESS;
 }
+int MPI_Init_thread(int* argc, char*** argv, int, int* provided) {
+    *provided = MPI_THREAD_MULTIPLE; // one process, and the state is behind a mutex
+    return MPI_Init(argc, argv);
+}
+int MPI_Query_thread(int* provided) {
+    *provided = MPI_THREAD_MULTIPLE;
+    return MPI_SUCCESS;
+}
 int MPI_Initialized(int* flag) {
     *flag = state().initialized ? 1 : 0;
     return MPI_SUCCESS;
@@ -130,6 +138,18 @@ int MPI_Comm_get_attr(MPI_Comm, int key, void* value, int* flag) {
     return MPI_SUCCESS;
 }
 
+int MPI_Comm_group(MPI_Comm, MPI_Group* group) {
+    *group = 1;
+    return MPI_SUCCESS;
+}
+int MPI_Group_translate_ranks(MPI_Group, int n, const int* ranks, MPI_Group, int* out) {
+    for (int i = 0; i < n; ++i) out[i] = ranks[i];
+    return MPI_SUCCESS;
+}
+int MPI_Group_free(MPI_Group* group) {
+    *group = MPI_GROUP_NULL;
+    return MPI_SUCCESS;
+}
 int MPI_Barrier(MPI_Comm) {
     return MPI_SUCCESS;
 }
@@ -219,6 +239,23 @@ int MPI_Recv(void* buffer, int count, MPI_Datatype type, int peer, int tag, MPI_
     if (message.size() > room) fail("MPI_Recv: message longer than the receive buffer");
     std::memcpy(buffer, message.data(), message.size());
     if (status) *status = MPI_Status{0, tag, MPI_SUCCESS};
+    return MPI_SUCCESS;
+}
+
+int MPI_Iprobe(int peer, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    *flag = 0;
+    for (const auto& [key, messages] : state().queued)
+        if (key.first == comm && (tag == MPI_ANY_TAG || key.second == tag) && !messages.empty() &&
+            (peer == MPI_ANY_SOURCE || peer == 0)) {
+            *flag = 1;
+            if (status) *status = MPI_Status{0, key.second, MPI_SUCCESS};
+            break;
+        }
+    return MPI_SUCCESS;
+}
+int MPI_Request_free(MPI_Request* request) {
+    *request = MPI_REQUEST_NULL;
     return MPI_SUCCESS;
 }
 

@@ -23,6 +23,9 @@ struct JobSpec {
     // The device profile the plan was made with, as the plan file recorded it (a path, tried
     // relative to the plan file too, or a preset name); empty when none was recorded.
     std::string profile;
+    // The training data the plan was made for (`plan --data-path P --split S`): what `trident
+    // run --plan` reads unless given its own --data-path. Empty: synthetic sequences.
+    std::string data_path, data_split;
 
     std::int64_t micro_batches_per_step() const;
     // Which layers each virtual stage holds (throws SpecError when the plan cannot split them).

@@ -62,6 +62,10 @@ private:
     bool finished_ = false;
 };
 
+// Megatron's --data-path is the prefix of P.bin and P.idx, but people pass P.bin (or P.idx):
+// the prefix, taken off when P.bin.bin is not there.
+std::string dataset_prefix(const std::string& given);
+
 // A memory-mapped, validated dataset. Every check names the file and what is wrong with it.
 class IndexedDataset {
 public:

@@ -3,6 +3,7 @@
 // its MPI_Comm. RAII for both; copying is forbidden, moving transfers ownership.
 #include "trident/core/spec_error.h"
 #include "trident/executor/communicator.h"
+#include "trident/executor/watchdog.h"
 
 #include <memory>
 #include <mpi.h>
@@ -16,6 +17,7 @@ void check_mpi(int code, const char* what);
 
 class MpiSession {
 public:
+    // Asks for MPI_THREAD_MULTIPLE: the watchdog's thread talks while the main thread waits.
     MpiSession(int* argc, char*** argv);
     ~MpiSession();
     MpiSession(const MpiSession&) = delete;
@@ -37,8 +39,11 @@ private:
 
 class MpiCommunicator final : public Communicator {
 public:
-    // Takes ownership of `comm` (freed on destruction unless it is MPI_COMM_WORLD).
-    explicit MpiCommunicator(MPI_Comm comm);
+    // Takes ownership of `comm` (freed on destruction unless it is MPI_COMM_WORLD). `name`
+    // labels it in the watchdog's line ("data-parallel"); `watchdog` (may be null: untimed)
+    // must outlive it.
+    explicit MpiCommunicator(MPI_Comm comm, std::string name = "world",
+                             Watchdog* watchdog = nullptr);
     ~MpiCommunicator() override;
     MpiCommunicator(const MpiCommunicator&) = delete;
     MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -59,13 +64,22 @@ public:
     void barrier() override;
 
     MPI_Comm handle() const { return comm_; }
+    const GroupLabel& label() const { return label_; }
+    // For a collective the caller makes itself on handle(): timed by the watchdog while the
+    // returned scope lives. Every member must call it for the same collectives, in order.
+    Watchdog::Scope watch_collective(const char* operation);
 
 private:
+    Watchdog::Scope watch_transfer(const char* operation, int peer);
     struct PendingSend {
         std::vector<float> buffer;
         MPI_Request request;
+        int peer;
     };
     MPI_Comm comm_;
+    GroupLabel label_;
+    Watchdog* watchdog_;
+    long long collectives_ = 0;
     int rank_ = 0, size_ = 1;
     std::vector<std::unique_ptr<PendingSend>> pending_;
 };

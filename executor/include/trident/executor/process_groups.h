@@ -1,6 +1,7 @@
 #pragma once
 // The process groups of one rank, built once from the plan's RankGrid (Megatron's
-// tp-cp-ep-dp-pp order) with MPI_Comm_split, and owned here.
+// tp-cp-ep-dp-pp order) with MPI_Comm_split, and owned here, with the watchdog that times
+// their communication (--distributed-timeout-minutes).
 #include "trident/core/rank_grid.h"
 #include "trident/executor/mpi.h"
 
@@ -9,8 +10,11 @@
 namespace trident::executor {
 
 struct ProcessGroups {
-    ProcessGroups(const core::ParallelPlan& plan, int world_rank);
+    ProcessGroups(const core::ParallelPlan& plan, int world_rank,
+                  double timeout_s = 60.0 * kDefaultDistributedTimeoutMinutes);
 
+    // First, so it outlives the communicators that point to it.
+    std::unique_ptr<Watchdog> watchdog;
     core::RankGrid grid;
     core::RankCoord coord;
     int world_rank;

@@ -18,6 +18,17 @@
 
 namespace trident::executor {
 
+// Fault injection to rehearse --distributed-timeout-minutes (TRIDENT_FAULT_STALL=RANK:STEP:
+// SECONDS): that rank sleeps before that step (1-based) while the others go on into it.
+struct InjectedStall {
+    int rank = -1; // -1: none
+    std::int64_t step = 0;
+    double seconds = 0.0;
+};
+
+// TRIDENT_FAULT_STALL's value; none for a null or empty one, SpecError for a malformed one.
+InjectedStall injected_stall(const char* text);
+
 struct TrainingLoopOptions {
     std::int64_t first_step = 0; // steps already done (a resumed checkpoint's iteration)
     std::uint64_t seed = 0;      // recorded in checkpoints
@@ -34,6 +45,7 @@ struct TrainingLoopOptions {
     // times are reduced (max) after each step.
     const ExitSignal* exit_signal = nullptr;
     double exit_duration_s = 0.0; // 0: none
+    InjectedStall stall;
 };
 
 struct StepReport {

@@ -18,6 +18,7 @@ typedef int MPI_Op;
 typedef int MPI_Request;
 typedef int MPI_Info;
 typedef int MPI_Errhandler;
+typedef int MPI_Group;
 typedef struct {
     int MPI_SOURCE;
     int MPI_TAG;
@@ -38,6 +39,13 @@ typedef struct {
 #define MPI_ERRORS_ARE_FATAL 0
 #define MPI_REQUEST_NULL 0
 #define MPI_STATUS_IGNORE ((MPI_Status*)0)
+#define MPI_GROUP_NULL 0
+#define MPI_ANY_SOURCE (-1)
+#define MPI_ANY_TAG (-1)
+#define MPI_THREAD_SINGLE 0
+#define MPI_THREAD_FUNNELED 1
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_THREAD_MULTIPLE 3
 #define MPI_IN_PLACE ((void*)1)
 
 #define MPI_CHAR 1
@@ -54,6 +62,8 @@ typedef struct {
 #define MPI_MIN 3
 
 int MPI_Init(int* argc, char*** argv);
+int MPI_Init_thread(int* argc, char*** argv, int required, int* provided);
+int MPI_Query_thread(int* provided);
 int MPI_Initialized(int* flag);
 int MPI_Finalize(void);
 int MPI_Finalized(int* flag);
@@ -68,6 +78,9 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* out);
 int MPI_Comm_free(MPI_Comm* comm);
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler handler);
 int MPI_Comm_get_attr(MPI_Comm comm, int key, void* value, int* flag);
+int MPI_Comm_group(MPI_Comm comm, MPI_Group* group);
+int MPI_Group_translate_ranks(MPI_Group from, int n, const int* ranks, MPI_Group to, int* out);
+int MPI_Group_free(MPI_Group* group);
 
 int MPI_Barrier(MPI_Comm comm);
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request);
@@ -95,6 +108,8 @@ int MPI_Isend(const void* buffer, int count, MPI_Datatype type, int peer, int ta
               MPI_Request* request);
 int MPI_Recv(void* buffer, int count, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
              MPI_Status* status);
+int MPI_Iprobe(int peer, int tag, MPI_Comm comm, int* flag, MPI_Status* status);
+int MPI_Request_free(MPI_Request* request);
 
 #ifdef __cplusplus
 }
