@@ -3,6 +3,10 @@
 #   ./trident.sh demo   install what is missing, build Release in build/, run the main job
 #   ./trident.sh test   install what is missing, build Release in build/, run every test
 #   ./trident.sh build  install what is missing and build only
+#   ./trident.sh test also builds the libraries with ASan + UBSan (build-asan) and runs their
+#   unit tests, then runs every libFuzzer target for FUZZ_SECONDS (build-fuzz);
+#   ./trident.sh sanitize-all  the whole non-GUI, non-CUDA suite under the sanitizers
+#   ./trident.sh fuzz   only the fuzzers (FUZZ_SECONDS=300 ./trident.sh fuzz for a longer run)
 # Packages are installed only when missing, so a second run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -10,7 +14,7 @@ cd "$(dirname "$0")"
 # Debian 12 packages Trident builds with. CUDA 13 (toolkit, cuBLAS, NCCL) is not a Debian
 # package: the build uses /usr/local/cuda when it is there.
 PACKAGES=(cmake make g++ pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev
-          libopenmpi-dev openmpi-bin libopenblas-dev qt6-base-dev)
+          libopenmpi-dev openmpi-bin libopenblas-dev qt6-base-dev clang)
 
 missing_packages() {
     local p
@@ -39,6 +43,57 @@ build() {
     install_missing
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
     cmake --build build -j "$(nproc)"
+}
+
+# AddressSanitizer + UndefinedBehaviorSanitizer (gcc) in build-asan: the libraries without the
+# GUI and CUDA. Leak checking is off: LeakSanitizer needs ptrace (refused in containers) and
+# reports MPI's own allocations. -Wno-maybe-uninitialized: GCC 12 false positives inside
+# std::regex and std::function under the sanitizers.
+SANITIZE_FLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Wno-maybe-uninitialized"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
+
+sanitized_build() {
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="$SANITIZE_FLAGS" \
+        -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DTRIDENT_GUI=OFF -DTRIDENT_CUDA=OFF
+    cmake --build build-asan -j "$(nproc)" "$@"
+}
+
+# The part CI runs (it fits the 30-minute budget on 2 cores): the unit tests of core, data,
+# kernels, simulator and executor under the sanitizers. `./trident.sh sanitize-all` builds
+# everything (the trident binary, the CLI and MPI tests too) and runs the whole suite.
+sanitize() {
+    echo "== AddressSanitizer + UBSan: core, data, kernels, simulator and executor unit tests"
+    sanitized_build --target core_tests data_tests kernel_tests simulator_tests executor_tests
+    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
+        -L '^(core|data|kernels|simulator|executor)$'
+}
+
+sanitize_all() {
+    sanitized_build
+    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 600
+}
+
+# libFuzzer (clang) on every reader of untrusted bytes, each for FUZZ_SECONDS (default 10) from
+# its checked-in corpus (tests/fuzz/corpus/NAME, copied: new inputs stay in build-fuzz). A
+# crash, sanitizer report or exception other than SpecError fails, leaving the input in
+# build-fuzz/crash-NAME-*.
+FUZZ_TARGETS=(spec_loaders profile_trace indexed_dataset tokenizer checkpoint)
+fuzz() {
+    echo "== libFuzzer: ${FUZZ_TARGETS[*]}, ${FUZZ_SECONDS:-10} s each"
+    cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRIDENT_FUZZ=ON -DTRIDENT_TESTS=OFF \
+        -DTRIDENT_GUI=OFF -DTRIDENT_CUDA=OFF
+    cmake --build build-fuzz -j "$(nproc)" --target fuzz_targets
+    local t
+    for t in "${FUZZ_TARGETS[@]}"; do
+        rm -rf "build-fuzz/corpus-$t" && cp -r "tests/fuzz/corpus/$t" "build-fuzz/corpus-$t"
+        "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="${FUZZ_SECONDS:-10}" -timeout=10 \
+            -rss_limit_mb=2048 -artifact_prefix="build-fuzz/crash-$t-" \
+            "build-fuzz/corpus-$t" 2>"build-fuzz/fuzz-$t.log" ||
+            { tail -n 40 "build-fuzz/fuzz-$t.log" >&2; echo "trident.sh: fuzz_$t failed" >&2; return 1; }
+        echo "fuzz_$t: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "build-fuzz/fuzz-$t.log")"
+    done
 }
 
 demo() {
@@ -98,7 +153,9 @@ demo() {
 
 case "${1:-}" in
     demo) build && demo ;;
-    test) build && ctest --test-dir build --output-on-failure -j "$(nproc)" ;;
+    test) build && ctest --test-dir build --output-on-failure -j "$(nproc)" && sanitize && fuzz ;;
     build) build ;;
-    *) echo "usage: ./trident.sh demo | test | build" >&2; exit 2 ;;
+    sanitize-all) install_missing && sanitize_all ;;
+    fuzz) install_missing && fuzz ;;
+    *) echo "usage: ./trident.sh demo | test | build | sanitize-all | fuzz" >&2; exit 2 ;;
 esac

@@ -79,7 +79,7 @@ std::map<std::string, Vec> gather_parameters(const ParameterStore& store) {
             placement.push_back({offset, length});
         }
         const auto n = take<std::int64_t>(at);
-        const float* values = reinterpret_cast<const float*>(at);
+        const char* values = at; // not aligned to float: the names before it have any length
         at += n * std::int64_t(sizeof(float));
         Vec& tensor = full[name];
         std::vector<bool>& done = filled[name];
@@ -91,7 +91,8 @@ std::map<std::string, Vec> gather_parameters(const ParameterStore& store) {
         for (auto [offset, length] : placement) {
             for (std::int64_t i = 0; i < length; ++i)
                 if (!done[std::size_t(offset + i)]) { // the first copy of a replicated part wins
-                    tensor[std::size_t(offset + i)] = values[from + i];
+                    std::memcpy(&tensor[std::size_t(offset + i)],
+                                values + (from + i) * std::int64_t(sizeof(float)), sizeof(float));
                     done[std::size_t(offset + i)] = true;
                 }
             from += length;

@@ -68,6 +68,16 @@ void MainWindow::build_menu() {
     file->addAction("Export view as &SVG…", this, [this] { export_with_dialog(true); });
     file->addSeparator();
     file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
+    QMenu* help = menuBar()->addMenu("&Help");
+    help->addAction("Timeline &controls", QKeySequence::HelpContents, this, [this] {
+        QMessageBox::information(this, "Timeline controls", timeline_controls_text());
+    });
+    help->addAction("&About Trident", this, [this] {
+        QMessageBox::about(this, "About Trident",
+                           "Trident: plans, simulates and runs 3D-parallel transformer training.\n"
+                           "Open a trace, plan or report (File ▸ Open), or search layouts in the "
+                           "Planner tab. Documentation: docs/gui.md.");
+    });
 }
 
 void MainWindow::set_profile(const QString& profile) {
@@ -79,6 +89,7 @@ bool MainWindow::open_file(const QString& path) {
         OpenedFile f = open_trident_file(path.toStdString(), planner_->profile());
         const QString title = title_of(f);
         timeline_->set_trace(f.trace, title);
+        setWindowTitle("Trident — " + title); // in full: the timeline's corner elides it
         if (f.report) planner_->show_simulated_job(*f.report, title);
         compare_a_ = f;
         opened_ = std::move(f);

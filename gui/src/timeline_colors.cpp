@@ -49,9 +49,18 @@ QColor kind_color(core::EventKind kind) {
     return category_color(block_category(kind));
 }
 
-// Pale red: the bubbles stand out from every block colour.
+QColor event_color(const core::TraceEvent& event) {
+    const QColor base = kind_color(event.kind);
+    if (event.chunk < 0 || event.chunk % 2 == 0) return base;
+    // 45 % of the way to white: the same hue, plainly another chunk.
+    const auto lift = [](int c) { return c + (255 - c) * 45 / 100; };
+    return QColor(lift(base.red()), lift(base.green()), lift(base.blue()));
+}
+
+// Light grey, the one unsaturated colour: a bubble never reads as a block (recomputation,
+// pink, once looked like the old pale-red bubbles).
 QColor idle_color() {
-    return QColor(0xF2, 0xB8, 0xB8);
+    return QColor(0xDC, 0xDC, 0xDC);
 }
 QColor background_color() {
     return QColor(0xFF, 0xFF, 0xFF);

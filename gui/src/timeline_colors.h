@@ -28,6 +28,9 @@ BlockCategory block_category(core::EventKind kind);
 
 QColor category_color(BlockCategory category);
 QColor kind_color(core::EventKind kind);
+// A single event's block: its kind's colour, lighter for the odd model chunks (the second
+// chunk of interleaved 1F1B, ZB-V and DualPipe(V)), so neighbouring chunks are told apart.
+QColor event_color(const core::TraceEvent& event);
 
 // Time inside the step when a lane's compute stream does nothing: the pipeline bubbles.
 QColor idle_color();

@@ -42,9 +42,9 @@ struct PendingBlock {
 };
 
 // Text cut with "…" to fit `width_px` (titles and lane labels in the label column).
-QString elided(const QString& text, double pixel_size, bool bold, double width_px) {
-    return QFontMetricsF(primitive_font(pixel_size, bold))
-        .elidedText(text, Qt::ElideRight, width_px);
+QString elided(const QString& text, double pixel_size, bool bold, double width_px,
+               Qt::TextElideMode mode = Qt::ElideRight) {
+    return QFontMetricsF(primitive_font(pixel_size, bold)).elidedText(text, mode, width_px);
 }
 
 class Builder {
@@ -97,9 +97,11 @@ private:
         list_.lines.push_back({{0.0, axis_y}, {plot.right(), axis_y}, axis_color()});
         list_.lines.push_back({{plot.left(), 0.0}, {plot.left(), plot.bottom()}, axis_color()});
         if (!options_.title.isEmpty())
-            list_.texts.push_back({QRectF(4.0, 2.0, plot.left() - 8.0, plot.top() - 4.0),
-                                   elided(options_.title, kMaxTextPx, true, plot.left() - 8.0),
-                                   label_text_color(), TextRole::title, kMaxTextPx, false, true});
+            list_.texts.push_back(
+                {QRectF(4.0, 2.0, plot.left() - 8.0, plot.top() - 4.0),
+                 // the middle goes: a file name's end tells files apart
+                 elided(options_.title, kMaxTextPx, true, plot.left() - 8.0, Qt::ElideMiddle),
+                 label_text_color(), TextRole::title, kMaxTextPx, false, true});
         // Ticks about every 100 px at 1, 2 or 5 times a power of ten.
         const double raw_step_s = 100.0 * layout_.seconds_per_px();
         if (!(raw_step_s > 0.0) || !std::isfinite(raw_step_s)) return;
@@ -185,7 +187,7 @@ private:
             return;
         }
         if (pending.count == 1) {
-            list_.rects.push_back({rect, kind_color(model_.event(pending.first_event).kind),
+            list_.rects.push_back({rect, event_color(model_.event(pending.first_event)),
                                    RectRole::block, true, pending.first_event, 1});
         } else {
             const auto most =
@@ -204,7 +206,7 @@ private:
         const QRectF rect(x0_px, row.top_px, width_px, row.height_px);
         const QRectF clipped = clip_y(rect);
         if (clipped.height() <= 0.0) return;
-        list_.rects.push_back({clipped, kind_color(event.kind), RectRole::block, true, index, 1});
+        list_.rects.push_back({clipped, event_color(event), RectRole::block, true, index, 1});
         if (event.microbatch < 0 || !inside_y(rect)) return;
         const double text_px = std::min(kMaxTextPx, row.height_px - 2.0);
         if (text_px < kMinTextPx) return;
@@ -221,12 +223,7 @@ private:
             list_.lines.push_back({{0.0, separator_y},
                                    {layout_.plot.right(), separator_y},
                                    stage_ends ? stage_separator_color() : lane_separator_color()});
-        const QString name = layout_.viewport.collapsed
-                                 ? QStringLiteral("stage %1 (%2 rank%3)")
-                                       .arg(data.stage)
-                                       .arg(data.ranks.size())
-                                       .arg(data.ranks.size() == 1 ? "" : "s")
-                                 : QStringLiteral("rank %1").arg(data.rank());
+        const QString name = lane_name(data, layout_.viewport.collapsed);
         const QString bubble =
             QStringLiteral("bubble %1%").arg(100.0 * data.bubble_fraction, 0, 'f', 1);
         // A lane with several rows names each row's stream at the right of the label column.
@@ -293,6 +290,12 @@ private:
                                   static_cast<qsizetype>(kBlockCategoryNames[c].size())),
                 category_color(static_cast<BlockCategory>(c)));
         add(QStringLiteral("idle (bubble)"), idle_color());
+        if (model_.has_odd_chunks()) {
+            core::TraceEvent second;
+            second.kind = core::EventKind::forward;
+            second.chunk = 1;
+            add(QStringLiteral("lighter: 2nd chunk"), event_color(second));
+        }
     }
 
     void add_selection() {
@@ -333,6 +336,35 @@ QFont primitive_font(double pixel_size, bool bold) {
     font.setPixelSize(std::max(1, static_cast<int>(pixel_size)));
     font.setBold(bold);
     return font;
+}
+
+QString lane_name(const TimelineLane& lane, bool collapsed) {
+    if (!collapsed) return QStringLiteral("stage %1 · rank %2").arg(lane.stage).arg(lane.rank());
+    return QStringLiteral("stage %1 · %2 rank%3")
+        .arg(lane.stage)
+        .arg(lane.ranks.size())
+        .arg(lane.ranks.size() == 1 ? "" : "s");
+}
+
+QString describe_lane(const TimelineLane& lane) {
+    constexpr std::size_t kShownAtEachEnd = 8;
+    QString ranks;
+    const std::size_t n = lane.ranks.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        if (n > 2 * kShownAtEachEnd && i == kShownAtEachEnd) {
+            ranks += QStringLiteral(", …");
+            i = n - kShownAtEachEnd;
+        }
+        ranks += (i ? QStringLiteral(", ") : QString()) + QString::number(lane.ranks[i]);
+    }
+    return QStringLiteral("stage %1: rank%2 %3\nbusy %4, idle %5 (%6%)\nends at %7")
+        .arg(lane.stage)
+        .arg(n == 1 ? "" : "s")
+        .arg(ranks)
+        .arg(format_duration(lane.busy_s))
+        .arg(format_duration(lane.idle_s))
+        .arg(100.0 * lane.bubble_fraction, 0, 'f', 1)
+        .arg(format_duration(lane.end_s));
 }
 
 QString format_duration(double seconds) {

@@ -86,4 +86,10 @@ QFont primitive_font(double pixel_size, bool bold);
 // "12.3 ms", "850 µs", "1.25 s": the axis and the tooltips write times like this.
 QString format_duration(double seconds);
 
+// A lane's label: "stage 2 · rank 5" (one lane per rank) or "stage 2 · 4 ranks" (collapsed).
+QString lane_name(const TimelineLane& lane, bool collapsed);
+// The label's tooltip: the stage, every rank in it ("ranks 4, 5, 6, 7"; long lists keep the
+// first and last few), busy and idle time and when the lane ends.
+QString describe_lane(const TimelineLane& lane);
+
 } // namespace trident::gui

@@ -54,10 +54,10 @@ struct RankStart {
 //
 // By structure (used whenever the trace has the point-to-point events to tell): ranks that
 // never talk upstream are the first stage, and since ranks are numbered with the pipeline
-// outermost (Megatron's tp-cp-ep-dp-pp, see docs/executor.md "Rank order and process groups"), every stage holds that many
-// consecutive ranks. This survives measured traces, whose ranks' clocks start at their own
-// step start. A simulated trace has one representative rank per stage, so there each rank is
-// its own stage.
+// outermost (Megatron's tp-cp-ep-dp-pp, see docs/executor.md "Rank order and process groups"),
+// every stage holds that many consecutive ranks. This survives measured traces, whose ranks' clocks
+// start at their own step start. A simulated trace has one representative rank per stage, so there
+// each rank is its own stage.
 std::optional<std::map<std::int32_t, int>> stages_by_structure(std::vector<RankStart> starts) {
     std::sort(starts.begin(), starts.end(),
               [](const RankStart& a, const RankStart& b) { return a.rank < b.rank; });
@@ -133,6 +133,7 @@ TimelineModel::TimelineModel(core::Trace trace)
             !std::isfinite(event.end_s))
             throw core::SpecError("trace.events[" + std::to_string(i) + "]",
                                   "needs finite times with end_s >= start_s");
+        has_odd_chunks_ = has_odd_chunks_ || (event.chunk > 0 && event.chunk % 2 == 1);
     }
     if (events_.empty()) return;
 

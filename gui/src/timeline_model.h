@@ -61,6 +61,8 @@ public:
         return collapsed ? stage_lanes_ : rank_lanes_;
     }
     int stage_count() const { return static_cast<int>(stage_lanes_.size()); }
+    // Whether any event belongs to an odd model chunk (drawn lighter; the key says so).
+    bool has_odd_chunks() const { return has_odd_chunks_; }
 
     // Events of `row` that overlap [t0_s, t1_s): start < t1 and end > t0 (an instant event
     // counts when t0 <= start < t1). Exact; O(log n + k).
@@ -82,6 +84,7 @@ private:
     std::vector<core::TraceEvent> events_;
     double step_start_s_ = 0.0;
     double step_end_s_ = 0.0;
+    bool has_odd_chunks_ = false;
     std::vector<TimelineLane> rank_lanes_;
     std::vector<TimelineLane> stage_lanes_;
 };

@@ -295,16 +295,11 @@ bool TimelineView::event(QEvent* event) {
         if (hit && hit->event) {
             QToolTip::showText(help->globalPos(), describe_event(model_->event(*hit->event)), this);
         } else if (hit && help->pos().x() < layout().plot.left()) {
-            const TimelineLane& lane = *layout().lanes[hit->lane].lane;
-            QToolTip::showText(help->globalPos(),
-                               tr("stage %1, %2 rank(s)\nbusy %3, idle %4 (%5%)\nends at %6")
-                                   .arg(lane.stage)
-                                   .arg(lane.ranks.size())
-                                   .arg(format_duration(lane.busy_s))
-                                   .arg(format_duration(lane.idle_s))
-                                   .arg(100.0 * lane.bubble_fraction, 0, 'f', 1)
-                                   .arg(format_duration(lane.end_s)),
+            QToolTip::showText(help->globalPos(), describe_lane(*layout().lanes[hit->lane].lane),
                                this);
+        } else if (help->pos().y() < layout().plot.top() &&
+                   help->pos().x() < layout().plot.left() && !title_.isEmpty()) {
+            QToolTip::showText(help->globalPos(), title_, this); // the title, never elided
         } else {
             QToolTip::hideText();
             event->ignore();
@@ -312,6 +307,29 @@ bool TimelineView::event(QEvent* event) {
         return true;
     }
     return QWidget::event(event);
+}
+
+QString timeline_controls_text() {
+    return QStringLiteral(
+        "Mouse\n"
+        "  wheel: zoom in or out around the cursor\n"
+        "  Shift+wheel (or the scroll bar): scroll the lanes\n"
+        "  drag: pan in time\n"
+        "  click a block: select it; hover a block or a lane label: its details\n"
+        "  double-click the plot: show the whole step\n"
+        "  double-click the labels: one lane per pipeline stage, or per rank\n"
+        "  right-click: the same as a menu\n"
+        "\n"
+        "Keys\n"
+        "  + or =: zoom in    -: zoom out\n"
+        "  Home or R: show the whole step\n"
+        "  C: one lane per pipeline stage, or per rank\n"
+        "  Page Up / Page Down: scroll the lanes by a screen\n"
+        "\n"
+        "Colours\n"
+        "  blue forward, orange backward (input), vermilion backward (weight), pink recompute,\n"
+        "  green communication, violet optimizer; grey: idle (pipeline bubbles); a lighter\n"
+        "  shade: the second model chunk (interleaved 1F1B, ZB-V, DualPipe)");
 }
 
 QString describe_event(const core::TraceEvent& event) {

@@ -108,6 +108,10 @@ private:
 // Multi-line details of an event: kind, rank, stream, micro-batch, times, bytes, FLOPs.
 QString describe_event(const core::TraceEvent& event);
 
+// The mouse and keyboard controls of the timeline (Help ▸ Timeline controls), written next to
+// the handlers so the two change together.
+QString timeline_controls_text();
+
 } // namespace trident::gui
 
 Q_DECLARE_METATYPE(trident::core::TraceEvent)

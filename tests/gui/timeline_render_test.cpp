@@ -90,11 +90,11 @@ TEST(TimelineRender, OneLanePerRankAndOnePerStageCollapsed) {
     };
     const std::vector<QString> ranks = lane_labels(false);
     ASSERT_EQ(ranks.size(), 6u);
-    EXPECT_TRUE(ranks[0].startsWith("rank 0"));
-    EXPECT_TRUE(ranks[5].startsWith("rank 5"));
+    EXPECT_TRUE(ranks[0].startsWith("stage 0 · rank 0"));
+    EXPECT_TRUE(ranks[5].startsWith("stage 1 · rank 5"));
     const std::vector<QString> stages = lane_labels(true);
     ASSERT_EQ(stages.size(), 2u);
-    EXPECT_TRUE(stages[1].startsWith("stage 1 (3 ranks)"));
+    EXPECT_TRUE(stages[1].startsWith("stage 1 · 3 ranks"));
     // And in the picture: lanes of rank 3 and stage 1 both show stage 1's bubble at t = 0.6.
     EXPECT_EQ(Probe(model, full_view(false)).at(3, core::Stream::compute, 0.6), idle_color());
     EXPECT_EQ(Probe(model, full_view(true)).at(1, core::Stream::compute, 0.6), idle_color());

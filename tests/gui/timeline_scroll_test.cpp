@@ -106,7 +106,8 @@ TEST_F(TimelineScroll, ScrollingToTheEndShowsTheLastRank) {
     const TimelineDisplayList list = build_display_list(model, layout);
     bool labelled = false;
     for (const TextPrimitive& text : list.texts)
-        labelled = labelled || (text.role == TextRole::lane_label && text.text == "rank 299");
+        labelled =
+            labelled || (text.role == TextRole::lane_label && text.text == "stage 1 · rank 299");
     EXPECT_TRUE(labelled);
     // Rank 299 (stage 1) runs forward mb0 over [1.2, 2.2] s.
     const std::optional<QPoint> at = point_at(layout, kRanks - 1, core::Stream::compute, 1.7);

@@ -128,7 +128,8 @@ TEST(SharedExpertOverlap, HidesTheShorterOfSharedExpertsAndExchangeInEachPass) {
     // beside the dispatch and combine.
     core::JobInputs in = test::deepseek_v3_on_512_h800();
     const auto& h800 = test::preset_profile("h800-sxm5-80gb");
-    const simulator::CostModel plain(core::load_job(in), h800);
+    const core::JobSpec plain_job = core::load_job(in);
+    const simulator::CostModel plain(plain_job, h800);
     in.moe_shared_expert_overlap = true;
     const core::JobSpec job = core::load_job(in);
     const simulator::CostModel shared(job, h800);

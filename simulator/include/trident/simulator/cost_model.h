@@ -94,6 +94,11 @@ public:
     CostModel(const core::JobSpec& job, const core::Profile& profile,
               const std::vector<StageParameters>* parameters = nullptr,
               LayerCostCache* layer_costs = nullptr);
+    // The model keeps references to the job and the profile: temporaries would dangle.
+    CostModel(core::JobSpec&&, const core::Profile&, const std::vector<StageParameters>* = nullptr,
+              LayerCostCache* = nullptr) = delete;
+    CostModel(const core::JobSpec&, core::Profile&&, const std::vector<StageParameters>* = nullptr,
+              LayerCostCache* = nullptr) = delete;
 
     const ChunkCost& chunk(std::int32_t pipeline_rank, std::int32_t chunk) const;
     // One activation or gradient message between adjacent pipeline ranks.
