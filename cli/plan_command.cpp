@@ -3,6 +3,7 @@
 #include "format.h"
 #include "job_options.h"
 #include "profile_choice.h"
+#include "train_budget.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/pipeline_split.h"
@@ -44,6 +45,7 @@ struct PlanCommandOptions {
     std::string launcher; // with --megatron-args: torchrun or srun in front
     std::string out;
     std::string data_path, split; // recorded in the plan file for `trident run --plan`
+    TrainBudget budget;
 };
 
 // Selective recomputation's modules joined by '+' (a CSV cell); empty otherwise.
@@ -483,6 +485,8 @@ void print_result(const PlanCommandOptions& opts, const core::JobSpec& specs,
     human << line << std::flush;
     print_table(r, budget, human);
     if (o->explain) print_explain(r, human);
+    if (const auto run = time_to_train(o->budget, r.best.front().job, r.best.front().step_time_s))
+        human << "\ntime to train, best layout: " << simulator::time_to_train_text(*run) << "\n";
     if (o->megatron_args) std::cout << planner::megatron_arguments(r.best.front().job, o->launcher);
     if (!o->out.empty()) human << "\nwrote the best layout to " << o->out << "\n";
 }
@@ -538,6 +542,7 @@ Command add_plan_command(CLI::App& app) {
     add_fp8_options(*c.app, o->inputs);
     add_sharding_options(*c.app, o->inputs);
     add_output_options(c.app, o);
+    add_train_budget_options(*c.app, o->budget);
     c.run = [o] {
         if (!o->launcher.empty() && !o->megatron_args)
             throw core::SpecError("--launcher", "goes with --megatron-args (it prefixes them)");
@@ -548,6 +553,7 @@ Command add_plan_command(CLI::App& app) {
         }
         core::JobSpec specs = core::load_specs(inputs);
         record_data(*o, specs);
+        (void)time_to_train(o->budget, specs, 0.0); // a malformed budget fails before the search
         const core::ProfileChoice choice = choose_profile(o->profile, specs);
         const core::Profile profile = core::Profile::from_json(choice.json, "profile");
         specs.profile = choice.reference; // the plan file records the profile it was made with
@@ -572,7 +578,11 @@ Command add_plan_command(CLI::App& app) {
             warn_about_plan_file(*o, r.best.front().job);
         }
         if (o->json) {
-            std::cout << result_json(r, budget).dump(2) << "\n";
+            core::Json j = result_json(r, budget);
+            if (const auto run =
+                    time_to_train(o->budget, r.best.front().job, r.best.front().step_time_s))
+                j["time_to_train"] = simulator::to_json(*run);
+            std::cout << j.dump(2) << "\n";
             return 0;
         }
         if (o->csv) {

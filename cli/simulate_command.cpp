@@ -3,6 +3,7 @@
 #include "job_options.h"
 #include "memory_fit.h"
 #include "profile_choice.h"
+#include "train_budget.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/profile.h"
 #include "trident/simulator/layer_breakdown.h"
@@ -23,6 +24,7 @@ struct SimulateOptions {
     bool layer_ops = false;
     bool allow_oom = false;
     std::string stages = "auto";
+    TrainBudget budget;
 };
 
 } // namespace
@@ -51,8 +53,10 @@ Command add_simulate_command(CLI::App& app) {
                      "range); default summary beyond 8 stages")
         ->check(CLI::IsMember({"auto", "summary", "all"}))
         ->capture_default_str();
+    add_train_budget_options(*c.app, options->budget);
     c.run = [options] {
         const core::JobSpec job = core::load_job(options->inputs);
+        (void)time_to_train(options->budget, job, 0.0); // a malformed budget fails before work
         const core::Profile profile =
             core::Profile::from_json(choose_profile(options->profile, job).json, "profile");
         simulator::SimulateOptions sim;
@@ -65,13 +69,17 @@ Command add_simulate_command(CLI::App& app) {
             core::write_chrome_trace(report.trace, text);
             core::write_file_atomically(options->trace, text.str(), "--trace");
         }
-        if (!options->json.empty())
-            core::write_file_atomically(options->json,
-                                        simulator::report_json(report).dump(2) + "\n", "--json");
+        const auto run = time_to_train(options->budget, job, report.step_time_s);
+        if (!options->json.empty()) {
+            core::Json j = simulator::report_json(report);
+            if (run) j["time_to_train"] = simulator::to_json(*run);
+            core::write_file_atomically(options->json, j.dump(2) + "\n", "--json");
+        }
         const bool summary =
             options->stages == "summary" || (options->stages == "auto" && report.stages.size() > 8);
         simulator::print_report(
             report, std::cout, summary ? simulator::StageRows::summary : simulator::StageRows::all);
+        if (run) std::cout << "\ntime to train " << simulator::time_to_train_text(*run) << "\n";
         if (options->layer_ops) {
             std::cout << "\n";
             simulator::print_layer_breakdowns(simulator::layer_breakdowns(job, profile), std::cout);

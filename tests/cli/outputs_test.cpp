@@ -187,3 +187,36 @@ TEST(Outputs, MegatronArgumentsAloneOnStdout) {
 }
 
 } // namespace
+
+// --train-tokens on simulate and plan: the whole run at the simulated step time, in the text
+// and in the JSON, where train_s is exactly steps × step_time_s.
+TEST(Outputs, TimeToTrainATokenBudget) {
+    const std::string json =
+        (std::filesystem::path(testing::TempDir()) / "trident-time-to-train.json").string();
+    const std::vector<std::string> job = {
+        "--model", "gpt2-124m", "--cluster", "dgx-h100", "--nodes", "2",   "--tp",         "1",
+        "--pp",    "1",         "--mbs",     "8",        "--gbs",   "512", "--seq-length", "1024"};
+    std::vector<std::string> args = {"simulate"};
+    args.insert(args.end(), job.begin(), job.end());
+    args.insert(args.end(), {"--train-tokens", "1T", "--gpu-hour-price", "2", "--json", json});
+    const auto r = run_trident(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("time to train 1 T tokens: 1.91 M steps, "), std::string::npos) << r.out;
+    std::ifstream in(json);
+    const auto report = nlohmann::json::parse(in);
+    const auto& t = report.at("time_to_train");
+    EXPECT_EQ(t.at("steps").get<long long>(), 1907349); // ceil(1e12 / 524,288)
+    EXPECT_DOUBLE_EQ(t.at("train_s").get<double>(),
+                     1907349.0 * report.at("step_time_s").get<double>());
+    EXPECT_DOUBLE_EQ(t.at("cost").get<double>(), 2.0 * 16.0 * t.at("train_s").get<double>() / 3600);
+
+    std::vector<std::string> plan = {"plan",     "--model",        "gpt2-124m", "--cluster",
+                                     "dgx-h100", "--nodes",        "2",         "--gbs",
+                                     "512",      "--seq-length",   "1024",      "--top",
+                                     "3",        "--train-tokens", "300B"};
+    const auto planned = run_trident(plan);
+    ASSERT_EQ(planned.exit_code, 0) << planned.err;
+    EXPECT_NE(planned.out.find("time to train, best layout: 300 B tokens: 572 K steps, "),
+              std::string::npos)
+        << planned.out;
+}

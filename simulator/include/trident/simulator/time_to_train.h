@@ -1,0 +1,35 @@
+#pragma once
+// The whole run, not one step: how long and how many GPU-hours a token budget takes at the
+// simulated step time, and what it costs at a price per GPU-hour. (Failures, checkpoints and
+// batch ramp-up are the next parts of this; see docs/simulator.md, "Time to train".)
+#include "trident/simulator/simulate.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace trident::simulator {
+
+// "15T", "300B", "2.5e12", "1000000": tokens. K, M, B (or G) and T are powers of 1000, as
+// papers count tokens. SpecError(field) for anything else, or a count below one token.
+double parse_token_count(const std::string& text, const std::string& field);
+
+struct TimeToTrain {
+    double tokens = 0.0;         // the budget asked for
+    std::int64_t steps = 0;      // whole optimizer steps to reach it
+    double trained_tokens = 0.0; // steps · tokens per step (≥ tokens)
+    double train_s = 0.0;        // steps · step time: compute only, no failures or saves
+    double gpu_hours = 0.0;      // devices · train_s / 3600
+    std::optional<double> cost;  // gpu_hours · price, when a price is given
+};
+
+// `tokens` for `job` at `step_time_s`; `gpu_hour_price` (currency per GPU-hour) when known.
+TimeToTrain time_to_train(const core::JobSpec& job, double step_time_s, double tokens,
+                          std::optional<double> gpu_hour_price = std::nullopt);
+
+// "15.0 T tokens: 3,576,279 steps, 41.2 days, 15.7 M GPU-hours, $31.4 M at $2.00/GPU-hour"
+std::string time_to_train_text(const TimeToTrain& t);
+
+core::Json to_json(const TimeToTrain& t);
+
+} // namespace trident::simulator
