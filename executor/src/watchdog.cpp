@@ -286,8 +286,7 @@ void Watchdog::diagnose(long long serial) {
                   operation.c_str(), group.text().c_str(), timeout_s_ / 60.0, phase.c_str());
     std::string line = head;
     if (!missing.empty()) {
-        line += ": " + ranks_phrase(missing) +
-                (missing.size() == 1 ? " did not arrive (" : " did not arrive (");
+        line += ": " + ranks_phrase(missing) + " did not arrive (";
         for (std::size_t i = 0; i < missing.size(); ++i) {
             const int r = missing[i];
             const std::string doing = answered_[std::size_t(r)]

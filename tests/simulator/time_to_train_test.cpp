@@ -8,7 +8,7 @@
 namespace trident {
 namespace {
 
-// GPT-2 124M on 8 DGX H100 nodes (64 GPUs), 512 sequences of 2,048 tokens: 1,048,576 per step.
+// GPT-2 124M on 8 DGX H100 nodes (64 GPUs), 512 sequences of 1,024 tokens: 524,288 per step.
 core::JobSpec sixty_four_gpus() {
     core::JobInputs in;
     in.model = "gpt2-124m";
