@@ -136,17 +136,23 @@ void add_optimizer_options(CLI::App& app, core::JobInputs& in) {
         ->group(group);
 }
 
-void add_spec_options(CLI::App& app, core::JobInputs& in) {
+void add_spec_options(CLI::App& app, core::JobInputs& in, std::string* nodes_list) {
     const std::string job = "Job (preset name or JSON path)";
     text(app, "--model", in.model, "Model preset or trident.model/1 file", job);
     text(app, "--cluster", in.cluster, "Cluster preset or trident.cluster/1 file", job);
     text(app, "--training", in.training, "trident.training/1 file", job);
     text(app, "--plan", in.plan, "Plan preset or trident.plan/1 file (may name model/cluster)",
          job);
-    app.add_option_function<std::int64_t>(
-           "--nodes", [&in](const std::int64_t& v) { in.nodes = v; },
-           "Number of nodes (overrides the cluster's)")
-        ->group(job);
+    if (nodes_list)
+        app.add_option("--nodes", *nodes_list,
+                       "Number of nodes (overrides the cluster's); a list such as 64,128,256 "
+                       "plans each size and compares them")
+            ->group(job);
+    else
+        app.add_option_function<std::int64_t>(
+               "--nodes", [&in](const std::int64_t& v) { in.nodes = v; },
+               "Number of nodes (overrides the cluster's)")
+            ->group(job);
     app.add_option_function<std::int64_t>(
            "--devices-per-node", [&in](const std::int64_t& v) { in.devices_per_node = v; },
            "Devices per node (overrides the cluster's; e.g. 1 for a single-rank run on localhost)")

@@ -9,8 +9,9 @@ namespace trident::cli {
 
 void add_job_options(CLI::App& app, core::JobInputs& inputs);
 // Only the model, cluster (--nodes), training and plan-file inputs: what `plan` takes before
-// its own search options.
-void add_spec_options(CLI::App& app, core::JobInputs& inputs);
+// its own search options. With `nodes_list`, --nodes is kept as text there (plan's list of
+// cluster sizes) instead of setting inputs.nodes.
+void add_spec_options(CLI::App& app, core::JobInputs& inputs, std::string* nodes_list = nullptr);
 
 // The uneven-pipeline flags (--pipeline-layout, Megatron-Core's --decoder-first/last-pipeline-
 // num-layers and --account-for-embedding/loss-in-pipeline-split): part of the job options,

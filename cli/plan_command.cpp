@@ -2,6 +2,8 @@
 #include "command.h"
 #include "format.h"
 #include "job_options.h"
+#include "plan_output.h"
+#include "plan_sizes.h"
 #include "profile_choice.h"
 #include "train_budget.h"
 #include "trident/core/atomic_file.h"
@@ -46,15 +48,9 @@ struct PlanCommandOptions {
     std::string out;
     std::string data_path, split; // recorded in the plan file for `trident run --plan`
     TrainBudget budget;
+    std::string objective = "step-time";
+    std::string nodes; // --nodes: one size, or a list of sizes to compare
 };
-
-// Selective recomputation's modules joined by '+' (a CSV cell); empty otherwise.
-std::string csv_modules(const core::Recompute& r) {
-    if (r.granularity != core::RecomputeGranularity::selective) return "";
-    std::string text = core::recompute_modules_text(r.modules);
-    std::replace(text.begin(), text.end(), ',', '+');
-    return text;
-}
 
 // "8", "2,4,8" or "1-8" (every integer in the range; impossible values are rejected with a
 // reason like any other layout).
@@ -180,180 +176,6 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     return s;
 }
 
-// With capacity factors searched (or set), which each candidate runs: rows that differ only
-// there look alike in the table.
-void print_capacities(const planner::PlanResult& r, std::ostream& out) {
-    bool any = false;
-    for (const planner::Candidate& c : r.best)
-        any = any || (c.job.model.moe && c.job.model.moe->capacity_factor);
-    if (!any) return;
-    out << "capacity factor:";
-    for (std::size_t i = 0; i < r.best.size(); ++i) {
-        const auto& factor = r.best[i].job.model.moe->capacity_factor;
-        char cell[48];
-        std::snprintf(cell, sizeof cell, " #%zu %s", i + 1,
-                      factor ? std::to_string(*factor).substr(0, 4).c_str() : "dropless");
-        out << cell;
-    }
-    out << "\n";
-}
-
-void print_table(const planner::PlanResult& r, double budget, std::ostream& out) {
-    // FLOP/s in the unit of the fastest candidate's per-device rate; memory in the unit that
-    // fits each figure (a CPU model's MiB under a budget of GiB).
-    double fastest = 0.0;
-    for (const planner::Candidate& c : r.best) fastest = std::max(fastest, c.tflops_per_device);
-    const core::Unit rate = core::flop_rate_unit(fastest * 1e12);
-    char line[512];
-    std::snprintf(
-        line, sizeof line,
-        "%3s %3s %3s %4s %5s %3s %3s %4s %-17s %4s %3s %5s %-14s %-12s %9s %10s %8s %6s %7s  %s\n",
-        "#", "tp", "cp", "pp", "dp", "ep", "etp", "vpp", "schedule", "mbs", "sp", "zero",
-        "precision", "recompute", "step s", "tokens/s", rate.name, "MFU %", "bubble%",
-        "peak / budget");
-    out << line;
-    for (std::size_t i = 0; i < r.best.size(); ++i) {
-        const planner::Candidate& c = r.best[i];
-        const core::ParallelPlan& p = c.job.plan;
-        std::snprintf(
-            line, sizeof line,
-            "%3zu %3lld %3lld %4lld %5lld %3lld %3lld %4lld %-17s %4lld %3s %5s %-14s %-12s %9.3f "
-            "%10.0f %8.1f %6.1f %7.1f  %s / %s\n",
-            i + 1, (long long)p.tp, (long long)p.cp, (long long)p.pp, (long long)p.dp,
-            (long long)p.ep, (long long)p.expert_tp(), (long long)p.vpp,
-            core::to_string(p.schedule).c_str(), (long long)p.micro_batch_size,
-            p.sequence_parallel ? "on" : "off", core::sharding_cell(p).c_str(),
-            core::precision_name(p.fp8.recipe).c_str(), core::short_text(p.recompute).c_str(),
-            c.step_time_s, c.tokens_per_s, c.tflops_per_device * 1e12 / rate.scale, 100 * c.mfu,
-            100 * c.bubble_fraction, core::bytes_text(c.peak_memory_bytes).c_str(),
-            core::bytes_text(budget).c_str());
-        out << line;
-    }
-    print_capacities(r, out);
-}
-
-void print_csv(const planner::PlanResult& r, std::ostream& out) {
-    out << "rank,tp,cp,pp,dp,ep,etp,vpp,schedule,micro_batch_size,sequence_parallel,distributed_"
-           "optimizer,zero_stage,sharding_replicas,precision,"
-           "recompute,recompute_num_layers,recompute_modules,step_time_s,tokens_per_s,tflops_per_"
-           "device,mfu,bubble_"
-           "fraction,peak_memory_bytes,capacity_factor\n";
-    for (std::size_t i = 0; i < r.best.size(); ++i) {
-        const planner::Candidate& c = r.best[i];
-        const core::ParallelPlan& p = c.job.plan;
-        out << i + 1 << ',' << p.tp << ',' << p.cp << ',' << p.pp << ',' << p.dp << ',' << p.ep
-            << ',' << p.expert_tp() << ',' << p.vpp << ',' << core::to_string(p.schedule) << ','
-            << p.micro_batch_size << ',' << p.sequence_parallel << ',' << p.distributed_optimizer
-            << ',' << p.zero_stage() << ',' << p.sharding.instances << ','
-            << core::precision_name(p.fp8.recipe) << ',' << core::to_string(p.recompute.granularity)
-            << ',' << p.recompute.num_layers << ',' << csv_modules(p.recompute) << ','
-            << exact_number(c.step_time_s) << ',' << exact_number(c.tokens_per_s) << ','
-            << exact_number(c.tflops_per_device) << ',' << exact_number(c.mfu) << ','
-            << exact_number(c.bubble_fraction) << ',' << exact_number(c.peak_memory_bytes) << ','
-            << (c.job.model.moe && c.job.model.moe->capacity_factor
-                    ? exact_number(*c.job.model.moe->capacity_factor)
-                    : std::string())
-            << '\n';
-    }
-}
-
-core::Json result_json(const planner::PlanResult& r, double budget) {
-    core::Json j;
-    j["format"] = "trident.plan-search/1";
-    j["memory_budget_bytes"] = budget;
-    j["layouts"] = r.layouts;
-    j["feasible"] = r.feasible;
-    j["simulated"] = r.simulated;
-    j["seconds"] = r.seconds;
-    core::Json best = core::Json::array();
-    for (const auto& c : r.best) best.push_back(planner::plan_file(c, budget));
-    j["best"] = best;
-    core::Json counts = core::Json::object(), examples = core::Json::object();
-    for (const auto& [kind, group] : r.rejections) {
-        counts[kind] = group.count;
-        examples[kind] = group.field + ": " + group.example;
-    }
-    j["rejections"] = counts;
-    j["rejection_examples"] = examples;
-    return j;
-}
-
-void print_explain(const planner::PlanResult& r, std::ostream& out) {
-    out << "\nrejected layouts by reason (each with one example's real values):\n";
-    for (const std::string& line : planner::rejection_lines(r, r.rejections.size()))
-        out << "  " << line << "\n";
-    if (!r.closest_rejected.empty()) {
-        out << "closest to fitting:\n";
-        for (const auto& rej : r.closest_rejected) {
-            const core::ParallelPlan& p = rej.plan;
-            out << "  tp " << p.tp << " cp " << p.cp << " pp " << p.pp << " dp " << p.dp << " ep "
-                << p.ep << (p.etp ? " etp " + std::to_string(*p.etp) : "") << " vpp " << p.vpp
-                << " " << core::to_string(p.schedule) << " mbs " << p.micro_batch_size
-                << (p.sequence_parallel ? " sp" : "")
-                << (p.zero_stage() > 0 ? " zero" + core::sharding_cell(p) : "") << ": "
-                << rej.reason << "\n";
-        }
-    }
-    if (!r.best.empty()) {
-        out << "why " << core::short_text(r.best.front().job.plan.recompute)
-            << " for #1: " << r.best.front().recompute_reason << "\n";
-        out << "pipeline split for #1: " << r.best.front().split_reason << "\n";
-        const core::ParallelPlan& p = r.best.front().job.plan;
-        out << "data-parallel sharding for #1: " << core::describe_sharding(p)
-            << (p.tp_comm_overlap ? "; tensor-parallel communication overlapped" : "") << "\n";
-        if (const auto& moe = r.best.front().job.model.moe)
-            out << "MoE capacity factor for #1: "
-                << (moe->capacity_factor ? std::to_string(*moe->capacity_factor) +
-                                               " (copies past it dropped, the rest padded to it)"
-                                         : std::string("none (dropless)"))
-                << "\n";
-        if (r.best.front().job.model.moe)
-            out << "MoE token dispatcher for #1: "
-                << core::kTokenDispatcherNames[int(p.token_dispatcher)]
-                << (p.overlap_moe_expert_parallel_comm
-                        ? "; its all-to-alls overlapped (merged forward-backward pairs)"
-                        : "")
-                << "\n";
-        for (std::size_t i = 0; i < r.best.size(); ++i) {
-            const planner::Candidate& c = r.best[i];
-            if (!c.job.model.moe || c.moe_exchange_s <= 0) continue;
-            // Why a layout lost, or what #1 pays: the exchange's span and its exposed share.
-            char shares[64];
-            std::snprintf(shares, sizeof shares, "%.1f %% of the step, %.1f %% exposed",
-                          100 * c.moe_exchange_s / c.step_time_s,
-                          100 * c.moe_exposed_s / c.step_time_s);
-            out << "MoE exchange for #" << i + 1 << ": "
-                << (c.moe_domains > 1 ? "crosses " + std::to_string(c.moe_domains) + " nodes"
-                                      : std::string("inside one node"))
-                << ", " << shares << "\n";
-        }
-    }
-}
-
-// A progress bar on stderr, drawn only on a terminal and only once the search has taken a second.
-class ProgressBar {
-public:
-    ProgressBar() : start_(std::chrono::steady_clock::now()), tty_(::isatty(2) == 1) {}
-    ~ProgressBar() {
-        if (drawn_) std::fprintf(stderr, "\r%70s\r", "");
-    }
-    void operator()(const planner::Progress& p) {
-        if (!tty_ || std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1)) return;
-        const int width = 30;
-        const int filled = p.total > 0 ? int(width * double(p.done) / double(p.total)) : 0;
-        std::fprintf(stderr, "\r%-8s [%s%s] %lld/%lld", std::string(p.phase).c_str(),
-                     std::string(std::size_t(filled), '#').c_str(),
-                     std::string(std::size_t(width - filled), ' ').c_str(), (long long)p.done,
-                     (long long)p.total);
-        drawn_ = true;
-    }
-
-private:
-    std::chrono::steady_clock::time_point start_;
-    bool tty_;
-    bool drawn_ = false;
-};
-
 } // namespace
 
 namespace {
@@ -460,6 +282,11 @@ void add_output_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
     app->add_flag("--explain", o->explain,
                   "Count rejections by reason and show the closest misses");
     app->add_flag("--exhaustive", o->exhaustive, "Simulate every feasible layout (no pruning)");
+    app->add_option("--objective", o->objective,
+                    "What ranks layouts (and --nodes sizes): step-time, or with --train-tokens "
+                    "time-to-train (expected wall time with failures and saves) or cost "
+                    "(GPU-hours)")
+        ->capture_default_str();
 }
 
 // The human-readable result: what was searched, the ranking, and what was asked on top.
@@ -527,13 +354,115 @@ void warn_about_plan_file(const PlanCommandOptions& o, const core::JobSpec& job)
                  o.out.c_str(), what.c_str(), fix.c_str(), one_step && synthetic ? "them" : "it");
 }
 
+// One cluster size searched: the specs (with `nodes` when given), the profile, the memory
+// budget and the planner's result, its best layouts ranked by the objective.
+struct SizeSearch {
+    core::JobSpec specs;
+    core::Profile profile;
+    double budget = 0.0;
+    planner::PlanResult result;
+};
+
+SizeSearch search_size(const PlanCommandOptions& o, const planner::SearchSpace& space,
+                       std::optional<std::int64_t> nodes, Objective objective) {
+    core::JobInputs inputs = o.inputs;
+    inputs.nodes = nodes;
+    if (!space.capacity_factors.empty())
+        inputs.moe_expert_capacity_factor = "none"; // the search sets each in turn
+    core::JobSpec specs = core::load_specs(inputs);
+    record_data(o, specs);
+    (void)check_train_budget(o.budget, specs); // a malformed budget fails before the search
+    const core::ProfileChoice choice = choose_profile(o.profile, specs);
+    core::Profile profile = core::Profile::from_json(choice.json, "profile");
+    specs.profile = choice.reference; // the plan file records the profile it was made with
+    const double budget = o.memory_budget.empty()
+                              ? 0.9 * profile.memory_bytes() // the default: 90 % of the device
+                              : planner::parse_memory_budget(
+                                    o.memory_budget, profile.memory_bytes(), "--memory-budget");
+    planner::PlanOptions options;
+    options.memory_budget_bytes = budget;
+    options.top_k = o.top;
+    options.exhaustive = o.exhaustive;
+    auto bar = std::make_shared<ProgressBar>();
+    options.on_progress = [bar](const planner::Progress& p) { (*bar)(p); };
+    planner::PlanResult r = planner::plan(specs, profile, space, options);
+    rank_by_objective(r.best, objective, o.budget);
+    return {std::move(specs), std::move(profile), budget, std::move(r)};
+}
+
+void write_plan_file(const PlanCommandOptions& o, const planner::Candidate& best, double budget) {
+    if (o.out.empty()) return;
+    core::write_file_atomically(o.out, planner::plan_file(best, budget).dump(2) + "\n", "--out");
+    warn_about_plan_file(o, best.job);
+}
+
+int plan_one_size(const PlanCommandOptions& o, const planner::SearchSpace& space,
+                  std::optional<std::int64_t> nodes, Objective objective) {
+    const SizeSearch s = search_size(o, space, nodes, objective);
+    const planner::PlanResult& r = s.result;
+    if (r.best.empty()) throw planner::why_no_candidate(s.specs, r, s.budget, "--memory-budget");
+    write_plan_file(o, r.best.front(), s.budget);
+    if (o.json) {
+        core::Json j = result_json(r, s.budget);
+        if (const auto run =
+                time_to_train(o.budget, r.best.front().job, r.best.front().step_time_s))
+            j["time_to_train"] = simulator::to_json(*run);
+        std::cout << j.dump(2) << "\n";
+    } else if (o.csv) {
+        print_csv(r, std::cout);
+    } else {
+        print_result(o, s.specs, s.profile, r, s.budget);
+    }
+    return 0;
+}
+
+// `--nodes 64,128,256`: the best layout of each size side by side, the best size by the
+// objective written with --out.
+int plan_sizes(const PlanCommandOptions& o, const planner::SearchSpace& space,
+               const std::vector<std::int64_t>& nodes, Objective objective) {
+    for (const auto& [flag, asked] : {std::pair{"--csv", o.csv},
+                                      {"--megatron-args", o.megatron_args},
+                                      {"--explain", o.explain}})
+        if (asked)
+            throw core::SpecError(flag, "goes with one cluster size, not a --nodes list (plan the "
+                                        "size you chose with it)");
+    std::vector<SizeResult> sizes;
+    double budget = 0.0;
+    for (const std::int64_t n : nodes) {
+        SizeSearch s = search_size(o, space, n, objective);
+        budget = s.budget;
+        SizeResult row;
+        row.nodes = n;
+        row.devices = s.specs.cluster.devices();
+        if (s.result.best.empty())
+            row.none_reason =
+                planner::why_no_candidate(s.specs, s.result, s.budget, "--memory-budget").what();
+        else
+            row.best = std::move(s.result.best.front());
+        sizes.push_back(std::move(row));
+    }
+    const std::size_t best = finish_sizes(sizes, objective, o.budget);
+    if (best == sizes.size())
+        throw core::SpecError("--nodes", "no size in " + o.nodes + " has a layout that fits: " +
+                                             sizes.front().none_reason);
+    write_plan_file(o, *sizes[best].best, budget);
+    if (o.json)
+        std::cout << sizes_json(sizes, best, objective, budget).dump(2) << "\n";
+    else
+        print_sizes(sizes, best, objective, std::cout);
+    if (!o.out.empty() && !o.json)
+        std::cout << "\nwrote the best size's layout (" << sizes[best].nodes << " nodes) to "
+                  << o.out << "\n";
+    return 0;
+}
+
 } // namespace
 
 Command add_plan_command(CLI::App& app) {
     auto o = std::make_shared<PlanCommandOptions>();
     Command c;
     c.app = app.add_subcommand("plan", "Search the fastest parallel layout that fits in memory");
-    add_spec_options(*c.app, o->inputs);
+    add_spec_options(*c.app, o->inputs, &o->nodes);
     c.app->add_option("--profile", o->profile,
                       "Device profile (default: the plan's, then ./DEVICE.json, the user's "
                       "profile folder, the preset of the cluster's device)");
@@ -547,50 +476,11 @@ Command add_plan_command(CLI::App& app) {
         if (!o->launcher.empty() && !o->megatron_args)
             throw core::SpecError("--launcher", "goes with --megatron-args (it prefixes them)");
         const planner::SearchSpace space = search_space(*o);
-        core::JobInputs inputs = o->inputs;
-        if (!space.capacity_factors.empty()) {
-            inputs.moe_expert_capacity_factor = "none"; // the search sets each in turn
-        }
-        core::JobSpec specs = core::load_specs(inputs);
-        record_data(*o, specs);
-        (void)time_to_train(o->budget, specs, 0.0); // a malformed budget fails before the search
-        const core::ProfileChoice choice = choose_profile(o->profile, specs);
-        const core::Profile profile = core::Profile::from_json(choice.json, "profile");
-        specs.profile = choice.reference; // the plan file records the profile it was made with
-        const double budget =
-            o->memory_budget.empty()
-                ? 0.9 * profile.memory_bytes() // the default: 90 % of the device
-                : planner::parse_memory_budget(o->memory_budget, profile.memory_bytes(),
-                                               "--memory-budget");
-        planner::PlanOptions options;
-        options.memory_budget_bytes = budget;
-        options.top_k = o->top;
-        options.exhaustive = o->exhaustive;
-        auto bar = std::make_shared<ProgressBar>();
-        options.on_progress = [bar](const planner::Progress& p) { (*bar)(p); };
-        const planner::PlanResult r = planner::plan(specs, profile, space, options);
-        bar.reset();
-        options.on_progress = nullptr;
-        if (r.best.empty()) throw planner::why_no_candidate(specs, r, budget, "--memory-budget");
-        if (!o->out.empty()) {
-            core::write_file_atomically(
-                o->out, planner::plan_file(r.best.front(), budget).dump(2) + "\n", "--out");
-            warn_about_plan_file(*o, r.best.front().job);
-        }
-        if (o->json) {
-            core::Json j = result_json(r, budget);
-            if (const auto run =
-                    time_to_train(o->budget, r.best.front().job, r.best.front().step_time_s))
-                j["time_to_train"] = simulator::to_json(*run);
-            std::cout << j.dump(2) << "\n";
-            return 0;
-        }
-        if (o->csv) {
-            print_csv(r, std::cout);
-            return 0;
-        }
-        print_result(*o, specs, profile, r, budget);
-        return 0;
+        const Objective objective = parse_objective(o->objective, o->budget);
+        const std::vector<std::int64_t> sizes = parse_list(o->nodes, "--nodes");
+        if (sizes.size() > 1) return plan_sizes(*o, space, sizes, objective);
+        return plan_one_size(*o, space, sizes.empty() ? std::nullopt : std::optional(sizes.front()),
+                             objective);
     };
     return c;
 }

@@ -56,7 +56,7 @@ Command add_simulate_command(CLI::App& app) {
     add_train_budget_options(*c.app, options->budget);
     c.run = [options] {
         const core::JobSpec job = core::load_job(options->inputs);
-        (void)time_to_train(options->budget, job, 0.0); // a malformed budget fails before work
+        (void)check_train_budget(options->budget, job); // a malformed budget fails before work
         const core::Profile profile =
             core::Profile::from_json(choose_profile(options->profile, job).json, "profile");
         simulator::SimulateOptions sim;

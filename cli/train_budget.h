@@ -1,6 +1,7 @@
 #pragma once
 // `--train-tokens 15T [--gpu-hour-price P]` on simulate and plan: the time, GPU-hours and cost
-// of a whole token budget at the simulated step time.
+// of a whole token budget at the simulated step time, with the cluster's failures and the
+// checkpoints they call for (--save-interval, --async-save, what-if failure rates).
 #include "trident/core/spec_error.h"
 #include "trident/simulator/time_to_train.h"
 
@@ -14,31 +15,103 @@ namespace trident::cli {
 struct TrainBudget {
     std::string tokens; // "": not asked
     std::optional<double> gpu_hour_price;
+    simulator::GoodputOptions saves;
+    std::optional<double> failures_per_gpu_hour, failures_per_node_hour, relaunch_s;
 };
 
 inline void add_train_budget_options(CLI::App& app, TrainBudget& budget) {
     const std::string group = "Whole run";
     app.add_option("--train-tokens", budget.tokens,
                    "Token budget of the whole run (15T, 300B, 2.5e12): prints time to train, "
-                   "steps and GPU-hours at the simulated step time")
+                   "steps and GPU-hours at the simulated step time, with failures and saves "
+                   "where the cluster has reliability figures")
         ->group(group);
     app.add_option("--gpu-hour-price", budget.gpu_hour_price,
                    "Price of one GPU-hour (any currency): adds the run's cost")
         ->group(group)
         ->check(CLI::PositiveNumber);
+    app.add_option_function<std::int64_t>(
+           "--save-interval",
+           [&budget](const std::int64_t& v) { budget.saves.save_interval_steps = v; },
+           "Steps between checkpoints (default: Young's optimum for the cluster's failure rate)")
+        ->group(group)
+        ->check(CLI::PositiveNumber);
+    app.add_flag("--async-save", budget.saves.async_save,
+                 "Saves block only while staging to host memory, then write in the background")
+        ->group(group);
+    app.add_option("--failures-per-gpu-hour", budget.failures_per_gpu_hour,
+                   "Job-stopping failures per GPU-hour (overrides the cluster's)")
+        ->group(group)
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--failures-per-node-hour", budget.failures_per_node_hour,
+                   "Job-stopping failures per node-hour (overrides the cluster's)")
+        ->group(group)
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--relaunch-s", budget.relaunch_s,
+                   "Seconds from a failure to the restarted job loading its checkpoint "
+                   "(overrides the cluster's)")
+        ->group(group)
+        ->check(CLI::NonNegativeNumber);
 }
 
-// The whole run for `job` at `step_time_s`, or nothing when no budget was asked for.
-// SpecError for a malformed count, or a price without a budget.
-inline std::optional<simulator::TimeToTrain>
-time_to_train(const TrainBudget& budget, const core::JobSpec& job, double step_time_s) {
+// The cluster's reliability figures with the command line's what-ifs applied; SpecError for a
+// what-if on a cluster that has none, or one leaving no failure rate.
+inline void apply_reliability_options(const TrainBudget& budget, core::ClusterSpec& cluster) {
+    const std::pair<const char*, const std::optional<double>*> asked[] = {
+        {"--failures-per-gpu-hour", &budget.failures_per_gpu_hour},
+        {"--failures-per-node-hour", &budget.failures_per_node_hour},
+        {"--relaunch-s", &budget.relaunch_s}};
+    for (const auto& [flag, value] : asked)
+        if (value->has_value() && !cluster.reliability)
+            throw core::SpecError(flag, "cluster " + cluster.name +
+                                            " has no \"reliability\" (storage rates are needed "
+                                            "too): add it to a cluster file (docs/formats.md)");
+    if (!cluster.reliability) return;
+    core::ClusterReliability& r = *cluster.reliability;
+    r.failures_per_gpu_hour = budget.failures_per_gpu_hour.value_or(r.failures_per_gpu_hour);
+    r.failures_per_node_hour = budget.failures_per_node_hour.value_or(r.failures_per_node_hour);
+    if (budget.relaunch_s) r.relaunch_s = budget.relaunch_s;
+    if (r.failures_per_gpu_hour == 0.0 && r.failures_per_node_hour == 0.0)
+        throw core::SpecError("--failures-per-gpu-hour",
+                              "and --failures-per-node-hour leave no failures: give one above 0");
+}
+
+// The budget's token count and `job` with the what-ifs applied, or nothing when no budget was
+// asked for. SpecError for a malformed count, or a price or save option without a budget or
+// without the cluster's reliability figures. Commands call it before any work.
+inline std::optional<std::pair<double, core::JobSpec>>
+check_train_budget(const TrainBudget& budget, const core::JobSpec& job) {
+    const bool saves = budget.saves.save_interval_steps || budget.saves.async_save;
+    const char* save_flag = budget.saves.async_save ? "--async-save" : "--save-interval";
     if (budget.tokens.empty()) {
         if (budget.gpu_hour_price)
             throw core::SpecError("--gpu-hour-price", "goes with --train-tokens (it prices them)");
+        if (saves)
+            throw core::SpecError(save_flag,
+                                  "goes with --train-tokens (it prices the run's saves)");
         return std::nullopt;
     }
     const double tokens = simulator::parse_token_count(budget.tokens, "--train-tokens");
-    return simulator::time_to_train(job, step_time_s, tokens, budget.gpu_hour_price);
+    core::JobSpec with = job;
+    apply_reliability_options(budget, with.cluster);
+    if (saves && !with.cluster.reliability)
+        throw core::SpecError(save_flag, "cluster " + with.cluster.name +
+                                             " has no \"reliability\" figures to price saves "
+                                             "with (docs/formats.md)");
+    if (budget.saves.async_save && with.cluster.reliability->host_copy_bytes_per_s <= 0)
+        throw core::SpecError("--async-save", "cluster " + with.cluster.name +
+                                                  " gives no reliability.host_copy_gb_per_s "
+                                                  "(the rate an asynchronous save stages at)");
+    return std::pair{tokens, std::move(with)};
+}
+
+// The whole run for `job` at `step_time_s`, or nothing when no budget was asked for.
+inline std::optional<simulator::TimeToTrain>
+time_to_train(const TrainBudget& budget, const core::JobSpec& job, double step_time_s) {
+    const auto checked = check_train_budget(budget, job);
+    if (!checked) return std::nullopt;
+    return simulator::time_to_train(checked->second, step_time_s, checked->first,
+                                    budget.gpu_hour_price, budget.saves);
 }
 
 } // namespace trident::cli

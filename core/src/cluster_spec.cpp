@@ -6,6 +6,44 @@
 #include <thread>
 
 namespace trident::core {
+namespace {
+
+constexpr double kGB = 1e9; // the JSON's rates are in GB/s (10^9 bytes), as storage is sold
+
+ClusterReliability reliability_from_json(const Json& j, const std::string& path) {
+    ObjectReader r(j, path);
+    ClusterReliability c;
+    c.failures_per_gpu_hour = r.number_or("failures_per_gpu_hour", 0.0, 0.0, 1.0);
+    c.failures_per_node_hour = r.number_or("failures_per_node_hour", 0.0, 0.0, 1.0);
+    c.storage_write_bytes_per_s = kGB * r.number("storage_write_gb_per_s", 1e-6, 1e9);
+    c.storage_read_bytes_per_s = kGB * r.number("storage_read_gb_per_s", 1e-6, 1e9);
+    c.node_storage_bytes_per_s = kGB * r.number_or("node_storage_gb_per_s", 0.0, 0.0, 1e6);
+    c.host_copy_bytes_per_s = kGB * r.number_or("host_copy_gb_per_s", 0.0, 0.0, 1e6);
+    if (r.has("relaunch_s")) c.relaunch_s = r.number("relaunch_s", 0.0, 1e7);
+    c.source = r.string_or("source", "");
+    r.finish();
+    if (c.failures_per_gpu_hour == 0.0 && c.failures_per_node_hour == 0.0)
+        throw SpecError(path + ".failures_per_gpu_hour",
+                        "give failures_per_gpu_hour or failures_per_node_hour (both are 0: "
+                        "leave \"reliability\" out when failures are not modelled)");
+    return c;
+}
+
+Json to_json(const ClusterReliability& c) {
+    Json j;
+    j["failures_per_gpu_hour"] = c.failures_per_gpu_hour;
+    j["failures_per_node_hour"] = c.failures_per_node_hour;
+    j["storage_write_gb_per_s"] = c.storage_write_bytes_per_s / kGB;
+    j["storage_read_gb_per_s"] = c.storage_read_bytes_per_s / kGB;
+    if (c.node_storage_bytes_per_s > 0)
+        j["node_storage_gb_per_s"] = c.node_storage_bytes_per_s / kGB;
+    if (c.host_copy_bytes_per_s > 0) j["host_copy_gb_per_s"] = c.host_copy_bytes_per_s / kGB;
+    if (c.relaunch_s) j["relaunch_s"] = *c.relaunch_s;
+    if (!c.source.empty()) j["source"] = c.source;
+    return j;
+}
+
+} // namespace
 
 ClusterSpec cluster_from_json(const Json& j, const std::string& path) {
     ObjectReader r(j, path);
@@ -31,6 +69,8 @@ ClusterSpec cluster_from_json(const Json& j, const std::string& path) {
     c.inter_node_fabric = r.string("inter_node_fabric");
     if (r.has("nvlink_domain_size"))
         c.nvlink_domain = r.integer("nvlink_domain_size", 1, limits::kMaxDevicesPerNode * 1024);
+    if (r.has("reliability"))
+        c.reliability = reliability_from_json(r.require("reliability"), r.field("reliability"));
     r.finish();
     validate(c, path);
     return c;
@@ -59,6 +99,7 @@ Json to_json(const ClusterSpec& c) {
     j["intra_node_fabric"] = c.intra_node_fabric;
     j["inter_node_fabric"] = c.inter_node_fabric;
     if (c.nvlink_domain > 0) j["nvlink_domain_size"] = c.nvlink_domain;
+    if (c.reliability) j["reliability"] = to_json(*c.reliability);
     return j;
 }
 

@@ -1,10 +1,12 @@
 #include "trident/simulator/time_to_train.h"
 
 #include "trident/core/spec_error.h"
+#include "trident/core/units.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 namespace trident::simulator {
 namespace {
@@ -63,32 +65,75 @@ double parse_token_count(const std::string& text, const std::string& field) {
 }
 
 TimeToTrain time_to_train(const core::JobSpec& job, double step_time_s, double tokens,
-                          std::optional<double> gpu_hour_price) {
+                          std::optional<double> gpu_hour_price, const GoodputOptions& saves) {
     TimeToTrain t;
     t.tokens = tokens;
     const double per_step = double(job.training.tokens_per_step());
     t.steps = std::int64_t(std::ceil(tokens / per_step));
     t.trained_tokens = double(t.steps) * per_step;
     t.train_s = double(t.steps) * step_time_s;
-    t.gpu_hours = double(job.cluster.devices()) * t.train_s / 3600.0;
+    t.wall_s = t.train_s;
+    if (job.cluster.reliability) {
+        GoodputOptions bounded = saves;
+        bounded.run_steps = t.steps;
+        t.goodput = goodput(job, *job.cluster.reliability, step_time_s, bounded);
+        t.wall_s = t.goodput->fraction > 0 ? t.train_s / t.goodput->fraction
+                                           : std::numeric_limits<double>::infinity();
+        t.failures = t.wall_s / t.goodput->mtbf_s;
+    }
+    t.gpu_hours = double(job.cluster.devices()) * t.wall_s / 3600.0;
     if (gpu_hour_price) t.cost = t.gpu_hours * *gpu_hour_price;
     return t;
 }
 
 std::string time_to_train_text(const TimeToTrain& t) {
     std::string text = scaled(t.tokens) + " tokens: " + scaled(double(t.steps)) + " steps, " +
-                       wall_time(t.train_s) + ", " + scaled(t.gpu_hours) + " GPU-hours";
+                       wall_time(t.train_s) + " of steps";
+    if (!t.goodput) {
+        text += ", " + scaled(t.gpu_hours) + " GPU-hours";
+        if (t.cost) text += ", cost " + scaled(*t.cost);
+        return text + " (step time only: the cluster gives no reliability figures)";
+    }
+    const Goodput& g = *t.goodput;
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "; expected %s with failures and saves (goodput %.1f %%), %s GPU-hours",
+                  wall_time(t.wall_s).c_str(), 100 * g.fraction, scaled(t.gpu_hours).c_str());
+    text += line;
     if (t.cost) text += ", cost " + scaled(*t.cost);
-    return text + " (step time only: no failures, checkpoints or evaluation)";
+    std::snprintf(line, sizeof line,
+                  "\n  failures: one per %s, %s expected; checkpoint %s, saved every %s steps "
+                  "(%s; Young's optimum %s), each save blocking %s; restart %s",
+                  wall_time(g.mtbf_s).c_str(), scaled(t.failures).c_str(),
+                  core::bytes_text(g.checkpoint.bytes).c_str(),
+                  scaled(double(g.interval_steps)).c_str(), wall_time(g.interval_s).c_str(),
+                  wall_time(g.young_interval_s).c_str(), wall_time(g.save_s).c_str(),
+                  wall_time(g.restart_s).c_str());
+    text += line;
+    text += g.relaunch_counted ? "" : " (the checkpoint load; relaunch not counted: no relaunch_s)";
+    return text;
 }
 
 core::Json to_json(const TimeToTrain& t) {
-    core::Json j = {{"tokens", t.tokens},
-                    {"steps", t.steps},
-                    {"trained_tokens", t.trained_tokens},
-                    {"train_s", t.train_s},
-                    {"gpu_hours", t.gpu_hours}};
+    core::Json j = {
+        {"tokens", t.tokens},   {"steps", t.steps},   {"trained_tokens", t.trained_tokens},
+        {"train_s", t.train_s}, {"wall_s", t.wall_s}, {"gpu_hours", t.gpu_hours}};
     if (t.cost) j["cost"] = *t.cost;
+    if (t.goodput) {
+        const Goodput& g = *t.goodput;
+        j["failures"] = {{"mtbf_s", g.mtbf_s},
+                         {"expected_failures", t.failures},
+                         {"checkpoint_bytes", g.checkpoint.bytes},
+                         {"checkpoint_write_s", g.checkpoint.write_s},
+                         {"checkpoint_read_s", g.checkpoint.read_s},
+                         {"save_blocking_s", g.save_s},
+                         {"restart_s", g.restart_s},
+                         {"relaunch_counted", g.relaunch_counted},
+                         {"young_interval_s", g.young_interval_s},
+                         {"save_interval_steps", g.interval_steps},
+                         {"save_interval_s", g.interval_s},
+                         {"goodput", g.fraction}};
+    }
     return j;
 }
 

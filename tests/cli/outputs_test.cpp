@@ -208,7 +208,13 @@ TEST(Outputs, TimeToTrainATokenBudget) {
     EXPECT_EQ(t.at("steps").get<long long>(), 1907349); // ceil(1e12 / 524,288)
     EXPECT_DOUBLE_EQ(t.at("train_s").get<double>(),
                      1907349.0 * report.at("step_time_s").get<double>());
-    EXPECT_DOUBLE_EQ(t.at("cost").get<double>(), 2.0 * 16.0 * t.at("train_s").get<double>() / 3600);
+    // dgx-h100 carries the Llama 3 failure rate: the wall time is the steps' over the goodput,
+    // and the GPU-hours (and cost) are the wall time's.
+    const auto& failures = t.at("failures");
+    EXPECT_DOUBLE_EQ(failures.at("mtbf_s").get<double>(), 3600.0 / (1.973e-5 * 16));
+    EXPECT_DOUBLE_EQ(t.at("wall_s").get<double>(),
+                     t.at("train_s").get<double>() / failures.at("goodput").get<double>());
+    EXPECT_DOUBLE_EQ(t.at("cost").get<double>(), 2.0 * 16.0 * t.at("wall_s").get<double>() / 3600);
 
     std::vector<std::string> plan = {"plan",     "--model",        "gpt2-124m", "--cluster",
                                      "dgx-h100", "--nodes",        "2",         "--gbs",

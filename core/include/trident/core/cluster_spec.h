@@ -4,9 +4,27 @@
 #include "trident/core/json_io.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace trident::core {
+
+// What a long run on this cluster loses to failures and checkpoints (docs/simulator.md, "Failures
+// and checkpoints"). Rates and bandwidths are the cluster's, each preset citing its source.
+struct ClusterReliability {
+    double failures_per_gpu_hour = 0.0;  // job-stopping interruptions per GPU-hour
+    double failures_per_node_hour = 0.0; // the same per node-hour (hosts, NICs, switches)
+    // The shared file system's sustained write and read rates available to the job, and one
+    // node's link to it (0: not limiting).
+    double storage_write_bytes_per_s = 0.0;
+    double storage_read_bytes_per_s = 0.0;
+    double node_storage_bytes_per_s = 0.0;
+    // Device-to-host copy rate per GPU: what staging an asynchronous save blocks on.
+    double host_copy_bytes_per_s = 0.0;
+    // Scheduler, start-up and rendezvous before the checkpoint load; unset: not counted.
+    std::optional<double> relaunch_s;
+    std::string source;
+};
 
 struct ClusterSpec {
     std::string name;
@@ -20,6 +38,7 @@ struct ClusterSpec {
     // rack's — GB200/GB300 NVL72 join 18 trays of 4 GPUs into one 72-GPU NVLink domain, where
     // groups spanning trays still talk over the intra-node fabric.
     std::int64_t nvlink_domain = 0;
+    std::optional<ClusterReliability> reliability; // "reliability"; absent: failures not modelled
 
     std::int64_t devices() const { return nodes * devices_per_node; }
     // The devices that share the intra-node fabric: the NVLink domain, else one node.

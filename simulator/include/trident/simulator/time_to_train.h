@@ -1,7 +1,9 @@
 #pragma once
 // The whole run, not one step: how long and how many GPU-hours a token budget takes at the
-// simulated step time, and what it costs at a price per GPU-hour. (Failures, checkpoints and
-// batch ramp-up are the next parts of this; see docs/simulator.md, "Time to train".)
+// simulated step time, with the failures and checkpoints of the cluster's reliability figures
+// when it has them, and what it costs at a price per GPU-hour. (docs/simulator.md, "Time to
+// train" and "Failures and checkpoints".)
+#include "trident/simulator/goodput.h"
 #include "trident/simulator/simulate.h"
 
 #include <cstdint>
@@ -19,13 +21,19 @@ struct TimeToTrain {
     std::int64_t steps = 0;      // whole optimizer steps to reach it
     double trained_tokens = 0.0; // steps · tokens per step (≥ tokens)
     double train_s = 0.0;        // steps · step time: compute only, no failures or saves
-    double gpu_hours = 0.0;      // devices · train_s / 3600
-    std::optional<double> cost;  // gpu_hours · price, when a price is given
+    // With the cluster's reliability: saves, failures and restarts; wall_s = train_s / fraction.
+    std::optional<Goodput> goodput;
+    double wall_s = 0.0;        // expected wall time (train_s without reliability figures)
+    double failures = 0.0;      // expected failures over wall_s
+    double gpu_hours = 0.0;     // devices · wall_s / 3600
+    std::optional<double> cost; // gpu_hours · price, when a price is given
 };
 
 // `tokens` for `job` at `step_time_s`; `gpu_hour_price` (currency per GPU-hour) when known.
+// Failures and checkpoints count when job.cluster.reliability is set.
 TimeToTrain time_to_train(const core::JobSpec& job, double step_time_s, double tokens,
-                          std::optional<double> gpu_hour_price = std::nullopt);
+                          std::optional<double> gpu_hour_price = std::nullopt,
+                          const GoodputOptions& saves = {});
 
 // "15.0 T tokens: 3,576,279 steps, 41.2 days, 15.7 M GPU-hours, $31.4 M at $2.00/GPU-hour"
 std::string time_to_train_text(const TimeToTrain& t);

@@ -1,0 +1,44 @@
+#pragma once
+// `trident plan`'s outputs: the ranking as a table, CSV or JSON, the --explain lines, and the
+// search's progress bar.
+#include "trident/core/json_io.h"
+#include "trident/planner/planner.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ostream>
+#include <string>
+#include <unistd.h>
+
+namespace trident::cli {
+
+void print_table(const planner::PlanResult& r, double budget, std::ostream& out);
+void print_csv(const planner::PlanResult& r, std::ostream& out);
+core::Json result_json(const planner::PlanResult& r, double budget);
+void print_explain(const planner::PlanResult& r, std::ostream& out);
+
+// A progress bar on stderr, drawn only on a terminal and only once the search has taken a second.
+class ProgressBar {
+public:
+    ProgressBar() : start_(std::chrono::steady_clock::now()), tty_(::isatty(2) == 1) {}
+    ~ProgressBar() {
+        if (drawn_) std::fprintf(stderr, "\r%70s\r", "");
+    }
+    void operator()(const planner::Progress& p) {
+        if (!tty_ || std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1)) return;
+        const int width = 30;
+        const int filled = p.total > 0 ? int(width * double(p.done) / double(p.total)) : 0;
+        std::fprintf(stderr, "\r%-8s [%s%s] %lld/%lld", std::string(p.phase).c_str(),
+                     std::string(std::size_t(filled), '#').c_str(),
+                     std::string(std::size_t(width - filled), ' ').c_str(), (long long)p.done,
+                     (long long)p.total);
+        drawn_ = true;
+    }
+
+private:
+    std::chrono::steady_clock::time_point start_;
+    bool tty_;
+    bool drawn_ = false;
+};
+
+} // namespace trident::cli
