@@ -73,7 +73,8 @@ inline void apply_reliability_options(const TrainBudget& budget, core::ClusterSp
     if (budget.relaunch_s) r.relaunch_s = budget.relaunch_s;
     if (r.failures_per_gpu_hour == 0.0 && r.failures_per_node_hour == 0.0)
         throw core::SpecError("--failures-per-gpu-hour",
-                              "and --failures-per-node-hour leave no failures: give one above 0");
+                              "0 with a node rate of 0 leaves no failures to model: give a rate "
+                              "above 0 (or a cluster without \"reliability\")");
 }
 
 // The budget's token count and `job` with the what-ifs applied, or nothing when no budget was
