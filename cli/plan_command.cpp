@@ -2,6 +2,7 @@
 #include "command.h"
 #include "format.h"
 #include "job_options.h"
+#include "memory_fit.h"
 #include "plan_output.h"
 #include "plan_sizes.h"
 #include "profile_choice.h"
@@ -18,11 +19,13 @@
 #include "trident/planner/planner.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <unistd.h>
 
@@ -291,7 +294,8 @@ void add_output_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
 
 // The human-readable result: what was searched, the ranking, and what was asked on top.
 void print_result(const PlanCommandOptions& opts, const core::JobSpec& specs,
-                  const core::Profile& profile, const planner::PlanResult& r, double budget) {
+                  const core::Profile& profile, const planner::PlanResult& r, double budget,
+                  const SegmentTimer& timer) {
     const PlanCommandOptions* o = &opts;
     // With --megatron-args stdout holds the arguments alone: everything else goes to stderr.
     std::ostream& human = o->megatron_args ? std::cerr : std::cout;
@@ -312,7 +316,8 @@ void print_result(const PlanCommandOptions& opts, const core::JobSpec& specs,
     human << line << std::flush;
     print_table(r, budget, human);
     if (o->explain) print_explain(r, human);
-    if (const auto run = time_to_train(o->budget, r.best.front().job, r.best.front().step_time_s))
+    if (const auto run =
+            time_to_train(o->budget, r.best.front().job, r.best.front().step_time_s, timer))
         human << "\ntime to train, best layout: " << simulator::time_to_train_text(*run) << "\n";
     if (o->megatron_args) std::cout << planner::megatron_arguments(r.best.front().job, o->launcher);
     if (!o->out.empty()) human << "\nwrote the best layout to " << o->out << "\n";
@@ -354,6 +359,36 @@ void warn_about_plan_file(const PlanCommandOptions& o, const core::JobSpec& job)
                  o.out.c_str(), what.c_str(), fix.c_str(), one_step && synthetic ? "them" : "it");
 }
 
+// A ramp-up runs on one layout: of the planner's best, keep those that take every batch of
+// the ramp (Megatron requires each to divide into micro-batches over dp); none: the first
+// one's refusal.
+void keep_ramp_layouts(const PlanCommandOptions& o, std::vector<planner::Candidate>& best) {
+    if (o.budget.rampup.empty() || best.empty()) return;
+    const auto checked = check_train_budget(o.budget, best.front().job);
+    if (!checked) return;
+    const auto segments = run_segments(o.budget, checked->second, checked->first);
+    std::optional<core::SpecError> first;
+    std::erase_if(best, [&](const planner::Candidate& c) {
+        for (const simulator::RunSegment& segment : segments) {
+            core::JobSpec at = c.job;
+            at.training.global_batch_size = segment.global_batch_size;
+            try {
+                core::validate(at);
+            } catch (const core::SpecError& e) {
+                if (!first)
+                    first = core::SpecError("--rampup-batch-size",
+                                            "no layout found takes every batch of the ramp; #1 (" +
+                                                layout_cell(c.job.plan) + ") at batch " +
+                                                std::to_string(segment.global_batch_size) + ": " +
+                                                e.what());
+                return true;
+            }
+        }
+        return false;
+    });
+    if (best.empty()) throw *first;
+}
+
 // One cluster size searched: the specs (with `nodes` when given), the profile, the memory
 // budget and the planner's result, its best layouts ranked by the objective.
 struct SizeSearch {
@@ -361,7 +396,48 @@ struct SizeSearch {
     core::Profile profile;
     double budget = 0.0;
     planner::PlanResult result;
+    SegmentTimer timer; // the run's other segments (ramp-up, sequence schedule)
 };
+
+// Times a segment of the run for `plan`: a ramp's smaller batch on the candidate's own layout;
+// a schedule's other sequence length on the layout re-planned for it (once per size and
+// length, whichever candidate asks).
+SegmentTimer plan_segment_timer(const PlanCommandOptions& o, const planner::SearchSpace& space,
+                                const core::JobSpec& specs, const core::Profile& profile,
+                                double budget) {
+    auto shared =
+        std::make_shared<const std::tuple<planner::SearchSpace, core::JobSpec, core::Profile>>(
+            space, specs, profile);
+    auto replans =
+        std::make_shared<std::map<std::array<std::int64_t, 3>, simulator::SegmentTime>>();
+    const bool replan = !o.budget.sequence_schedule.empty();
+    return [shared, replans, replan, budget](const core::JobSpec& job) {
+        const auto& [space, specs, profile] = *shared;
+        simulator::SegmentTime s;
+        if (!replan) {
+            const simulator::Report r = simulator::simulate(job, profile);
+            require_fits(r);
+            s.step_time_s = r.step_time_s;
+            s.layout = "layout kept";
+            return s;
+        }
+        const std::array<std::int64_t, 3> key = {job.cluster.nodes, job.training.global_batch_size,
+                                                 job.training.seq_length};
+        if (const auto it = replans->find(key); it != replans->end()) return it->second;
+        core::JobSpec at = specs;
+        at.cluster = job.cluster;
+        at.training.global_batch_size = key[1];
+        at.training.seq_length = key[2];
+        planner::PlanOptions options;
+        options.memory_budget_bytes = budget;
+        options.top_k = 1;
+        const planner::PlanResult r = planner::plan(at, profile, space, options);
+        if (r.best.empty()) throw planner::why_no_candidate(at, r, budget, "--memory-budget");
+        s.step_time_s = r.best.front().step_time_s;
+        s.layout = "re-planned: " + layout_cell(r.best.front().job.plan);
+        return replans->emplace(key, s).first->second;
+    };
+}
 
 SizeSearch search_size(const PlanCommandOptions& o, const planner::SearchSpace& space,
                        std::optional<std::int64_t> nodes, Objective objective) {
@@ -386,8 +462,10 @@ SizeSearch search_size(const PlanCommandOptions& o, const planner::SearchSpace& 
     auto bar = std::make_shared<ProgressBar>();
     options.on_progress = [bar](const planner::Progress& p) { (*bar)(p); };
     planner::PlanResult r = planner::plan(specs, profile, space, options);
-    rank_by_objective(r.best, objective, o.budget);
-    return {std::move(specs), std::move(profile), budget, std::move(r)};
+    keep_ramp_layouts(o, r.best);
+    SegmentTimer timer = plan_segment_timer(o, space, specs, profile, budget);
+    rank_by_objective(r.best, objective, o.budget, timer);
+    return {std::move(specs), std::move(profile), budget, std::move(r), std::move(timer)};
 }
 
 void write_plan_file(const PlanCommandOptions& o, const planner::Candidate& best, double budget) {
@@ -405,13 +483,13 @@ int plan_one_size(const PlanCommandOptions& o, const planner::SearchSpace& space
     if (o.json) {
         core::Json j = result_json(r, s.budget);
         if (const auto run =
-                time_to_train(o.budget, r.best.front().job, r.best.front().step_time_s))
+                time_to_train(o.budget, r.best.front().job, r.best.front().step_time_s, s.timer))
             j["time_to_train"] = simulator::to_json(*run);
         std::cout << j.dump(2) << "\n";
     } else if (o.csv) {
         print_csv(r, std::cout);
     } else {
-        print_result(o, s.specs, s.profile, r, s.budget);
+        print_result(o, s.specs, s.profile, r, s.budget, s.timer);
     }
     return 0;
 }
@@ -428,9 +506,11 @@ int plan_sizes(const PlanCommandOptions& o, const planner::SearchSpace& space,
                                         "size you chose with it)");
     std::vector<SizeResult> sizes;
     double budget = 0.0;
+    SegmentTimer timer; // any size's: it takes the size from the job it times
     for (const std::int64_t n : nodes) {
         SizeSearch s = search_size(o, space, n, objective);
         budget = s.budget;
+        timer = s.timer;
         SizeResult row;
         row.nodes = n;
         row.devices = s.specs.cluster.devices();
@@ -441,7 +521,7 @@ int plan_sizes(const PlanCommandOptions& o, const planner::SearchSpace& space,
             row.best = std::move(s.result.best.front());
         sizes.push_back(std::move(row));
     }
-    const std::size_t best = finish_sizes(sizes, objective, o.budget);
+    const std::size_t best = finish_sizes(sizes, objective, o.budget, timer);
     if (best == sizes.size())
         throw core::SpecError("--nodes", "no size in " + o.nodes + " has a layout that fits: " +
                                              sizes.front().none_reason);

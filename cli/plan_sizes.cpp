@@ -10,7 +10,8 @@ namespace {
 
 const char* kObjectiveNames[] = {"step-time", "time-to-train", "cost"};
 
-// "tp 8 · pp 4 · dp 16, interleaved-1f1b, mbs 1": the layout in a table cell.
+} // namespace
+
 std::string layout_cell(const core::ParallelPlan& p) {
     std::string text = "tp " + std::to_string(p.tp);
     if (p.cp > 1) text += " cp " + std::to_string(p.cp);
@@ -21,8 +22,6 @@ std::string layout_cell(const core::ParallelPlan& p) {
         text += " vpp " + std::to_string(p.vpp);
     return text + " mbs " + std::to_string(p.micro_batch_size);
 }
-
-} // namespace
 
 Objective parse_objective(const std::string& text, const TrainBudget& budget) {
     for (int i = 0; i < 3; ++i)
@@ -37,19 +36,19 @@ Objective parse_objective(const std::string& text, const TrainBudget& budget) {
                           "'" + text + "' is not one of step-time, time-to-train, cost");
 }
 
-double objective_value(Objective objective, const planner::Candidate& c,
-                       const TrainBudget& budget) {
+double objective_value(Objective objective, const planner::Candidate& c, const TrainBudget& budget,
+                       const SegmentTimer& timer) {
     if (objective == Objective::step_time) return c.step_time_s;
-    const auto run = time_to_train(budget, c.job, c.step_time_s);
+    const auto run = time_to_train(budget, c.job, c.step_time_s, timer);
     return objective == Objective::time_to_train ? run->wall_s : run->gpu_hours;
 }
 
 void rank_by_objective(std::vector<planner::Candidate>& best, Objective objective,
-                       const TrainBudget& budget) {
+                       const TrainBudget& budget, const SegmentTimer& timer) {
     if (objective == Objective::step_time) return;
     std::vector<std::pair<double, planner::Candidate>> keyed;
     for (planner::Candidate& c : best)
-        keyed.emplace_back(objective_value(objective, c, budget), std::move(c));
+        keyed.emplace_back(objective_value(objective, c, budget, timer), std::move(c));
     std::stable_sort(keyed.begin(), keyed.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     best.clear();
@@ -57,7 +56,7 @@ void rank_by_objective(std::vector<planner::Candidate>& best, Objective objectiv
 }
 
 std::size_t finish_sizes(std::vector<SizeResult>& sizes, Objective objective,
-                         const TrainBudget& budget) {
+                         const TrainBudget& budget, const SegmentTimer& timer) {
     double base_per_device = 0.0; // the smallest size with a layout
     std::size_t best = sizes.size();
     double best_value = 0.0;
@@ -67,8 +66,10 @@ std::size_t finish_sizes(std::vector<SizeResult>& sizes, Objective objective,
         const double per_device = s.best->tokens_per_s / double(s.devices);
         if (base_per_device == 0.0) base_per_device = per_device;
         s.scaling_efficiency = per_device / base_per_device;
-        s.run = time_to_train(budget, s.best->job, s.best->step_time_s);
-        const double value = objective_value(objective, *s.best, budget);
+        s.run = time_to_train(budget, s.best->job, s.best->step_time_s, timer);
+        const double value = objective == Objective::step_time       ? s.best->step_time_s
+                             : objective == Objective::time_to_train ? s.run->wall_s
+                                                                     : s.run->gpu_hours;
         if (best == sizes.size() || value < best_value) {
             best = i;
             best_value = value;

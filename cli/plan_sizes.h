@@ -21,11 +21,12 @@ Objective parse_objective(const std::string& text, const TrainBudget& budget);
 
 // What `objective` minimises for a candidate: its step time, or its run's expected wall time
 // or GPU-hours (failures and saves counted where the cluster gives their rates).
-double objective_value(Objective objective, const planner::Candidate& c, const TrainBudget& budget);
+double objective_value(Objective objective, const planner::Candidate& c, const TrainBudget& budget,
+                       const SegmentTimer& timer);
 
 // Reorders `best` by the objective (stable: ties keep the planner's order).
 void rank_by_objective(std::vector<planner::Candidate>& best, Objective objective,
-                       const TrainBudget& budget);
+                       const TrainBudget& budget, const SegmentTimer& timer);
 
 // One cluster size of a --nodes list: its best layout, or why it has none.
 struct SizeResult {
@@ -40,7 +41,10 @@ struct SizeResult {
 // Fills each size's run and scaling efficiency; returns the index of the best size by the
 // objective, or sizes.size() when no size has a layout.
 std::size_t finish_sizes(std::vector<SizeResult>& sizes, Objective objective,
-                         const TrainBudget& budget);
+                         const TrainBudget& budget, const SegmentTimer& timer);
+
+// "tp 8 pp 4 dp 16 interleaved-1f1b vpp 5 mbs 1": a layout in one table cell.
+std::string layout_cell(const core::ParallelPlan& p);
 
 void print_sizes(const std::vector<SizeResult>& sizes, std::size_t best, Objective objective,
                  std::ostream& out);

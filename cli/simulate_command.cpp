@@ -63,13 +63,21 @@ Command add_simulate_command(CLI::App& app) {
         sim.trace = !options->trace.empty();
         const simulator::Report report = simulator::simulate(job, profile, sim);
         if (!options->allow_oom) require_fits(report); // before any file is written
+        // A ramp's or a schedule's other segments run on the same layout.
+        const auto run = time_to_train(
+            options->budget, job, report.step_time_s, [&](const core::JobSpec& segment) {
+                const simulator::Report r = simulator::simulate(segment, profile);
+                if (!options->allow_oom) require_fits(r);
+                simulator::SegmentTime s;
+                s.step_time_s = r.step_time_s;
+                return s;
+            });
         // Write files before printing, so a failure to write is reported and nothing is half done.
         if (!options->trace.empty()) {
             std::ostringstream text;
             core::write_chrome_trace(report.trace, text);
             core::write_file_atomically(options->trace, text.str(), "--trace");
         }
-        const auto run = time_to_train(options->budget, job, report.step_time_s);
         if (!options->json.empty()) {
             core::Json j = simulator::report_json(report);
             if (run) j["time_to_train"] = simulator::to_json(*run);

@@ -38,7 +38,39 @@ std::string wall_time(double seconds) {
     return text;
 }
 
+// One line per segment when the run has several: batch, sequence, steps, step time.
+std::string segments_text(const TimeToTrain& t) {
+    if (t.segments.size() < 2) return "";
+    std::string text;
+    char line[256];
+    // A long ramp (Megatron's GPT-3 recipe has 96 batch sizes) shows its ends.
+    const std::size_t n = t.segments.size(), head = n > 8 ? 3 : n, tail = n > 8 ? 2 : 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i == head && tail > 0) {
+            std::snprintf(line, sizeof line, "\n  … %zu more segments", n - head - tail);
+            text += line;
+            i = n - tail;
+        }
+        const SegmentTime& s = t.segments[i];
+        std::snprintf(
+            line, sizeof line, "\n  segment %zu: batch %lld × %lld tokens, %s steps at %.3f s = %s",
+            i + 1, (long long)s.segment.global_batch_size, (long long)s.segment.seq_length,
+            scaled(double(s.segment.steps)).c_str(), s.step_time_s, wall_time(s.train_s).c_str());
+        text += line;
+        if (s.goodput < 1.0) {
+            std::snprintf(line, sizeof line, " (goodput %.1f %%)", 100 * s.goodput);
+            text += line;
+        }
+        if (!s.layout.empty()) text += ", " + s.layout;
+    }
+    return text;
+}
+
 } // namespace
+
+std::string token_count_text(double tokens) {
+    return scaled(tokens);
+}
 
 double parse_token_count(const std::string& text, const std::string& field) {
     char* end = nullptr;
@@ -66,23 +98,45 @@ double parse_token_count(const std::string& text, const std::string& field) {
 
 TimeToTrain time_to_train(const core::JobSpec& job, double step_time_s, double tokens,
                           std::optional<double> gpu_hour_price, const GoodputOptions& saves) {
+    const double per_step = double(job.training.tokens_per_step());
+    SegmentTime whole;
+    whole.segment = {job.training.global_batch_size, job.training.seq_length,
+                     std::int64_t(std::ceil(tokens / per_step))};
+    whole.step_time_s = step_time_s;
+    return time_to_train(job, {whole}, tokens, gpu_hour_price, saves);
+}
+
+TimeToTrain time_to_train(const core::JobSpec& job, std::vector<SegmentTime> segments,
+                          double tokens, std::optional<double> gpu_hour_price,
+                          const GoodputOptions& saves) {
     TimeToTrain t;
     t.tokens = tokens;
-    const double per_step = double(job.training.tokens_per_step());
-    t.steps = std::int64_t(std::ceil(tokens / per_step));
-    t.trained_tokens = double(t.steps) * per_step;
-    t.train_s = double(t.steps) * step_time_s;
-    t.wall_s = t.train_s;
-    if (job.cluster.reliability) {
-        GoodputOptions bounded = saves;
-        bounded.run_steps = t.steps;
-        t.goodput = goodput(job, *job.cluster.reliability, step_time_s, bounded);
-        t.wall_s = t.goodput->fraction > 0 ? t.train_s / t.goodput->fraction
-                                           : std::numeric_limits<double>::infinity();
+    const SegmentTime* longest = nullptr;
+    for (SegmentTime& s : segments) {
+        t.steps += s.segment.steps;
+        t.trained_tokens += s.segment.tokens();
+        s.train_s = double(s.segment.steps) * s.step_time_s;
+        s.wall_s = s.train_s;
+        if (job.cluster.reliability && s.segment.steps > 0) {
+            GoodputOptions bounded = saves;
+            bounded.run_steps = s.segment.steps;
+            const Goodput g = goodput(job, *job.cluster.reliability, s.step_time_s, bounded);
+            s.goodput = g.fraction;
+            s.wall_s =
+                g.fraction > 0 ? s.train_s / g.fraction : std::numeric_limits<double>::infinity();
+            if (!longest || s.train_s > longest->train_s) t.goodput = g;
+        }
+        if (!longest || s.train_s > longest->train_s) longest = &s;
+        t.train_s += s.train_s;
+        t.wall_s += s.wall_s;
+    }
+    if (t.goodput) {
+        t.goodput->fraction = t.wall_s > 0 ? t.train_s / t.wall_s : 0.0;
         t.failures = t.wall_s / t.goodput->mtbf_s;
     }
     t.gpu_hours = double(job.cluster.devices()) * t.wall_s / 3600.0;
     if (gpu_hour_price) t.cost = t.gpu_hours * *gpu_hour_price;
+    t.segments = std::move(segments);
     return t;
 }
 
@@ -92,7 +146,8 @@ std::string time_to_train_text(const TimeToTrain& t) {
     if (!t.goodput) {
         text += ", " + scaled(t.gpu_hours) + " GPU-hours";
         if (t.cost) text += ", cost " + scaled(*t.cost);
-        return text + " (step time only: the cluster gives no reliability figures)";
+        return text + " (step time only: the cluster gives no reliability figures)" +
+               segments_text(t);
     }
     const Goodput& g = *t.goodput;
     char line[512];
@@ -111,7 +166,7 @@ std::string time_to_train_text(const TimeToTrain& t) {
                   wall_time(g.restart_s).c_str());
     text += line;
     text += g.relaunch_counted ? "" : " (the checkpoint load; relaunch not counted: no relaunch_s)";
-    return text;
+    return text + segments_text(t);
 }
 
 core::Json to_json(const TimeToTrain& t) {
@@ -119,6 +174,20 @@ core::Json to_json(const TimeToTrain& t) {
         {"tokens", t.tokens},   {"steps", t.steps},   {"trained_tokens", t.trained_tokens},
         {"train_s", t.train_s}, {"wall_s", t.wall_s}, {"gpu_hours", t.gpu_hours}};
     if (t.cost) j["cost"] = *t.cost;
+    if (t.segments.size() > 1) {
+        core::Json segments = core::Json::array();
+        for (const SegmentTime& s : t.segments) {
+            core::Json row = {{"global_batch_size", s.segment.global_batch_size},
+                              {"seq_length", s.segment.seq_length},
+                              {"steps", s.segment.steps},
+                              {"step_time_s", s.step_time_s},
+                              {"train_s", s.train_s},
+                              {"wall_s", s.wall_s}};
+            if (!s.layout.empty()) row["layout"] = s.layout;
+            segments.push_back(row);
+        }
+        j["segments"] = segments;
+    }
     if (t.goodput) {
         const Goodput& g = *t.goodput;
         j["failures"] = {{"mtbf_s", g.mtbf_s},

@@ -87,4 +87,60 @@ TEST(WholeRun, ObjectiveRanksOneSizeByTheRun) {
         EXPECT_EQ(a[i].at("parallel"), b[i].at("parallel")) << "#" << i + 1;
 }
 
+// simulate and plan report a ramp-up segment by segment, each timed as its own batch would be.
+TEST(WholeRun, RampUpSegmentsAreTimedAtTheirBatch) {
+    const fs::path json = fs::path(testing::TempDir()) / "trident-ramp.json";
+    const std::string job = "simulate --model gpt2-124m --cluster dgx-h100 --nodes 1 --tp 1 "
+                            "--pp 1 --mbs 4 --seq-length 1024 --gbs ";
+    const auto r = run_trident(split_words(job +
+                                           "256 --train-tokens 1B --rampup-batch-size 64 "
+                                           "64 30000 --json " +
+                                           json.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("segment 1: batch 64 × 1024 tokens"), std::string::npos) << r.out;
+    std::ifstream in(json);
+    const auto report = nlohmann::json::parse(in);
+    const auto& run = report.at("time_to_train");
+    const auto& segments = run.at("segments");
+    ASSERT_EQ(segments.size(), 4u); // 64, 128, 192, 256
+    long long steps = 0;
+    double train_s = 0.0;
+    for (const auto& s : segments) {
+        steps += s.at("steps").get<long long>();
+        train_s += s.at("train_s").get<double>();
+        const long long batch = s.at("global_batch_size");
+        const fs::path alone = fs::path(testing::TempDir()) / "trident-ramp-alone.json";
+        const auto one =
+            run_trident(split_words(job + std::to_string(batch) + " --json " + alone.string()));
+        ASSERT_EQ(one.exit_code, 0) << one.err;
+        std::ifstream a(alone);
+        EXPECT_DOUBLE_EQ(s.at("step_time_s").get<double>(),
+                         nlohmann::json::parse(a).at("step_time_s").get<double>())
+            << "batch " << batch;
+    }
+    EXPECT_EQ(run.at("steps").get<long long>(), steps);
+    EXPECT_DOUBLE_EQ(run.at("train_s").get<double>(), train_s);
+    // 10,000 samples per increment: ⌈10,000 / 64⌉ = 157 steps at the first batch.
+    EXPECT_EQ(segments[0].at("steps").get<long long>(), 157);
+}
+
+TEST(WholeRun, SequenceScheduleReplansEachLength) {
+    const std::string plan = "plan --model gpt2-124m --cluster dgx-h100 --nodes 1 --gbs 256 "
+                             "--top 1 --json --seq-length ";
+    const auto r = run_trident(split_words(plan + "512 --train-tokens 11B "
+                                                  "--seq-length-schedule 512:10B,1024:1B"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto report = nlohmann::json::parse(r.out);
+    const auto& segments = report.at("time_to_train").at("segments");
+    ASSERT_EQ(segments.size(), 2u);
+    EXPECT_FALSE(segments[0].contains("layout")); // the plan's own layout
+    const auto alone = run_trident(split_words(plan + "1024"));
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    const auto replanned = nlohmann::json::parse(alone.out);
+    const auto& best = replanned.at("best").at(0);
+    EXPECT_DOUBLE_EQ(segments[1].at("step_time_s").get<double>(),
+                     best.at("planner").at("predicted_step_time_s").get<double>());
+    EXPECT_EQ(segments[1].at("layout").get<std::string>().rfind("re-planned: ", 0), 0u);
+}
+
 } // namespace
