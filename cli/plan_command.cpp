@@ -47,6 +47,7 @@ struct PlanCommandOptions {
     std::string memory_budget;
     std::size_t top = 10;
     bool csv = false, json = false, megatron_args = false, explain = false, exhaustive = false;
+    bool tp_pp_map = false;
     std::string launcher; // with --megatron-args: torchrun or srun in front
     std::string out;
     std::string data_path, split; // recorded in the plan file for `trident run --plan`
@@ -285,6 +286,9 @@ void add_output_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
     app->add_flag("--explain", o->explain,
                   "Count rejections by reason and show the closest misses");
     app->add_flag("--exhaustive", o->exhaustive, "Simulate every feasible layout (no pruning)");
+    app->add_flag("--tp-pp-map", o->tp_pp_map,
+                  "Also search each (tp, pp) pair and print its best tokens/s per device as a "
+                  "grid (one search per pair)");
     app->add_option("--objective", o->objective,
                     "What ranks layouts (and --nodes sizes): step-time, or with --train-tokens "
                     "time-to-train (expected wall time with failures and saves) or cost "
@@ -480,8 +484,15 @@ int plan_one_size(const PlanCommandOptions& o, const planner::SearchSpace& space
     const planner::PlanResult& r = s.result;
     if (r.best.empty()) throw planner::why_no_candidate(s.specs, r, s.budget, "--memory-budget");
     write_plan_file(o, r.best.front(), s.budget);
+    std::vector<planner::TpPpCell> map;
+    if (o.tp_pp_map) {
+        planner::PlanOptions options;
+        options.memory_budget_bytes = s.budget;
+        map = planner::best_per_tp_pp(s.specs, s.profile, space, options);
+    }
     if (o.json) {
         core::Json j = result_json(r, s.budget);
+        if (o.tp_pp_map) j["tp_pp_map"] = tp_pp_map_json(map);
         if (const auto run =
                 time_to_train(o.budget, r.best.front().job, r.best.front().step_time_s, s.timer))
             j["time_to_train"] = simulator::to_json(*run);
@@ -490,6 +501,7 @@ int plan_one_size(const PlanCommandOptions& o, const planner::SearchSpace& space
         print_csv(r, std::cout);
     } else {
         print_result(o, s.specs, s.profile, r, s.budget, s.timer);
+        if (o.tp_pp_map) print_tp_pp_map(map, s.specs.cluster.devices(), std::cout);
     }
     return 0;
 }
@@ -500,7 +512,8 @@ int plan_sizes(const PlanCommandOptions& o, const planner::SearchSpace& space,
                const std::vector<std::int64_t>& nodes, Objective objective) {
     for (const auto& [flag, asked] : {std::pair{"--csv", o.csv},
                                       {"--megatron-args", o.megatron_args},
-                                      {"--explain", o.explain}})
+                                      {"--explain", o.explain},
+                                      {"--tp-pp-map", o.tp_pp_map}})
         if (asked)
             throw core::SpecError(flag, "goes with one cluster size, not a --nodes list (plan the "
                                         "size you chose with it)");

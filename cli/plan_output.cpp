@@ -170,4 +170,53 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
     }
 }
 
+void print_tp_pp_map(const std::vector<planner::TpPpCell>& cells, std::int64_t devices,
+                     std::ostream& out) {
+    std::vector<std::int64_t> pps;
+    for (const planner::TpPpCell& c : cells)
+        if (std::find(pps.begin(), pps.end(), c.pp) == pps.end()) pps.push_back(c.pp);
+    double fastest = 0.0;
+    for (const planner::TpPpCell& c : cells)
+        if (c.best) fastest = std::max(fastest, c.best->tokens_per_s);
+    out << "\nbest tokens/s per device by tp (rows) and pp (columns); * the fastest:\n";
+    char cell[32];
+    std::snprintf(cell, sizeof cell, "%6s", "tp\\pp");
+    out << cell;
+    for (const std::int64_t pp : pps) {
+        std::snprintf(cell, sizeof cell, " %9lld", (long long)pp);
+        out << cell;
+    }
+    std::int64_t row = -1;
+    for (const planner::TpPpCell& c : cells) {
+        if (c.tp != row) {
+            row = c.tp;
+            std::snprintf(cell, sizeof cell, "\n%6lld", (long long)c.tp);
+            out << cell;
+        }
+        if (c.best)
+            std::snprintf(cell, sizeof cell, " %8.0f%s", c.best->tokens_per_s / double(devices),
+                          c.best->tokens_per_s == fastest ? "*" : " ");
+        else
+            std::snprintf(cell, sizeof cell, " %9s", "-");
+        out << cell;
+    }
+    out << "\n";
+}
+
+core::Json tp_pp_map_json(const std::vector<planner::TpPpCell>& cells) {
+    core::Json rows = core::Json::array();
+    for (const planner::TpPpCell& c : cells) {
+        core::Json row = {{"tp", c.tp}, {"pp", c.pp}};
+        if (c.best) {
+            row["step_time_s"] = c.best->step_time_s;
+            row["tokens_per_s"] = c.best->tokens_per_s;
+            row["mfu"] = c.best->mfu;
+        } else {
+            row["no_layout"] = c.none_reason;
+        }
+        rows.push_back(row);
+    }
+    return rows;
+}
+
 } // namespace trident::cli

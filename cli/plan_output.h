@@ -3,6 +3,7 @@
 // search's progress bar.
 #include "trident/core/json_io.h"
 #include "trident/planner/planner.h"
+#include "trident/planner/tp_pp_map.h"
 
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,11 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
 void print_csv(const planner::PlanResult& r, std::ostream& out);
 core::Json result_json(const planner::PlanResult& r, double budget);
 void print_explain(const planner::PlanResult& r, std::ostream& out);
+// --tp-pp-map: tokens/s per device of each pair's best layout (tp rows, pp columns), "-"
+// where none fits; and the same as JSON rows.
+void print_tp_pp_map(const std::vector<planner::TpPpCell>& cells, std::int64_t devices,
+                     std::ostream& out);
+core::Json tp_pp_map_json(const std::vector<planner::TpPpCell>& cells);
 
 // A progress bar on stderr, drawn only on a terminal and only once the search has taken a second.
 class ProgressBar {

@@ -37,6 +37,26 @@ std::vector<std::int64_t> divisors_up_to(std::int64_t n, std::int64_t limit) {
     return out;
 }
 
+} // namespace
+
+std::vector<std::int64_t> tensor_parallel_degrees(const JobSpec& specs, const SearchSpace& space) {
+    const std::int64_t devices = specs.cluster.devices();
+    return !space.tp.empty()
+               ? space.tp
+               : divisors_up_to(devices, space.allow_cross_node_tp ? devices
+                                                                   : specs.cluster.fabric_domain());
+}
+
+std::vector<std::int64_t> pipeline_parallel_degrees(const JobSpec& specs,
+                                                    const SearchSpace& space) {
+    // Stages need not hold equal layer counts (core/pipeline_split.h): any degree that divides
+    // the devices, up to one layer per stage.
+    return !space.pp.empty() ? space.pp
+                             : divisors_up_to(specs.cluster.devices(), specs.model.num_layers);
+}
+
+namespace {
+
 // The candidate values of each dimension.
 struct Dimensions {
     std::vector<std::int64_t> tp, pp, cp, ep, vpp, mbs;
@@ -46,13 +66,8 @@ struct Dimensions {
 Dimensions dimensions(const JobSpec& specs, const SearchSpace& space) {
     const std::int64_t devices = specs.cluster.devices();
     Dimensions d;
-    d.tp = !space.tp.empty()
-               ? space.tp
-               : divisors_up_to(devices, space.allow_cross_node_tp ? devices
-                                                                   : specs.cluster.fabric_domain());
-    // Stages need not hold equal layer counts (core/pipeline_split.h): any degree that divides
-    // the devices, up to one layer per stage.
-    d.pp = !space.pp.empty() ? space.pp : divisors_up_to(devices, specs.model.num_layers);
+    d.tp = tensor_parallel_degrees(specs, space);
+    d.pp = pipeline_parallel_degrees(specs, space);
     // Context parallelism pays off only for long sequences.
     d.cp = !space.cp.empty()                   ? space.cp
            : specs.training.seq_length >= 8192 ? std::vector<std::int64_t>{1, 2, 4, 8}

@@ -143,4 +143,26 @@ TEST(WholeRun, SequenceScheduleReplansEachLength) {
     EXPECT_EQ(segments[1].at("layout").get<std::string>().rfind("re-planned: ", 0), 0u);
 }
 
+// The (tp, pp) map: one search per pair, whose fastest cell is the whole search's best.
+TEST(WholeRun, TpPpMapsFastestCellIsThePlansBest) {
+    const auto r = run_trident(split_words("plan --model gpt2-350m --cluster dgx-h100 --nodes 2 "
+                                           "--gbs 256 --seq-length 1024 --top 1 --json "
+                                           "--tp-pp-map"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    const auto& map = j.at("tp_pp_map");
+    ASSERT_EQ(map.size(), 4u * 5u); // tp 1, 2, 4, 8 × pp 1, 2, 4, 8, 16 (24 layers, 16 GPUs)
+    double fastest = 0.0;
+    for (const auto& cell : map)
+        if (cell.contains("tokens_per_s"))
+            fastest = std::max(fastest, cell.at("tokens_per_s").get<double>());
+    const auto& best = j.at("best").at(0);
+    EXPECT_DOUBLE_EQ(fastest, best.at("planner").at("predicted_tokens_per_s").get<double>());
+    const auto text = run_trident(split_words("plan --model gpt2-350m --cluster dgx-h100 "
+                                              "--nodes 2 --gbs 256 --seq-length 1024 --top 1 "
+                                              "--tp-pp-map"));
+    EXPECT_NE(text.out.find("tp\\pp"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("*"), std::string::npos) << text.out;
+}
+
 } // namespace

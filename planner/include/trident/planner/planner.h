@@ -142,6 +142,13 @@ struct PlanResult {
 PlanResult plan(const core::JobSpec& specs, const core::Profile& profile, const SearchSpace& space,
                 const PlanOptions& options);
 
+// The tensor- and pipeline-parallel degrees the search tries: the space's pins, else every
+// divisor of the devices up to the NVLink domain (tp) or one layer per stage (pp).
+std::vector<std::int64_t> tensor_parallel_degrees(const core::JobSpec& specs,
+                                                  const SearchSpace& space);
+std::vector<std::int64_t> pipeline_parallel_degrees(const core::JobSpec& specs,
+                                                    const SearchSpace& space);
+
 // The kind a rejection groups under (see PlanResult::rejections), and its recording.
 std::string rejection_kind(const std::string& field, const std::string& reason);
 void record_rejection(PlanResult& result, const std::string& field, const std::string& reason);
