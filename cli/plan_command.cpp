@@ -8,6 +8,7 @@
 #include "profile_choice.h"
 #include "train_budget.h"
 #include "trident/core/atomic_file.h"
+#include "trident/core/integer_list.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/pipeline_split.h"
 #include "trident/core/profile.h"
@@ -56,31 +57,6 @@ struct PlanCommandOptions {
     std::string nodes; // --nodes: one size, or a list of sizes to compare
 };
 
-// "8", "2,4,8" or "1-8" (every integer in the range; impossible values are rejected with a
-// reason like any other layout).
-std::vector<std::int64_t> parse_list(const std::string& text, const std::string& field) {
-    std::vector<std::int64_t> values;
-    if (text.empty()) return values;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t comma = std::min(text.find(',', start), text.size());
-        const std::string item = text.substr(start, comma - start);
-        long long a = 0, b = 0;
-        char tail = 0;
-        if (std::sscanf(item.c_str(), "%lld-%lld%c", &a, &b, &tail) == 2 && a >= 1 && b >= a &&
-            b - a < 100000) {
-            for (long long v = a; v <= b; ++v) values.push_back(v);
-        } else if (std::sscanf(item.c_str(), "%lld%c", &a, &tail) == 1 && a >= 1) {
-            values.push_back(a);
-        } else {
-            throw core::SpecError(field, "expected positive integers like 8, 2,4,8 or 1-8, got \"" +
-                                             text + "\"");
-        }
-        start = comma + 1;
-    }
-    return values;
-}
-
 // The sharding flags pin the strategy (and its replicas, implementation and prefetch depth),
 // read by the plan parser's rules — with a pinned distributed optimizer — so a contradiction
 // or a bad value reads as it would in a plan file and `simulate` agrees with `plan`.
@@ -105,13 +81,13 @@ void pin_sharding(const PlanCommandOptions& o, planner::SearchSpace& s) {
 
 planner::SearchSpace search_space(const PlanCommandOptions& o) {
     planner::SearchSpace s;
-    s.tp = parse_list(o.tp, "--tp");
-    s.pp = parse_list(o.pp, "--pp");
-    s.cp = parse_list(o.cp, "--cp");
-    s.ep = parse_list(o.ep, "--ep");
-    s.etp = parse_list(o.etp, "--etp");
-    s.vpp = parse_list(o.vpp, "--vpp");
-    s.micro_batch = parse_list(o.mbs, "--mbs");
+    s.tp = core::parse_integer_list(o.tp, "--tp");
+    s.pp = core::parse_integer_list(o.pp, "--pp");
+    s.cp = core::parse_integer_list(o.cp, "--cp");
+    s.ep = core::parse_integer_list(o.ep, "--ep");
+    s.etp = core::parse_integer_list(o.etp, "--etp");
+    s.vpp = core::parse_integer_list(o.vpp, "--vpp");
+    s.micro_batch = core::parse_integer_list(o.mbs, "--mbs");
     if (!o.schedule.empty()) {
         std::size_t start = 0;
         while (start <= o.schedule.size()) {
@@ -570,7 +546,7 @@ Command add_plan_command(CLI::App& app) {
             throw core::SpecError("--launcher", "goes with --megatron-args (it prefixes them)");
         const planner::SearchSpace space = search_space(*o);
         const Objective objective = parse_objective(o->objective, o->budget);
-        const std::vector<std::int64_t> sizes = parse_list(o->nodes, "--nodes");
+        const std::vector<std::int64_t> sizes = core::parse_integer_list(o->nodes, "--nodes");
         if (sizes.size() > 1) return plan_sizes(*o, space, sizes, objective);
         return plan_one_size(*o, space, sizes.empty() ? std::nullopt : std::optional(sizes.front()),
                              objective);

@@ -31,17 +31,17 @@ QImage MemoryChart::render_image(QSize size) const {
     QImage image(size, QImage::Format_ARGB32);
     image.fill(Qt::white);
     QPainter painter(&image);
-    paint_memory_chart(picture(size), painter);
+    paint_chart(picture(size), painter);
     return image;
 }
 
 QString MemoryChart::render_svg(QSize size) const {
-    return memory_chart_svg(picture(size));
+    return chart_svg(picture(size));
 }
 
 void MemoryChart::paintEvent(QPaintEvent*) {
     QPainter painter(this);
-    paint_memory_chart(picture(size()), painter);
+    paint_chart(picture(size()), painter);
 }
 
 QString MemoryChart::describe_at(QPointF point) const {

@@ -2,7 +2,6 @@
 
 #include "trident/core/units.h"
 
-#include <QPainter>
 #include <algorithm>
 #include <cmath>
 
@@ -12,23 +11,7 @@ namespace {
 constexpr double kLeftMargin = 64.0; // room for "100 GiB" tick labels
 constexpr double kRightMargin = 16.0;
 constexpr double kBottomMargin = 28.0;
-const QColor kTextColor(40, 40, 40);
-const QColor kAxisColor(120, 120, 120);
 const QColor kBudgetColor(200, 30, 30);
-
-// 1, 2 or 5 times a power of ten of the axis unit, so ticks read as round numbers; at most
-// `ticks` of them so their labels never overlap.
-double tick_step(double max_units, int ticks) {
-    const double raw = max_units / std::max(ticks, 1);
-    const double power = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-6))));
-    for (const double m : {1.0, 2.0, 5.0, 10.0})
-        if (raw <= m * power) return m * power;
-    return 10.0 * power;
-}
-
-QString escaped(const QString& text) {
-    return text.toHtmlEscaped();
-}
 
 } // namespace
 
@@ -87,13 +70,13 @@ MemoryChartPicture layout_memory_chart(const std::vector<simulator::StageMemory>
         p.texts.push_back(
             {QPointF(x + 14, y + 9),
              QString::fromUtf8(kMemoryPartNames[i].data(), int(kMemoryPartNames[i].size())),
-             kTextColor});
+             kChartTextColor});
         x += kEntryWidth;
     }
     if (budget_bytes > 0) {
         place_entry();
         p.lines.push_back({QLineF(x, y + 5, x + 20, y + 5), kBudgetColor, true});
-        p.texts.push_back({QPointF(x + 24, y + 9), "budget", kTextColor});
+        p.texts.push_back({QPointF(x + 24, y + 9), "budget", kChartTextColor});
     }
     const double top_margin = y + kRowHeight + 12.0;
 
@@ -113,13 +96,13 @@ MemoryChartPicture layout_memory_chart(const std::vector<simulator::StageMemory>
     };
 
     // Axes and ticks.
-    p.lines.push_back({QLineF(plot.bottomLeft(), plot.topLeft()), kAxisColor});
-    p.lines.push_back({QLineF(plot.bottomLeft(), plot.bottomRight()), kAxisColor});
+    p.lines.push_back({QLineF(plot.bottomLeft(), plot.topLeft()), kChartAxisColor});
+    p.lines.push_back({QLineF(plot.bottomLeft(), plot.bottomRight()), kChartAxisColor});
     for (double tick = 0; tick * unit.scale <= p.axis_max_bytes * 1.0001; tick += step) {
         const double y = y_of(tick * unit.scale);
-        p.lines.push_back({QLineF(plot.left() - 4, y, plot.left(), y), kAxisColor});
+        p.lines.push_back({QLineF(plot.left() - 4, y, plot.left(), y), kChartAxisColor});
         p.texts.push_back(
-            {QPointF(4, y + 4), QString::number(tick, 'g', 4) + " " + unit.name, kTextColor});
+            {QPointF(4, y + 4), QString::number(tick, 'g', 4) + " " + unit.name, kChartTextColor});
     }
 
     // One stacked bar per stage, bottom up in MemoryPart order.
@@ -142,11 +125,11 @@ MemoryChartPicture layout_memory_chart(const std::vector<simulator::StageMemory>
         // and every label_every-th of them, rather than text printed over text.
         if (s % label_every == 0)
             p.texts.push_back({QPointF(left + bar_width / 2, plot.bottom() + 16),
-                               (slot >= 52 ? "stage " : "") + QString::number(s), kTextColor,
+                               (slot >= 52 ? "stage " : "") + QString::number(s), kChartTextColor,
                                true});
         if (slot >= 34)
             p.texts.push_back({QPointF(left + bar_width / 2, y_of(below) - 4),
-                               QString::number(below / unit.scale, 'f', 1), kTextColor, true});
+                               QString::number(below / unit.scale, 'f', 1), kChartTextColor, true});
     }
 
     if (budget_bytes > 0) {
@@ -155,50 +138,6 @@ MemoryChartPicture layout_memory_chart(const std::vector<simulator::StageMemory>
             {QLineF(plot.left(), p.budget_y, plot.right(), p.budget_y), kBudgetColor, true});
     }
     return p;
-}
-
-void paint_memory_chart(const MemoryChartPicture& picture, QPainter& painter) {
-    painter.save();
-    painter.setRenderHint(QPainter::Antialiasing, false);
-    for (const ChartBox& b : picture.boxes) painter.fillRect(b.rect, b.fill);
-    for (const ChartLine& l : picture.lines) {
-        QPen pen(l.color, l.dashed ? 2.0 : 1.0);
-        if (l.dashed) pen.setStyle(Qt::DashLine);
-        painter.setPen(pen);
-        painter.drawLine(l.line);
-    }
-    const QFontMetricsF metrics(painter.font());
-    for (const ChartText& t : picture.texts) {
-        painter.setPen(t.color);
-        const double shift = t.centred ? metrics.horizontalAdvance(t.text) / 2 : 0.0;
-        painter.drawText(QPointF(t.anchor.x() - shift, t.anchor.y()), t.text);
-    }
-    painter.restore();
-}
-
-QString memory_chart_svg(const MemoryChartPicture& picture) {
-    QString svg;
-    const auto num = [](double v) { return QString::number(v, 'f', 1); };
-    svg += QString("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%1\" height=\"%2\" "
-                   "viewBox=\"0 0 %1 %2\" font-family=\"DejaVu Sans, sans-serif\" "
-                   "font-size=\"11\">\n")
-               .arg(num(picture.size.width()), num(picture.size.height()));
-    for (const ChartBox& b : picture.boxes)
-        svg += QString("<rect x=\"%1\" y=\"%2\" width=\"%3\" height=\"%4\" fill=\"%5\"/>\n")
-                   .arg(num(b.rect.x()), num(b.rect.y()), num(b.rect.width()), num(b.rect.height()),
-                        b.fill.name());
-    for (const ChartLine& l : picture.lines)
-        svg += QString("<line x1=\"%1\" y1=\"%2\" x2=\"%3\" y2=\"%4\" stroke=\"%5\" "
-                       "stroke-width=\"%6\"%7/>\n")
-                   .arg(num(l.line.x1()), num(l.line.y1()), num(l.line.x2()), num(l.line.y2()),
-                        l.color.name(), l.dashed ? "2" : "1",
-                        l.dashed ? " stroke-dasharray=\"6 4\"" : "");
-    for (const ChartText& t : picture.texts)
-        svg += QString("<text x=\"%1\" y=\"%2\" fill=\"%3\"%4>%5</text>\n")
-                   .arg(num(t.anchor.x()), num(t.anchor.y()), t.color.name(),
-                        t.centred ? " text-anchor=\"middle\"" : "", escaped(t.text));
-    svg += "</svg>\n";
-    return svg;
 }
 
 } // namespace trident::gui

@@ -1,8 +1,8 @@
 #pragma once
-// The memory chart as a display list: per pipeline stage a stacked bar of weights, gradients,
-// optimizer state, activations and buffers, a dashed budget line, axis ticks and a legend.
-// Laid out once, then painted on screen, into a PNG or written as SVG text, so the three
-// pictures cannot disagree.
+// The memory chart as a display list (chart_picture.h): per pipeline stage a stacked bar of
+// weights, gradients, optimizer state, activations and buffers, a dashed budget line, axis
+// ticks and a legend.
+#include "chart_picture.h"
 #include "trident/simulator/memory.h"
 
 #include <QColor>
@@ -26,27 +26,9 @@ inline constexpr std::array<std::string_view, kMemoryPartCount> kMemoryPartNames
 QColor memory_part_color(MemoryPart part);
 double memory_part_bytes(const simulator::StageMemory& memory, MemoryPart part);
 
-struct ChartBox {
-    QRectF rect;
-    QColor fill;
-};
-struct ChartLine {
-    QLineF line;
-    QColor color;
-    bool dashed = false;
-};
-struct ChartText {
-    QPointF anchor; // baseline start, or baseline centre when centred
-    QString text;
-    QColor color;
-    bool centred = false;
-};
-
-struct MemoryChartPicture {
-    QSizeF size;
-    std::vector<ChartBox> boxes;  // background, then bar segments (stage by stage, bottom up)
-    std::vector<ChartLine> lines; // axes, ticks, the budget
-    std::vector<ChartText> texts;
+// boxes: background, then bar segments (stage by stage, bottom up); lines: axes, ticks, the
+// budget.
+struct MemoryChartPicture : ChartPicture {
     std::vector<QRectF> bars; // each stage's whole column (hover: which stage is under the mouse)
     int bar_count = 0;
     double axis_max_bytes = 0.0;
@@ -56,8 +38,5 @@ struct MemoryChartPicture {
 // `budget_bytes` 0: no budget line.
 MemoryChartPicture layout_memory_chart(const std::vector<simulator::StageMemory>& stages,
                                        double budget_bytes, QSizeF size);
-
-void paint_memory_chart(const MemoryChartPicture& picture, QPainter& painter);
-QString memory_chart_svg(const MemoryChartPicture& picture);
 
 } // namespace trident::gui

@@ -6,6 +6,7 @@
 #include "trident/core/presets.h"
 #include "trident/core/spec_error.h"
 #include "trident/planner/memory_budget.h"
+#include "what_if_panel.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -18,6 +19,7 @@
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
@@ -145,9 +147,14 @@ void PlannerPanel::build_controls() {
     details->addWidget(memory_chart_);
     details->setStretchFactor(0, 3);
     details->setStretchFactor(1, 1);
+    // The what-if (sizes and tp × pp) beside the chosen candidate's timeline and memory.
+    what_if_ = new WhatIfPanel([this] { return request(); });
+    auto* tabs = new QTabWidget;
+    tabs->addTab(details, "Timeline and memory");
+    tabs->addTab(what_if_, "What-if: sizes, tp × pp");
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(table_view_);
-    split->addWidget(details);
+    split->addWidget(tabs);
     split->setStretchFactor(1, 2);
 
     auto* layout = new QVBoxLayout(this);

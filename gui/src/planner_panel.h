@@ -27,6 +27,7 @@ namespace trident::gui {
 
 class MemoryChart;
 class TimelineView;
+class WhatIfPanel;
 
 class PlannerPanel : public QWidget {
     Q_OBJECT
@@ -73,6 +74,7 @@ public:
     QLabel* message_label() const { return message_label_; }
     TimelineView* timeline() const { return timeline_; }
     MemoryChart* memory_chart() const { return memory_chart_; }
+    WhatIfPanel* what_if() const { return what_if_; }
 
 public slots:
     void run();
@@ -112,6 +114,7 @@ private:
     QSortFilterProxyModel* sort_model_ = nullptr;
     TimelineView* timeline_ = nullptr;
     MemoryChart* memory_chart_ = nullptr;
+    WhatIfPanel* what_if_ = nullptr;
 
     QFutureWatcher<PlannerOutcome> watcher_;
     std::shared_ptr<std::atomic<bool>> cancel_flag_;

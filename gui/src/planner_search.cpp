@@ -4,6 +4,12 @@
 
 namespace trident::gui {
 
+QString one_line_error(const std::exception& e) {
+    if (const auto* spec = dynamic_cast<const core::SpecError*>(&e))
+        return QString::fromStdString(spec->field() + ": " + spec->reason());
+    return QString("internal error: ") + e.what();
+}
+
 PlannerOutcome run_planner_search(const PlannerRequest& request, const std::atomic<bool>* cancel,
                                   std::function<void(const planner::Progress&)> on_progress) {
     PlannerOutcome out;
@@ -18,12 +24,10 @@ PlannerOutcome run_planner_search(const PlannerRequest& request, const std::atom
         if (out.result.best.empty() && !out.result.cancelled) {
             const core::SpecError why = planner::why_no_candidate(
                 out.job->specs, out.result, out.job->memory_budget_bytes, "memory budget");
-            out.error = QString::fromStdString(why.field() + ": " + why.reason());
+            out.error = one_line_error(why);
         }
-    } catch (const core::SpecError& e) {
-        out.error = QString::fromStdString(e.field() + ": " + e.reason());
     } catch (const std::exception& e) {
-        out.error = QString("internal error: ") + e.what();
+        out.error = one_line_error(e);
     }
     return out;
 }

@@ -20,6 +20,9 @@ struct PlannerOutcome {
 // How many candidates the table lists.
 inline constexpr std::size_t kPlannerTableRows = 50;
 
+// One line for people from a failed load or search: "field: reason", or "internal error: …".
+QString one_line_error(const std::exception& e);
+
 // Runs on any thread; `on_progress` is called on that thread.
 PlannerOutcome run_planner_search(const PlannerRequest& request, const std::atomic<bool>* cancel,
                                   std::function<void(const planner::Progress&)> on_progress);
