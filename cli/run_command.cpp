@@ -33,6 +33,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -344,6 +345,7 @@ Command add_run_command(CLI::App& app) {
         ->group(ckpt)
         ->check(CLI::PositiveNumber);
     c.run = [o] {
+        const auto launched = std::chrono::steady_clock::now(); // goodput counts from here
         int argc = 0;
         char** argv = nullptr;
         executor::MpiSession mpi(&argc, &argv);
@@ -411,6 +413,9 @@ Command add_run_command(CLI::App& app) {
             loop.peak_flops_per_s = peak;
             loop.exit_duration_s = 60.0 * o->exit_duration_mins;
             loop.stall = executor::injected_stall(std::getenv("TRIDENT_FAULT_STALL"));
+            loop.crash = executor::injected_crash(std::getenv("TRIDENT_FAULT_CRASH"));
+            loop.launched = launched;
+            loop.ledger_interval = o->log_interval;
             std::optional<executor::ExitSignal> exit_signal;
             if (o->exit_signal_handler || !o->exit_signal.empty()) {
                 exit_signal.emplace(exit_signal_number);

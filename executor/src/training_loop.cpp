@@ -71,6 +71,46 @@ std::string reason_to_stop(const TrainingLoopOptions& o, ProcessGroups& groups,
     return "";
 }
 
+// This launch's goodput as it goes, and the run so far in the save folder's ledger (rank 0
+// only: a report, so a damaged ledger is a warning, not a stop one rank would take alone).
+class GoodputCount {
+public:
+    template <typename Since>
+    GoodputCount(const TrainingLoopOptions& o, int rank, const Since& since)
+        : dir_(rank == 0 ? o.save : std::string()),
+          launched_(o.launched.value_or(std::chrono::steady_clock::now())) {
+        earlier.launches = 0;
+        launch.startup_s = since(launched_);
+        if (dir_.empty() || o.first_step == 0) return; // a fresh run starts a fresh count
+        try {
+            earlier = read_goodput_ledger(dir_);
+        } catch (const core::SpecError& e) {
+            std::fprintf(stderr, "trident: warning: %s; counting goodput from this launch\n",
+                         e.what());
+        }
+    }
+    // Rewrites the ledger with the run so far (rank 0, with --save).
+    void write() {
+        launch.wall_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - launched_).count();
+        if (dir_.empty()) return;
+        try {
+            write_goodput_ledger(dir_, run_so_far(earlier, launch));
+        } catch (const core::SpecError& e) {
+            if (!warned_)
+                std::fprintf(stderr, "trident: warning: %s; goodput.json not kept\n", e.what());
+            warned_ = true;
+        }
+    }
+
+    RunTime earlier, launch;
+
+private:
+    std::string dir_;
+    std::chrono::steady_clock::time_point launched_;
+    bool warned_ = false;
+};
+
 } // namespace
 
 InjectedStall injected_stall(const char* text) {
@@ -86,6 +126,19 @@ InjectedStall injected_stall(const char* text) {
                                   "before step 2)");
     stall.step = step;
     return stall;
+}
+
+InjectedCrash injected_crash(const char* text) {
+    InjectedCrash crash;
+    if (!text || !*text) return crash;
+    long long step = 0;
+    char end = 0;
+    if (std::sscanf(text, "%d:%lld%c", &crash.rank, &step, &end) != 2 || crash.rank < 0 || step < 1)
+        throw core::SpecError("TRIDENT_FAULT_CRASH",
+                              "'" + std::string(text) +
+                                  "' is not RANK:STEP (e.g. 0:5: rank 0 exits after step 5)");
+    crash.step = step;
+    return crash;
 }
 
 double ValidationReport::perplexity() const {
@@ -105,20 +158,24 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     };
     Watchdog& watchdog = *groups.watchdog;
+    GoodputCount count(o, rank, seconds_since);
+    RunTime& launch = count.launch;
     const auto run_validation = [&](std::int64_t after_step) {
         watchdog.set_phase("validation after step " + std::to_string(after_step));
         const auto begin = std::chrono::steady_clock::now();
         summary.validations.push_back(validate(trainer, job, o, after_step));
-        summary.validation_s += seconds_since(begin);
+        launch.validation_s += seconds_since(begin);
         if (rank == 0 && hooks.on_validation) hooks.on_validation(summary.validations.back());
     };
     const auto save = [&](std::int64_t after_step) {
         watchdog.set_phase("saving the checkpoint of step " + std::to_string(after_step));
         const auto begin = std::chrono::steady_clock::now();
         save_checkpoint(o.save, {after_step, after_step * gbs, o.seed, {}}, trainer, job, groups);
-        summary.save_s += seconds_since(begin);
-        ++summary.saves;
-        if (rank == 0 && hooks.on_save) hooks.on_save(after_step);
+        summary.saves.push_back({after_step, seconds_since(begin)});
+        launch.saves_s += summary.saves.back().blocking_s;
+        launch.unsaved_steps_s = 0.0;
+        count.write();
+        if (rank == 0 && hooks.on_save) hooks.on_save(summary.saves.back());
     };
     std::vector<core::TraceEvent> events;
     std::int64_t last_saved = o.first_step, last_validated = -1;
@@ -136,7 +193,11 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
         summary.peak_parameter_bytes =
             std::max(summary.peak_parameter_bytes, st.peak_parameter_bytes);
         summary.steps.push_back(report_of(st, job, o, trainer.skipped_steps(), devices));
+        launch.steps_s += st.seconds;
+        launch.unsaved_steps_s += st.seconds;
         if (rank == 0 && hooks.on_step) hooks.on_step(summary.steps.back(), steps);
+        if (o.ledger_interval > 0 && (s + 1) % o.ledger_interval == 0) count.write();
+        if (o.crash.rank == rank && o.crash.step == s + 1) std::_Exit(70);
         if (record) write_trace(events, job, o.trace, rank);
         if (validating && (s + 1) % o.eval_interval == 0) {
             run_validation(s + 1);
@@ -152,6 +213,9 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
     if (validating && last_validated != summary.last_step) run_validation(summary.last_step);
     if (!o.save.empty() && last_saved != summary.last_step) save(summary.last_step);
     watchdog.set_phase("after training");
+    count.write();
+    summary.launch = launch;
+    summary.so_far = run_so_far(count.earlier, launch);
     // The memory model's counterpart: activations held at once, on the busiest rank.
     float peak_bytes[2] = {float(summary.peak_activation_bytes),
                            float(summary.peak_parameter_bytes)};
@@ -162,6 +226,16 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
         core::write_file_atomically(o.metrics_json, metrics_json(job, summary).dump(2) + "\n",
                                     "--metrics-json");
     return summary;
+}
+
+core::Json goodput_json(const TrainingSummary& summary) {
+    core::Json saves = core::Json::array();
+    for (const SaveTime& t : summary.saves)
+        saves.push_back({{"after_step", t.after_step}, {"blocking_s", t.blocking_s}});
+    core::Json j = to_json(summary.launch);
+    j["saves"] = std::move(saves);
+    j["run_so_far"] = to_json(summary.so_far);
+    return j;
 }
 
 core::Json metrics_json(const core::JobSpec& job, const TrainingSummary& summary) {
@@ -190,7 +264,8 @@ core::Json metrics_json(const core::JobSpec& job, const TrainingSummary& summary
             {"peak_parameter_bytes_largest_rank", summary.peak_parameter_bytes},
             {"skipped_steps", summary.steps.empty() ? 0 : summary.steps.back().skipped_so_far},
             {"steps", std::move(steps)},
-            {"validation", std::move(validations)}};
+            {"validation", std::move(validations)},
+            {"goodput", goodput_json(summary)}};
 }
 
 } // namespace trident::executor

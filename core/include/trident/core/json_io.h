@@ -24,6 +24,8 @@ class ObjectReader {
 public:
     // `path` is the dotted name of the object itself ("model", "parallel.recompute").
     ObjectReader(const Json& object, std::string path);
+    // It keeps a reference: a temporary would dangle.
+    ObjectReader(Json&& object, std::string path) = delete;
 
     const std::string& path() const { return path_; }
     std::string field(std::string_view key) const;

@@ -8,8 +8,10 @@
 #include "trident/core/job.h"
 #include "trident/executor/exit_signal.h"
 #include "trident/executor/process_groups.h"
+#include "trident/executor/run_goodput.h"
 #include "trident/executor/trainer.h"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -29,6 +31,14 @@ struct InjectedStall {
 // TRIDENT_FAULT_STALL's value; none for a null or empty one, SpecError for a malformed one.
 InjectedStall injected_stall(const char* text);
 
+// Fault injection to rehearse a lost launch (TRIDENT_FAULT_CRASH=RANK:STEP): that rank exits
+// at once with status 70 after step STEP (1-based), saving and reporting nothing more.
+struct InjectedCrash {
+    int rank = -1; // -1: none
+    std::int64_t step = 0;
+};
+InjectedCrash injected_crash(const char* text);
+
 struct TrainingLoopOptions {
     std::int64_t first_step = 0; // steps already done (a resumed checkpoint's iteration)
     std::uint64_t seed = 0;      // recorded in checkpoints
@@ -46,6 +56,15 @@ struct TrainingLoopOptions {
     const ExitSignal* exit_signal = nullptr;
     double exit_duration_s = 0.0; // 0: none
     InjectedStall stall;
+    InjectedCrash crash;
+    // When the command started (goodput counts start-up from it); default: the loop's start.
+    std::optional<std::chrono::steady_clock::time_point> launched;
+    std::int64_t ledger_interval = 1; // steps between goodput.json updates (the log interval)
+};
+
+struct SaveTime {
+    std::int64_t after_step = 0;
+    double blocking_s = 0.0; // how long the save stopped training (rank 0's wall time)
 };
 
 struct StepReport {
@@ -69,21 +88,25 @@ struct TrainingSummary {
     double peak_activation_bytes = 0.0; // the busiest rank's, over every step
     double peak_parameter_bytes = 0.0;  // the busiest rank's parameters held at once
     std::string stopped_early;          // why the loop stopped before train_iters; "" if not
-    double save_s = 0.0;                // wall time in checkpoint saves (rank 0's)
-    std::int64_t saves = 0;
-    double validation_s = 0.0; // wall time in validation passes (rank 0's)
+    std::vector<SaveTime> saves;        // each save and how long it blocked training
+    RunTime launch;                     // this launch's wall time by what it was spent on
+    RunTime so_far; // with --save: every launch that saved into that folder (else = launch)
 };
 
 // What rank 0 is told as the loop goes (each may be empty).
 struct TrainingLoopHooks {
     std::function<void(const StepReport&, std::int64_t total_steps)> on_step;
     std::function<void(const ValidationReport&)> on_validation;
-    std::function<void(std::int64_t after_step)> on_save;
+    std::function<void(const SaveTime&)> on_save;
 };
 
 TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, ProcessGroups& groups,
                                   const TrainingLoopOptions& options,
                                   const TrainingLoopHooks& hooks = {});
+
+// The summary's "goodput": this launch's time by use, each save's blocking time, and the run so
+// far (trident.metrics/1's "goodput").
+core::Json goodput_json(const TrainingSummary& summary);
 
 // The trident.metrics/1 document of a summary.
 core::Json metrics_json(const core::JobSpec& job, const TrainingSummary& summary);
