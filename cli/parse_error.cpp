@@ -110,6 +110,9 @@ describe_parse_error(const CLI::ParseError& error, const CLI::App& app, int argc
         return {m[1], "given " + m[2].str() + " times; give it once"};
     if (std::regex_match(what, m, std::regex(R"((\S+): Value (\S+) not in range (\S+) to (\S+))")))
         return {m[1], range_reason(m[2], m[3], m[4])};
+    if (std::regex_match(what, m,
+                         std::regex(R"((\S+): At least (\d+) required but received (\d+))")))
+        return {m[1], "needs " + m[2].str() + " values, got " + m[3].str()};
     if (std::regex_match(what, m, std::regex(R"((\S+): \d+ required \S+ missing)")))
         return {m[1], "needs a value"};
     if (std::regex_match(what, m, std::regex(R"((\S+) is required)")))

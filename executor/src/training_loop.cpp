@@ -71,6 +71,15 @@ std::string reason_to_stop(const TrainingLoopOptions& o, ProcessGroups& groups,
     return "";
 }
 
+// The memory model's counterpart: activations and parameters held at once, on the busiest rank.
+void reduce_peak_memory(TrainingSummary& summary, ProcessGroups& groups) {
+    float peak_bytes[2] = {float(summary.peak_activation_bytes),
+                           float(summary.peak_parameter_bytes)};
+    groups.world->all_reduce_max(peak_bytes, 2);
+    summary.peak_activation_bytes = peak_bytes[0];
+    summary.peak_parameter_bytes = peak_bytes[1];
+}
+
 // This launch's goodput as it goes, and the run so far in the save folder's ledger (rank 0
 // only: a report, so a damaged ledger is a warning, not a stop one rank would take alone).
 class GoodputCount {
@@ -216,12 +225,7 @@ TrainingSummary run_training_loop(Trainer& trainer, const core::JobSpec& job, Pr
     count.write();
     summary.launch = launch;
     summary.so_far = run_so_far(count.earlier, launch);
-    // The memory model's counterpart: activations held at once, on the busiest rank.
-    float peak_bytes[2] = {float(summary.peak_activation_bytes),
-                           float(summary.peak_parameter_bytes)};
-    groups.world->all_reduce_max(peak_bytes, 2);
-    summary.peak_activation_bytes = peak_bytes[0];
-    summary.peak_parameter_bytes = peak_bytes[1];
+    reduce_peak_memory(summary, groups);
     if (rank == 0 && !o.metrics_json.empty())
         core::write_file_atomically(o.metrics_json, metrics_json(job, summary).dump(2) + "\n",
                                     "--metrics-json");

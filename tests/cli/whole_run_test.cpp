@@ -165,4 +165,19 @@ TEST(WholeRun, TpPpMapsFastestCellIsThePlansBest) {
     EXPECT_NE(text.out.find("*"), std::string::npos) << text.out;
 }
 
+// The issue's own command: Llama 3 70B, 1T tokens, DGX H100 at 64, 128 and 256 nodes.
+TEST(WholeRun, Llama3At64To256NodesPrintsTheTable) {
+    const auto r = run_trident(split_words(
+        "plan --model llama3-70b --cluster dgx-h100 --nodes 64,128,256 --gbs 512 --seq-length "
+        "8192 --train-tokens 1T --gpu-hour-price 2"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* column :
+         {"nodes", "best layout", "tok/s/GPU", "scaling", "goodput", "days", "GPU-hours", "cost"})
+        EXPECT_NE(r.out.find(column), std::string::npos) << column << "\n" << r.out;
+    for (const char* row : {"\n    64    512  tp ", "\n   128   1024  tp ", "\n   256   2048  tp "})
+        EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+    EXPECT_NE(r.out.find("  100.0%"), std::string::npos) << "the smallest size scales at 100 %";
+    EXPECT_NE(r.out.find("<- best"), std::string::npos) << r.out;
+}
+
 } // namespace
