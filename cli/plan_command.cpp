@@ -395,6 +395,7 @@ SegmentTimer plan_segment_timer(const PlanCommandOptions& o, const planner::Sear
         const auto& [space, specs, profile] = *shared;
         simulator::SegmentTime s;
         if (!replan) {
+            core::validate(job);
             const simulator::Report r = simulator::simulate(job, profile);
             require_fits(r);
             s.step_time_s = r.step_time_s;
@@ -437,12 +438,14 @@ SizeSearch search_size(const PlanCommandOptions& o, const planner::SearchSpace& 
                                     o.memory_budget, profile.memory_bytes(), "--memory-budget");
     planner::PlanOptions options;
     options.memory_budget_bytes = budget;
-    options.top_k = o.top;
+    // A ramp keeps only the layouts that divide every ramp batch: search wider, then trim.
+    options.top_k = o.budget.rampup.empty() ? o.top : std::max<std::size_t>(o.top, 200);
     options.exhaustive = o.exhaustive;
     auto bar = std::make_shared<ProgressBar>();
     options.on_progress = [bar](const planner::Progress& p) { (*bar)(p); };
     planner::PlanResult r = planner::plan(specs, profile, space, options);
     keep_ramp_layouts(o, r.best);
+    if (r.best.size() > o.top) r.best.resize(o.top);
     SegmentTimer timer = plan_segment_timer(o, space, specs, profile, budget);
     rank_by_objective(r.best, objective, o.budget, timer);
     return {std::move(specs), std::move(profile), budget, std::move(r), std::move(timer)};
@@ -546,7 +549,9 @@ Command add_plan_command(CLI::App& app) {
             throw core::SpecError("--launcher", "goes with --megatron-args (it prefixes them)");
         const planner::SearchSpace space = search_space(*o);
         const Objective objective = parse_objective(o->objective, o->budget);
-        const std::vector<std::int64_t> sizes = core::parse_integer_list(o->nodes, "--nodes");
+        std::vector<std::int64_t> sizes = core::parse_integer_list(o->nodes, "--nodes");
+        std::sort(sizes.begin(), sizes.end()); // smallest first: scaling is against it
+        sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
         if (sizes.size() > 1) return plan_sizes(*o, space, sizes, objective);
         return plan_one_size(*o, space, sizes.empty() ? std::nullopt : std::optional(sizes.front()),
                              objective);

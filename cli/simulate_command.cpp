@@ -5,6 +5,7 @@
 #include "profile_choice.h"
 #include "train_budget.h"
 #include "trident/core/atomic_file.h"
+#include "trident/core/job.h"
 #include "trident/core/profile.h"
 #include "trident/simulator/layer_breakdown.h"
 #include "trident/simulator/report.h"
@@ -66,6 +67,7 @@ Command add_simulate_command(CLI::App& app) {
         // A ramp's or a schedule's other segments run on the same layout.
         const auto run = time_to_train(
             options->budget, job, report.step_time_s, [&](const core::JobSpec& segment) {
+                core::validate(segment);
                 const simulator::Report r = simulator::simulate(segment, profile);
                 if (!options->allow_oom) require_fits(r);
                 simulator::SegmentTime s;

@@ -26,7 +26,8 @@ struct TrainBudget {
 };
 
 // Times one segment of the run: the job with that segment's global batch and sequence length
-// (its layout kept, or re-planned — then SegmentTime::layout says which).
+// (its layout kept — then the timer validates it first — or re-planned, and
+// SegmentTime::layout says which).
 using SegmentTimer = std::function<simulator::SegmentTime(const core::JobSpec&)>;
 
 inline void add_train_budget_options(CLI::App& app, TrainBudget& budget) {
@@ -129,11 +130,18 @@ inline std::vector<simulator::RunSegment> run_segments(const TrainBudget& budget
 // without the cluster's reliability figures. Commands call it before any work.
 inline std::optional<std::pair<double, core::JobSpec>>
 check_train_budget(const TrainBudget& budget, const core::JobSpec& job) {
+    for (const auto& [flag, value] : {std::pair{"--gpu-hour-price", &budget.gpu_hour_price},
+                                      {"--failures-per-gpu-hour", &budget.failures_per_gpu_hour},
+                                      {"--failures-per-node-hour", &budget.failures_per_node_hour},
+                                      {"--relaunch-s", &budget.relaunch_s}}) {
+        if (value->has_value() && !std::isfinite(**value))
+            throw core::SpecError(flag, "must be a finite number, not " + std::to_string(**value));
+        if (value->has_value() && budget.tokens.empty())
+            throw core::SpecError(flag, "goes with --train-tokens (it prices the run)");
+    }
     const bool saves = budget.saves.save_interval_steps || budget.saves.async_save;
     const char* save_flag = budget.saves.async_save ? "--async-save" : "--save-interval";
     if (budget.tokens.empty()) {
-        if (budget.gpu_hour_price)
-            throw core::SpecError("--gpu-hour-price", "goes with --train-tokens (it prices them)");
         if (saves)
             throw core::SpecError(save_flag,
                                   "goes with --train-tokens (it prices the run's saves)");
@@ -170,8 +178,7 @@ inline simulator::SegmentTime time_segment(const TrainBudget& budget, const core
                              std::to_string(at.second) + " tokens: ";
     const char* flag = budget.rampup.empty() ? "--seq-length-schedule" : "--rampup-batch-size";
     try {
-        core::validate(segment);
-        return timer(segment);
+        return timer(segment); // which validates the segment as it runs it
     } catch (const core::OutOfMemoryError& e) {
         throw core::OutOfMemoryError(e.field(), what + e.reason());
     } catch (const core::SpecError& e) {

@@ -10,6 +10,7 @@ namespace trident::gui {
 // 1, 2 or 5 times a power of ten of the axis unit, so ticks read as round numbers; at most
 // `ticks` of them so their labels never overlap.
 double tick_step(double max_units, int ticks) {
+    if (!std::isfinite(max_units) || max_units <= 0) return 1.0; // an axis of nothing
     const double raw = max_units / std::max(ticks, 1);
     const double power = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-6))));
     for (const double m : {1.0, 2.0, 5.0, 10.0})

@@ -76,7 +76,13 @@ QColor cost_color() {
     return {214, 96, 39};
 }
 
-ScalingChartPicture layout_scaling_chart(const std::vector<ScalingPoint>& points, QSizeF size) {
+ScalingChartPicture layout_scaling_chart(const std::vector<ScalingPoint>& given, QSizeF size) {
+    // Only finite, positive figures can be placed (a size the failures stall has no cost).
+    std::vector<ScalingPoint> points;
+    for (const ScalingPoint& s : given)
+        if (s.nodes > 0 && std::isfinite(s.tokens_per_s) && s.tokens_per_s > 0 &&
+            std::isfinite(s.gpu_hours_per_billion) && s.gpu_hours_per_billion > 0)
+            points.push_back(s);
     ScalingChartPicture p;
     p.size = size;
     p.boxes.push_back({QRectF(QPointF(0, 0), size), Qt::white});

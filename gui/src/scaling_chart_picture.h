@@ -24,6 +24,7 @@ struct ScalingChartPicture : ChartPicture {
 QColor throughput_color();
 QColor cost_color();
 
+// Points with a non-finite or non-positive figure are left out.
 ScalingChartPicture layout_scaling_chart(const std::vector<ScalingPoint>& points, QSizeF size);
 
 } // namespace trident::gui

@@ -4,6 +4,8 @@
 #include "trident/core/integer_list.h"
 #include "trident/simulator/time_to_train.h"
 
+#include <cmath>
+
 namespace trident::gui {
 
 WhatIfOutcome run_what_if(const PlannerRequest& request, const QString& sizes,
@@ -39,6 +41,12 @@ WhatIfOutcome run_what_if(const PlannerRequest& request, const QString& sizes,
             // with the failures and saves of the cluster's reliability figures.
             const double per_billion =
                 simulator::time_to_train(c.job, c.step_time_s, 1e12).gpu_hours / 1000.0;
+            if (!std::isfinite(per_billion)) { // failures faster than saves and restarts
+                out.missing += QString("%1 node%2: the cluster's failures leave no progress\n")
+                                   .arg(n)
+                                   .arg(n == 1 ? "" : "s");
+                continue;
+            }
             out.sizes.push_back({n, c.tokens_per_s, per_billion});
         }
         out.map = planner::best_per_tp_pp(job.specs, job.profile, {}, options);

@@ -112,6 +112,10 @@ TimeToTrain time_to_train(const core::JobSpec& job, std::vector<SegmentTime> seg
     TimeToTrain t;
     t.tokens = tokens;
     const SegmentTime* longest = nullptr;
+    // Saves run across segments: each segment's work is charged at the rate of the run's save
+    // interval (Young's, or --save-interval) at its step time, never cut to its own length.
+    std::int64_t run_steps = 0;
+    for (const SegmentTime& s : segments) run_steps += s.segment.steps;
     for (SegmentTime& s : segments) {
         t.steps += s.segment.steps;
         t.trained_tokens += s.segment.tokens();
@@ -119,7 +123,7 @@ TimeToTrain time_to_train(const core::JobSpec& job, std::vector<SegmentTime> seg
         s.wall_s = s.train_s;
         if (job.cluster.reliability && s.segment.steps > 0) {
             GoodputOptions bounded = saves;
-            bounded.run_steps = s.segment.steps;
+            bounded.run_steps = run_steps;
             const Goodput g = goodput(job, *job.cluster.reliability, s.step_time_s, bounded);
             s.goodput = g.fraction;
             s.wall_s =

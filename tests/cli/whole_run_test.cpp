@@ -14,7 +14,8 @@ using trident::test::split_words;
 
 namespace {
 
-const std::string kSizes = "plan --model gpt2-350m --cluster dgx-h100 --nodes 1,2,4 --gbs 512 "
+// Listed out of order and with a repeat: planned smallest first, once each.
+const std::string kSizes = "plan --model gpt2-350m --cluster dgx-h100 --nodes 4,1,2,1 --gbs 512 "
                            "--seq-length 1024 --top 3 --train-tokens 20B --relaunch-s 600";
 
 TEST(WholeRun, PlanAcrossClusterSizes) {

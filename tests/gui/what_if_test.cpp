@@ -12,6 +12,7 @@
 #include <QSpinBox>
 #include <QTest>
 #include <gtest/gtest.h>
+#include <limits>
 
 namespace trident::gui {
 namespace {
@@ -66,6 +67,17 @@ TEST(WhatIfCharts, ThroughputAndCostCurvesFollowTheNumbers) {
     for (const QPointF& c : p.cost_points)
         EXPECT_EQ(image.pixelColor(c.toPoint()), cost_color()) << c.x() << "," << c.y();
     EXPECT_TRUE(chart_svg(p).contains(">tokens/s (dashed: linear scaling)<"));
+}
+
+TEST(WhatIfCharts, SizesWithoutAFiniteFigureAreLeftOut) {
+    std::vector<ScalingPoint> points = three_sizes();
+    points[1].gpu_hours_per_billion = std::numeric_limits<double>::infinity();
+    const ScalingChartPicture p = layout_scaling_chart(points, QSizeF(800, 300));
+    EXPECT_EQ(p.throughput_points.size(), 2u);
+    EXPECT_EQ(p.cost_points.size(), 2u);
+    const ScalingChartPicture none = layout_scaling_chart({}, QSizeF(800, 300));
+    EXPECT_TRUE(none.throughput_points.empty());
+    EXPECT_EQ(tick_step(std::numeric_limits<double>::infinity(), 5), 1.0);
 }
 
 TEST(WhatIfCharts, HeatMapCellsColourTheirThroughput) {

@@ -91,5 +91,34 @@ TEST(RunSegments, TimeToTrainSumsTheSegments) {
         << simulator::time_to_train_text(t);
 }
 
+TEST(RunSegments, SavesRunAcrossSegments) {
+    // A short ramp segment is charged at the run's save interval, not its own length: with
+    // the same step time everywhere, splitting the run changes nothing.
+    core::JobInputs in;
+    in.model = "gpt2-124m";
+    in.cluster = "dgx-h100";
+    in.nodes = 8;
+    in.tp = 1;
+    in.pp = 1;
+    in.dp = "auto";
+    in.micro_batch_size = 1;
+    in.global_batch_size = 64;
+    in.seq_length = 1000;
+    const core::JobSpec job = core::load_job(in);
+    ASSERT_TRUE(job.cluster.reliability.has_value());
+    std::vector<simulator::SegmentTime> one(1), two(2);
+    one[0].segment = {64, 1000, 100000};
+    one[0].step_time_s = 0.5;
+    two[0].segment = {64, 1000, 10};
+    two[0].step_time_s = 0.5;
+    two[1].segment = {64, 1000, 99990};
+    two[1].step_time_s = 0.5;
+    const simulator::TimeToTrain whole = simulator::time_to_train(job, one, 6.4e9);
+    const simulator::TimeToTrain split = simulator::time_to_train(job, two, 6.4e9);
+    EXPECT_NEAR(split.wall_s, whole.wall_s, 1e-9 * whole.wall_s);
+    EXPECT_EQ(split.goodput->interval_steps, whole.goodput->interval_steps);
+    EXPECT_DOUBLE_EQ(split.segments[0].goodput, split.segments[1].goodput);
+}
+
 } // namespace
 } // namespace trident
