@@ -395,10 +395,7 @@ SegmentTimer plan_segment_timer(const PlanCommandOptions& o, const planner::Sear
         const auto& [space, specs, profile] = *shared;
         simulator::SegmentTime s;
         if (!replan) {
-            core::validate(job);
-            const simulator::Report r = simulator::simulate(job, profile);
-            require_fits(r);
-            s.step_time_s = r.step_time_s;
+            s = time_on_own_layout(job, profile, /*allow_oom=*/false);
             s.layout = "layout kept";
             return s;
         }

@@ -36,10 +36,9 @@ Objective parse_objective(const std::string& text, const TrainBudget& budget) {
                           "'" + text + "' is not one of step-time, time-to-train, cost");
 }
 
-double objective_value(Objective objective, const planner::Candidate& c, const TrainBudget& budget,
-                       const SegmentTimer& timer) {
-    if (objective == Objective::step_time) return c.step_time_s;
-    const auto run = time_to_train(budget, c.job, c.step_time_s, timer);
+double objective_value(Objective objective, double step_time_s,
+                       const std::optional<simulator::TimeToTrain>& run) {
+    if (objective == Objective::step_time) return step_time_s;
     return objective == Objective::time_to_train ? run->wall_s : run->gpu_hours;
 }
 
@@ -48,7 +47,9 @@ void rank_by_objective(std::vector<planner::Candidate>& best, Objective objectiv
     if (objective == Objective::step_time) return;
     std::vector<std::pair<double, planner::Candidate>> keyed;
     for (planner::Candidate& c : best)
-        keyed.emplace_back(objective_value(objective, c, budget, timer), std::move(c));
+        keyed.emplace_back(objective_value(objective, c.step_time_s,
+                                           time_to_train(budget, c.job, c.step_time_s, timer)),
+                           std::move(c));
     std::stable_sort(keyed.begin(), keyed.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     best.clear();
@@ -67,9 +68,7 @@ std::size_t finish_sizes(std::vector<SizeResult>& sizes, Objective objective,
         if (base_per_device == 0.0) base_per_device = per_device;
         s.scaling_efficiency = per_device / base_per_device;
         s.run = time_to_train(budget, s.best->job, s.best->step_time_s, timer);
-        const double value = objective == Objective::step_time       ? s.best->step_time_s
-                             : objective == Objective::time_to_train ? s.run->wall_s
-                                                                     : s.run->gpu_hours;
+        const double value = objective_value(objective, s.best->step_time_s, s.run);
         if (best == sizes.size() || value < best_value) {
             best = i;
             best_value = value;

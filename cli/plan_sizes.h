@@ -19,10 +19,10 @@ enum class Objective { step_time, time_to_train, cost };
 // "step-time", "time-to-train" or "cost"; the last two need --train-tokens.
 Objective parse_objective(const std::string& text, const TrainBudget& budget);
 
-// What `objective` minimises for a candidate: its step time, or its run's expected wall time
-// or GPU-hours (failures and saves counted where the cluster gives their rates).
-double objective_value(Objective objective, const planner::Candidate& c, const TrainBudget& budget,
-                       const SegmentTimer& timer);
+// What `objective` minimises: the step time, or the run's expected wall time or GPU-hours
+// (failures and saves counted where the cluster gives their rates; `run` is set for those).
+double objective_value(Objective objective, double step_time_s,
+                       const std::optional<simulator::TimeToTrain>& run);
 
 // Reorders `best` by the objective (stable: ties keep the planner's order).
 void rank_by_objective(std::vector<planner::Candidate>& best, Objective objective,

@@ -67,12 +67,7 @@ Command add_simulate_command(CLI::App& app) {
         // A ramp's or a schedule's other segments run on the same layout.
         const auto run = time_to_train(
             options->budget, job, report.step_time_s, [&](const core::JobSpec& segment) {
-                core::validate(segment);
-                const simulator::Report r = simulator::simulate(segment, profile);
-                if (!options->allow_oom) require_fits(r);
-                simulator::SegmentTime s;
-                s.step_time_s = r.step_time_s;
-                return s;
+                return time_on_own_layout(segment, profile, options->allow_oom);
             });
         // Write files before printing, so a failure to write is reported and nothing is half done.
         if (!options->trace.empty()) {

@@ -2,7 +2,9 @@
 // `--train-tokens 15T [--gpu-hour-price P]` on simulate and plan: the time, GPU-hours and cost
 // of a whole token budget at the simulated step time, with the cluster's failures and the
 // checkpoints they call for (--save-interval, --async-save, what-if failure rates).
+#include "memory_fit.h"
 #include "trident/core/job.h"
+#include "trident/core/profile.h"
 #include "trident/core/spec_error.h"
 #include "trident/simulator/time_to_train.h"
 
@@ -121,8 +123,7 @@ inline std::vector<simulator::RunSegment> run_segments(const TrainBudget& budget
                                                                simulator::token_count_text(tokens));
         return simulator::sequence_segments(stages, t.global_batch_size);
     }
-    return {{t.global_batch_size, t.seq_length,
-             std::int64_t(std::ceil(tokens / double(t.tokens_per_step())))}};
+    return simulator::sequence_segments({{t.seq_length, tokens}}, t.global_batch_size);
 }
 
 // The budget's token count and `job` with the what-ifs applied, or nothing when no budget was
@@ -165,6 +166,18 @@ check_train_budget(const TrainBudget& budget, const core::JobSpec& job) {
                                                   "(the rate an asynchronous save stages at)");
     (void)run_segments(budget, with, tokens); // a malformed ramp or schedule fails now
     return std::pair{tokens, std::move(with)};
+}
+
+// A segment run on the job's own layout: checked, simulated, and (unless `allow_oom`) refused
+// when it does not fit. What `simulate` times every segment with, and `plan` a ramp's.
+inline simulator::SegmentTime time_on_own_layout(const core::JobSpec& segment,
+                                                 const core::Profile& profile, bool allow_oom) {
+    core::validate(segment);
+    const simulator::Report r = simulator::simulate(segment, profile);
+    if (!allow_oom) require_fits(r);
+    simulator::SegmentTime s;
+    s.step_time_s = r.step_time_s;
+    return s;
 }
 
 // One segment at (global batch, sequence length) `at` timed by `timer`, its refusals named.

@@ -98,10 +98,10 @@ double parse_token_count(const std::string& text, const std::string& field) {
 
 TimeToTrain time_to_train(const core::JobSpec& job, double step_time_s, double tokens,
                           std::optional<double> gpu_hour_price, const GoodputOptions& saves) {
-    const double per_step = double(job.training.tokens_per_step());
     SegmentTime whole;
-    whole.segment = {job.training.global_batch_size, job.training.seq_length,
-                     std::int64_t(std::ceil(tokens / per_step))};
+    whole.segment =
+        sequence_segments({{job.training.seq_length, tokens}}, job.training.global_batch_size)
+            .front();
     whole.step_time_s = step_time_s;
     return time_to_train(job, {whole}, tokens, gpu_hour_price, saves);
 }

@@ -1,6 +1,7 @@
 // Failures and checkpoints against hand counts: checkpoint bytes and save time, the job's mean
 // time between failures, Young's interval, Daly's expected wall time, asynchronous saves, and
 // goodput falling as the job grows.
+#include "../support/gpt2_job.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/parameter_count.h"
 #include "trident/core/spec_error.h"
@@ -14,19 +15,9 @@ namespace trident {
 namespace {
 
 // GPT-2 124M (bf16 weights, fp32 master and moments: 14 bytes per parameter) on `nodes` DGX
-// H100 nodes.
+// H100 nodes; 8,192 sequences of 1,024 tokens a step, whole on up to 8,192 GPUs.
 core::JobSpec gpt2_on(std::int64_t nodes) {
-    core::JobInputs in;
-    in.model = "gpt2-124m";
-    in.cluster = "dgx-h100";
-    in.nodes = nodes;
-    in.tp = 1;
-    in.pp = 1;
-    in.dp = "auto";
-    in.micro_batch_size = 1;
-    in.global_batch_size = 8192; // 8,388,608 tokens per step, whole on up to 8,192 GPUs
-    in.seq_length = 1024;
-    return core::load_job(in);
+    return test::gpt2_on_dgx_h100(nodes, 1, 8192, 1024);
 }
 
 // 1e-4 failures per GPU-hour; the file system writes and reads 10 GB/s, each node 1 GB/s.

@@ -1,5 +1,6 @@
 // A run cut into segments: Megatron's batch ramp-up and a sequence-length schedule against
 // hand counts, and the whole run's time summed over segments timed one by one.
+#include "../support/gpt2_job.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/spec_error.h"
 #include "trident/simulator/run_segments.h"
@@ -61,17 +62,7 @@ TEST(RunSegments, SequenceScheduleByHand) {
 }
 
 TEST(RunSegments, TimeToTrainSumsTheSegments) {
-    core::JobInputs in;
-    in.model = "gpt2-124m";
-    in.cluster = "dgx-h100";
-    in.nodes = 1;
-    in.tp = 1;
-    in.pp = 1;
-    in.dp = "auto";
-    in.micro_batch_size = 1;
-    in.global_batch_size = 64;
-    in.seq_length = 1000;
-    core::JobSpec job = core::load_job(in);
+    core::JobSpec job = test::gpt2_on_dgx_h100(1, 1, 64, 1000);
     job.cluster.reliability.reset();
     std::vector<simulator::SegmentTime> segments(2);
     segments[0].segment = {32, 1000, 32};
@@ -94,17 +85,7 @@ TEST(RunSegments, TimeToTrainSumsTheSegments) {
 TEST(RunSegments, SavesRunAcrossSegments) {
     // A short ramp segment is charged at the run's save interval, not its own length: with
     // the same step time everywhere, splitting the run changes nothing.
-    core::JobInputs in;
-    in.model = "gpt2-124m";
-    in.cluster = "dgx-h100";
-    in.nodes = 8;
-    in.tp = 1;
-    in.pp = 1;
-    in.dp = "auto";
-    in.micro_batch_size = 1;
-    in.global_batch_size = 64;
-    in.seq_length = 1000;
-    const core::JobSpec job = core::load_job(in);
+    const core::JobSpec job = test::gpt2_on_dgx_h100(8, 1, 64, 1000);
     ASSERT_TRUE(job.cluster.reliability.has_value());
     std::vector<simulator::SegmentTime> one(1), two(2);
     one[0].segment = {64, 1000, 100000};

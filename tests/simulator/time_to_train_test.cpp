@@ -1,4 +1,5 @@
 // A token budget at a step time: steps, wall time, GPU-hours and cost against hand counts.
+#include "../support/gpt2_job.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/spec_error.h"
 #include "trident/simulator/time_to_train.h"
@@ -10,17 +11,7 @@ namespace {
 
 // GPT-2 124M on 8 DGX H100 nodes (64 GPUs), 512 sequences of 1,024 tokens: 524,288 per step.
 core::JobSpec sixty_four_gpus() {
-    core::JobInputs in;
-    in.model = "gpt2-124m";
-    in.cluster = "dgx-h100";
-    in.nodes = 8;
-    in.tp = 1;
-    in.pp = 1;
-    in.dp = "auto";
-    in.micro_batch_size = 8;
-    in.global_batch_size = 512;
-    in.seq_length = 1024;
-    core::JobSpec job = core::load_job(in);
+    core::JobSpec job = test::gpt2_on_dgx_h100(8, 8, 512, 1024);
     job.cluster.reliability.reset(); // step time only; failures are tests/simulator/goodput_test
     return job;
 }
