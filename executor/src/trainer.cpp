@@ -439,11 +439,9 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     // Global gradient norm: each parameter once (see add_optimizer_runs), over the ranks that
     // share its slices when sharded, and over the tensor and pipeline ranks of the model.
     double dense = 0.0, experts = 0.0; // in double: 10^8 squares would drown in float
-    for (const OptimizerShard::Run& run : shard_.norm_runs) {
-        double sum = 0.0;
-        for (std::int64_t i = run.begin; i < run.end; ++i) sum += double(g[i]) * double(g[i]);
-        (run.flag ? experts : dense) += sum;
-    }
+    for (const OptimizerShard::Run& run : shard_.norm_runs)
+        (run.flag ? experts : dense) +=
+            kernels::cpu::sum_of_squares(g + run.begin, run.end - run.begin);
     float dense_squares = float(dense), expert_squares = float(experts);
     if (p.distributed_optimizer) { // every replica holds the same shards: one counts
         groups_.data_shard->all_reduce_sum(&dense_squares, 1);
@@ -462,7 +460,7 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     if (!clipping) return stats.grad_norm;
     const float clip = *clipping;
     if (clip != 1.0f) // the gradients are rebuilt every step: scale them in place
-        for (std::int64_t i = 0; i < shard_.size; ++i) g[i] *= clip;
+        kernels::cpu::scale_in_place(g, shard_.size, clip);
     // AdamW with decay on matrices only: one call per run of equal decay in this shard.
     float* values = store_.values.data();
     for (const OptimizerShard::Run& run : shard_.decay_runs)

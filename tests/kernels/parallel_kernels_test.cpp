@@ -4,8 +4,11 @@
 #include "kernel_test_support.h"
 #include "trident/kernels/cpu.h"
 
+#include <array>
+#include <cmath>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 namespace trident::kernels::cpu {
 namespace {
@@ -144,6 +147,77 @@ TEST_F(ParallelKernels, FlashAttentionMatchesOneThreadWithGroupedHeadsAndDropout
             return std::vector<Vec>{out, lse, dqkv};
         });
     }
+}
+
+// The linear layers' GEMMs, cut into row or column blocks of the output over the threads:
+// each block is its own single-threaded sgemm, so the sums over k must run as in one call.
+// A small GEMM (one call) and two cut into 2 and 3 blocks of rows or of columns, with sides that
+// are no multiple of the 16-row grain.
+TEST_F(ParallelKernels, MatmulsMatchOneThreadInRowAndColumnBlocks) {
+    for (const auto [N, C, OC] :
+         {std::array<std::int64_t, 3>{37, 19, 53}, std::array<std::int64_t, 3>{301, 160, 200},
+          std::array<std::int64_t, 3>{67, 320, 640}}) {
+        const Vec x = random_vec(std::size_t(N * C), 20), w = random_vec(std::size_t(OC * C), 21),
+                  bias = random_vec(std::size_t(OC), 22),
+                  dout = random_vec(std::size_t(N * OC), 23);
+        const std::string what =
+            "matmul " + std::to_string(N) + "x" + std::to_string(C) + "x" + std::to_string(OC);
+        expect_thread_count_invariant(what.c_str(), [&] {
+            Vec out(std::size_t(N * OC)), dx = random_vec(std::size_t(N * C), 24),
+                                          dw = random_vec(std::size_t(OC * C), 25),
+                                          db = random_vec(std::size_t(OC), 26);
+            matmul_forward(out.data(), x.data(), w.data(), bias.data(), N, C, OC);
+            matmul_backward_input(dx.data(), dout.data(), w.data(), N, C, OC);
+            matmul_backward_weight(dw.data(), db.data(), dout.data(), x.data(), N, C, OC);
+            return std::vector<Vec>{out, dx, dw, db};
+        });
+        // And against the definition, so a block that skipped or repeated rows would show.
+        Vec out(std::size_t(N * OC));
+        set_blas_threads(3);
+        matmul_forward(out.data(), x.data(), w.data(), bias.data(), N, C, OC);
+        for (std::int64_t n = 0; n < N; n += 7)
+            for (std::int64_t o = 0; o < OC; o += 5) {
+                double want = bias[std::size_t(o)];
+                for (std::int64_t c = 0; c < C; ++c)
+                    want += double(x[std::size_t(n * C + c)]) * double(w[std::size_t(o * C + c)]);
+                EXPECT_NEAR(out[std::size_t(n * OC + o)], want, 1e-4 * (1.0 + std::abs(want)));
+            }
+    }
+}
+
+// The gradient norm's sum of squares: the same bits at any thread count (fixed chunks summed in
+// order), within double rounding of the exact sum, and zero for nothing.
+TEST_F(ParallelKernels, SumOfSquaresIsExactToDoubleRoundingAtAnyThreadCount) {
+    const std::int64_t n = 3 * (1 << 14) + 1001; // three whole chunks and a ragged one
+    const Vec x = random_vec(std::size_t(n), 27, 2.0f);
+    long double exact = 0.0L;
+    for (float v : x) exact += static_cast<long double>(v) * v;
+    set_blas_threads(1);
+    const double one = sum_of_squares(x.data(), n);
+    EXPECT_NEAR(one, double(exact), 1e-12 * double(exact));
+    for (int threads : {2, 3}) {
+        set_blas_threads(threads);
+        EXPECT_EQ(sum_of_squares(x.data(), n), one) << threads << " threads";
+    }
+    EXPECT_EQ(sum_of_squares(x.data(), 0), 0.0);
+    Vec y = x;
+    scale_in_place(y.data(), n, 0.5f);
+    for (std::int64_t i = 0; i < n; i += 997)
+        EXPECT_EQ(y[std::size_t(i)], x[std::size_t(i)] * 0.5f);
+}
+
+// A kernel called from inside another's block (or from a second thread while a region runs)
+// runs its range on the calling thread: every item once, no deadlock.
+TEST_F(ParallelKernels, NestedRegionsRunOnTheCallingThread) {
+    set_blas_threads(2);
+    std::vector<int> hits(1000, 0);
+    parallel_for(10, 1, [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t i = first; i < last; ++i)
+            parallel_for(100, 8, [&](std::int64_t b, std::int64_t e) {
+                for (std::int64_t j = b; j < e; ++j) ++hits[std::size_t(i * 100 + j)];
+            });
+    });
+    for (int h : hits) EXPECT_EQ(h, 1);
 }
 
 } // namespace

@@ -1,4 +1,5 @@
 // GeLU (tanh form) and SwiGLU, forward and backward.
+#include "simd_clones.h"
 #include "trident/kernels/cpu.h"
 
 #include <cmath>
@@ -16,27 +17,38 @@ constexpr float kGeluScale = 0.7978845608028654f; // sqrt(2/π)
 inline float fast_tanh(float u) {
     return 1.0f - 2.0f / (std::exp(2.0f * u) + 1.0f);
 }
+
+TRIDENT_SIMD_CLONES
+void gelu_forward_block(float* out, const float* inp, std::int64_t first, std::int64_t last) {
+    for (std::int64_t i = first; i < last; ++i) {
+        const float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + fast_tanh(kGeluScale * (x + 0.044715f * x * x * x)));
+    }
+}
+
+TRIDENT_SIMD_CLONES
+void gelu_backward_block(float* dinp, const float* inp, const float* dout, std::int64_t first,
+                         std::int64_t last) {
+    for (std::int64_t i = first; i < last; ++i) {
+        const float x = inp[i];
+        const float u = kGeluScale * (x + 0.044715f * x * x * x);
+        const float t = fast_tanh(u);
+        const float sech2 = 1.0f - t * t;
+        const float du = kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] += dout[i] * (0.5f * (1.0f + t) + 0.5f * x * sech2 * du);
+    }
+}
 } // namespace
 
 void gelu_forward(float* out, const float* inp, std::int64_t n) {
     parallel_for(n, kElementGrain, [=](std::int64_t first, std::int64_t last) {
-        for (std::int64_t i = first; i < last; ++i) {
-            const float x = inp[i];
-            out[i] = 0.5f * x * (1.0f + fast_tanh(kGeluScale * (x + 0.044715f * x * x * x)));
-        }
+        gelu_forward_block(out, inp, first, last);
     });
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
     parallel_for(n, kElementGrain, [=](std::int64_t first, std::int64_t last) {
-        for (std::int64_t i = first; i < last; ++i) {
-            const float x = inp[i];
-            const float u = kGeluScale * (x + 0.044715f * x * x * x);
-            const float t = fast_tanh(u);
-            const float sech2 = 1.0f - t * t;
-            const float du = kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
-            dinp[i] += dout[i] * (0.5f * (1.0f + t) + 0.5f * x * sech2 * du);
-        }
+        gelu_backward_block(dinp, inp, dout, first, last);
     });
 }
 

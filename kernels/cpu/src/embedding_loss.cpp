@@ -1,12 +1,33 @@
 // Vocabulary-parallel embedding and softmax cross-entropy (Shoeybi et al. 2019, §3): each
 // tensor rank holds a contiguous slice of the vocabulary; the tensor group sums or maximises
 // the per-shard pieces between these calls.
+#include "simd_clones.h"
 #include "trident/kernels/cpu.h"
 
 #include <cmath>
 #include <cstring>
 
 namespace trident::kernels::cpu {
+namespace {
+
+TRIDENT_SIMD_CLONES float max_of(const float* x, std::int64_t n) {
+    float m = -INFINITY;
+    for (std::int64_t i = 0; i < n; ++i) m = std::fmax(m, x[i]);
+    return m;
+}
+
+// x = exp(x − shift) in place; returns the sum.
+TRIDENT_SIMD_CLONES float exp_in_place(float* x, std::int64_t n, float shift) {
+    float s = 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) s += (x[i] = std::exp(x[i] - shift));
+    return s;
+}
+
+TRIDENT_SIMD_CLONES void scale_row(float* x, std::int64_t n, float factor) {
+    for (std::int64_t i = 0; i < n; ++i) x[i] *= factor;
+}
+
+} // namespace
 
 void embedding_forward(float* out, const std::int32_t* tokens, const float* table, std::int64_t N,
                        std::int64_t C, std::int64_t vocab_start, std::int64_t vocab_local) {
@@ -31,23 +52,15 @@ void embedding_backward(float* dtable, const std::int32_t* tokens, const float* 
 
 void cross_entropy_row_max(float* row_max, const float* logits, std::int64_t N, std::int64_t V) {
     parallel_for(N, 1, [=](std::int64_t first, std::int64_t last) {
-        for (std::int64_t n = first; n < last; ++n) {
-            float m = -INFINITY;
-            for (std::int64_t v = 0; v < V; ++v) m = std::fmax(m, logits[n * V + v]);
-            row_max[n] = m;
-        }
+        for (std::int64_t n = first; n < last; ++n) row_max[n] = max_of(logits + n * V, V);
     });
 }
 
 void cross_entropy_exp(float* logits, float* sum_exp, const float* row_max, std::int64_t N,
                        std::int64_t V) {
     parallel_for(N, 1, [=](std::int64_t first, std::int64_t last) {
-        for (std::int64_t n = first; n < last; ++n) {
-            float s = 0.0f;
-            for (std::int64_t v = 0; v < V; ++v)
-                s += (logits[n * V + v] = std::exp(logits[n * V + v] - row_max[n]));
-            sum_exp[n] = s;
-        }
+        for (std::int64_t n = first; n < last; ++n)
+            sum_exp[n] = exp_in_place(logits + n * V, V, row_max[n]);
     });
 }
 
@@ -65,8 +78,7 @@ void cross_entropy_backward(float* exps, const float* sum_exp, const std::int32_
     parallel_for(N, 1, [=](std::int64_t first, std::int64_t last) {
         for (std::int64_t n = first; n < last; ++n) {
             const std::int64_t col = std::int64_t(targets[n]) - vocab_start;
-            const float k = scale / sum_exp[n];
-            for (std::int64_t v = 0; v < V; ++v) exps[n * V + v] *= k;
+            scale_row(exps + n * V, V, scale / sum_exp[n]);
             if (col >= 0 && col < V) exps[n * V + col] -= scale;
         }
     });
@@ -75,6 +87,7 @@ void cross_entropy_backward(float* exps, const float* sum_exp, const std::int32_
 namespace {
 // One block of AdamW, its scalars taken by value so the compiler knows no store changes them
 // and vectorises the loop (through the lambda's captured references it did not).
+TRIDENT_SIMD_CLONES
 void adamw_block(float* params, const float* grads, float* m, float* v, std::int64_t first,
                  std::int64_t last, float lr, float beta1, float beta2, float eps,
                  float weight_decay, float c1, float c2) {

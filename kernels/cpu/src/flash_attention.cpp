@@ -6,6 +6,7 @@
 // §3.1) — with dropout too, since O = dropout(P)·V makes the two equal. Tiles go through the
 // BLAS, as the unfused path's GEMMs do.
 #include "causal.h"
+#include "simd_clones.h"
 #include "trident/kernels/cpu.h"
 
 #include <algorithm>
@@ -52,6 +53,66 @@ void score_tile(float* S, const HeadView& hv, std::int64_t t0, std::int64_t rows
                 int(hv.kv_stride), 0.0f, S, int(cols));
 }
 
+// One score tile's online softmax (FlashAttention-2 Algorithm 1, the inner loop's row work):
+// S[r, c] becomes exp(S − m_r) where row r sees key s0 + c (visible[r] keys), else 0; the
+// running max m, sum l and the accumulator rows are rescaled to the new max; with dropout the
+// sum takes the undropped probabilities and V sees the dropped ones.
+TRIDENT_SIMD_CLONES
+void online_softmax_tile(float* S, std::int64_t rows, std::int64_t cols,
+                         const std::int32_t* visible, std::int64_t s0, float* row_max,
+                         float* row_sum, float* acc, std::int64_t D, const std::uint64_t* keys,
+                         float dropout_probability) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+        float* row = S + r * cols;
+        const std::int64_t last = std::min<std::int64_t>(cols, visible[r] - s0);
+        float tile_max = kNoScore;
+        for (std::int64_t c = 0; c < last; ++c) tile_max = std::fmax(tile_max, row[c]);
+        const float m = std::fmax(row_max[r], tile_max);
+        const float rescale = std::exp(row_max[r] - m);
+        // Separate loops without branches, so they vectorise (libmvec's exp).
+        float sum = 0.0f;
+        for (std::int64_t c = 0; c < last; ++c) {
+            row[c] = std::exp(row[c] - m);
+            sum += row[c];
+        }
+        for (std::int64_t c = std::max<std::int64_t>(last, 0); c < cols; ++c) row[c] = 0.0f;
+        row_sum[r] = row_sum[r] * rescale + sum;
+        row_max[r] = m;
+        for (std::int64_t d = 0; d < D; ++d) acc[r * D + d] *= rescale;
+        if (keys)
+            for (std::int64_t c = 0; c < last; ++c)
+                row[c] *= dropout_factor(keys[r], s0 + c, dropout_probability);
+    }
+}
+
+// One tile of the backward's elementwise work (FlashAttention-2 Algorithm 2): P = exp(S − lse)
+// where the row sees the key, else 0; with dropout P̃ = P ∘ F into Pv and dP = dP̃ ∘ F; then
+// dS = P ∘ (dP − D_r), scaled like S, in place of dP.
+TRIDENT_SIMD_CLONES
+void score_gradient_tile(float* P, float* dP, float* Pv, std::int64_t rows, std::int64_t cols,
+                         const std::int32_t* visible, std::int64_t s0, const float* lse,
+                         const float* row_dot, float scale, const std::uint64_t* keys,
+                         float dropout_probability) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t last = std::clamp<std::int64_t>(visible[r] - s0, 0, cols);
+        float* p = P + r * cols;
+        float* dp = dP + r * cols;
+        const float l = lse[r], d = row_dot[r];
+        for (std::int64_t c = 0; c < last; ++c) p[c] = std::exp(p[c] - l);
+        for (std::int64_t c = last; c < cols; ++c) p[c] = 0.0f;
+        if (keys) {
+            float* pv = Pv + r * cols;
+            for (std::int64_t c = 0; c < cols; ++c) {
+                const float f =
+                    c < last ? dropout_factor(keys[r], s0 + c, dropout_probability) : 0.0f;
+                pv[c] = p[c] * f;
+                dp[c] *= f;
+            }
+        }
+        for (std::int64_t c = 0; c < cols; ++c) dp[c] = p[c] * (dp[c] - d) * scale;
+    }
+}
+
 } // namespace
 
 void flash_attention_forward_rows(float* out, std::int64_t out_stride, float* lse, const float* q,
@@ -80,32 +141,9 @@ void flash_attention_forward_rows(float* out, std::int64_t out_stride, float* ls
                 for (std::int64_t s0 = 0; s0 < seen; s0 += kTile) {
                     const std::int64_t cols = std::min(kTile, seen - s0);
                     score_tile(S.data(), hv, t0, rows, s0, cols, D, scale);
-                    for (std::int64_t r = 0; r < rows; ++r) {
-                        float* row = S.data() + r * cols;
-                        const std::int64_t last =
-                            std::min<std::int64_t>(cols, visible[t0 + r] - s0);
-                        float tile_max = kNoScore;
-                        for (std::int64_t c = 0; c < last; ++c)
-                            tile_max = std::fmax(tile_max, row[c]);
-                        // Online softmax: rescale what the earlier tiles summed to the new max.
-                        const float m = std::fmax(row_max[std::size_t(r)], tile_max);
-                        const float rescale = std::exp(row_max[std::size_t(r)] - m);
-                        // Separate loops without branches, so they vectorise (libmvec's exp).
-                        float sum = 0.0f;
-                        for (std::int64_t c = 0; c < last; ++c) {
-                            row[c] = std::exp(row[c] - m);
-                            sum += row[c];
-                        }
-                        for (std::int64_t c = std::max<std::int64_t>(last, 0); c < cols; ++c)
-                            row[c] = 0.0f;
-                        row_sum[std::size_t(r)] = row_sum[std::size_t(r)] * rescale + sum;
-                        row_max[std::size_t(r)] = m;
-                        for (std::int64_t d = 0; d < D; ++d) acc[std::size_t(r * D + d)] *= rescale;
-                        if (keys) // the softmax sums undropped probabilities; V sees dropped ones
-                            for (std::int64_t c = 0; c < last; ++c)
-                                row[c] *=
-                                    dropout_factor(keys[t0 + r], s0 + c, dropout->probability);
-                    }
+                    online_softmax_tile(S.data(), rows, cols, visible + t0, s0, row_max.data(),
+                                        row_sum.data(), acc.data(), D, keys ? keys + t0 : nullptr,
+                                        dropout ? dropout->probability : 0.0f);
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(D),
                                 int(cols), 1.0f, S.data(), int(cols), hv.v + s0 * kv_stride,
                                 int(kv_stride), 1.0f, acc.data(), int(D));
@@ -168,30 +206,10 @@ void flash_attention_backward_rows(float* dq, float* dk, float* dv, const float*
                                     int(D), 1.0f, dy + t0 * out_stride, int(out_stride),
                                     hv.v + s0 * kv_stride, int(kv_stride), 0.0f, dP.data(),
                                     int(cols));
-                        for (std::int64_t r = 0; r < rows; ++r) {
-                            const std::int64_t last =
-                                std::clamp<std::int64_t>(visible[t0 + r] - s0, 0, cols);
-                            float* p = P.data() + r * cols;
-                            float* dp = dP.data() + r * cols;
-                            const float l = row_lse[t0 + r], d = row_dot[std::size_t(t0 + r)];
-                            // P = exp(S − lse) where the row sees the key, else 0 (branch-free
-                            // loops, so they vectorise).
-                            for (std::int64_t c = 0; c < last; ++c) p[c] = std::exp(p[c] - l);
-                            for (std::int64_t c = last; c < cols; ++c) p[c] = 0.0f;
-                            if (keys) { // P̃ = P ∘ F and dP = dP̃ ∘ F
-                                float* pv = Pv.data() + r * cols;
-                                for (std::int64_t c = 0; c < cols; ++c) {
-                                    const float f = c < last ? dropout_factor(keys[t0 + r], s0 + c,
-                                                                              dropout->probability)
-                                                             : 0.0f;
-                                    pv[c] = p[c] * f;
-                                    dp[c] *= f;
-                                }
-                            }
-                            // dS = P ∘ (dP − D), scaled like S.
-                            for (std::int64_t c = 0; c < cols; ++c)
-                                dp[c] = p[c] * (dp[c] - d) * scale;
-                        }
+                        score_gradient_tile(P.data(), dP.data(), keys ? Pv.data() : nullptr, rows,
+                                            cols, visible + t0, s0, row_lse + t0,
+                                            row_dot.data() + t0, scale, keys ? keys + t0 : nullptr,
+                                            dropout ? dropout->probability : 0.0f);
                         // dV += P̃ᵀ·dO; dQ += dS·K; dK += dSᵀ·Q.
                         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(cols), int(D),
                                     int(rows), 1.0f, keys ? Pv.data() : P.data(), int(cols),

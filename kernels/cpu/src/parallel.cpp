@@ -1,13 +1,16 @@
-// The kernels' own worker threads. OpenBLAS threads its GEMMs, but every other kernel (norms,
-// activations, the attention core's small per-tile GEMMs, which OpenBLAS runs on one thread,
-// the cross-entropy, AdamW) ran on one core while the BLAS worker spun idle: on 2 cores that
-// was a quarter of a GPT-2 step at sequence 1024. parallel_for splits such work into fixed
-// contiguous blocks over `threads` (set_blas_threads), the caller taking the first block.
+// The kernels' own worker threads, the only ones that run kernel work. Non-GEMM kernels (norms,
+// activations, the attention core's small per-tile GEMMs, the cross-entropy, AdamW) once ran on
+// one core while the BLAS worker spun idle — a quarter of a GPT-2 step at sequence 1024 on 2
+// cores — and OpenBLAS's own threads, left spinning after each GEMM, then took CPU from them;
+// now OpenBLAS runs single-threaded and the GEMMs are cut into blocks here too (matmul.cpp).
+// parallel_for splits work into fixed contiguous blocks over `threads` (set_blas_threads), the
+// caller taking the first block.
 // Blocks depend only on n, the grain and the thread count, and callers give each block
 // disjoint outputs, so results are identical to the one-thread loop.
 #include "trident/kernels/cpu.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cblas.h>
 #include <condition_variable>
 #include <mutex>
@@ -33,13 +36,13 @@ public:
     void run(std::int64_t n, std::int64_t grain, const BlockBody& body) {
         const std::int64_t units = (n + grain - 1) / grain;
         const int blocks = int(std::min<std::int64_t>(threads(), units));
-        if (blocks <= 1) {
+        // One region at a time: a call from inside a block (or from a second thread while a
+        // region runs) runs its range on the calling thread, with the same results.
+        bool idle = false;
+        if (blocks <= 1 || !busy_.compare_exchange_strong(idle, true)) {
             if (n > 0) body(0, n);
             return;
         }
-        // Inside a parallel region each thread's BLAS calls run single-threaded: OpenBLAS's
-        // own pool is shared, and two callers would queue on it.
-        openblas_set_num_threads(1);
         {
             std::lock_guard lock(mutex_);
             body_ = &body;
@@ -55,7 +58,7 @@ public:
         std::unique_lock lock(mutex_);
         done_.wait(lock, [this] { return pending_ == 0; });
         body_ = nullptr;
-        openblas_set_num_threads(threads());
+        busy_ = false;
     }
 
 private:
@@ -98,6 +101,7 @@ private:
     int blocks_ = 0, pending_ = 0;
     std::uint64_t generation_ = 0;
     bool stopping_ = false;
+    std::atomic<bool> busy_ = false;
 };
 
 WorkerPool& pool() {
@@ -108,7 +112,7 @@ WorkerPool& pool() {
 } // namespace
 
 void set_blas_threads(int threads) {
-    openblas_set_num_threads(threads);
+    openblas_set_num_threads(1); // every sgemm call runs on the thread that makes it
     pool().resize(threads);
 }
 

@@ -9,7 +9,8 @@
 
 namespace trident::kernels::cpu {
 
-// Sets the threads of the BLAS and of the kernels' own pool (one MPI rank per core wants 1).
+// Sets the threads of the kernels' own pool, which runs every kernel, the GEMMs cut into blocks
+// (OpenBLAS itself then runs single-threaded; one MPI rank per core wants 1).
 void set_blas_threads(int threads);
 int kernel_threads(); // what set_blas_threads last set (1 before any call)
 
@@ -159,5 +160,10 @@ void cross_entropy_backward(float* exps, const float* sum_exp, const std::int32_
 // AdamW (Loshchilov & Hutter 2019) with bias correction; step t counts from 1.
 void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n, float lr,
                   float beta1, float beta2, float eps, float weight_decay, int t);
+
+// Σ x², accumulated in double over fixed chunks summed in order (the same bits at any thread
+// count), and x *= factor: the global gradient norm and its clipping.
+double sum_of_squares(const float* x, std::int64_t n);
+void scale_in_place(float* x, std::int64_t n, float factor);
 
 } // namespace trident::kernels::cpu
