@@ -1,4 +1,4 @@
-// Benchmark: the CPU executor on GPT-2 124M (one rank, T BLAS threads; default 2, sequence 256,
+// Benchmark: the CPU executor on GPT-2 124M (one rank, T kernel threads; default 2, sequence 256,
 // micro-batch 4). Reports tokens/s and model GFLOP/s, and the share of the step the same
 // model's GEMMs take when run alone through sgemm at the same shapes (target: ≥ 70 % at
 // sequence 64, 256 and 1024). Run: build/bench/executor_bench [threads] [steps] [seq] [mbs].
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     const double flops = simulator::step_flops(job).model;
     const double tokens = double(job.training.tokens_per_step());
     std::printf(
-        "gpt2-124m, seq %d, micro-batch %d, 1 rank, %d BLAS threads: step %.3f s, %.0f tokens/s, "
+        "gpt2-124m, seq %d, micro-batch %d, 1 rank, %d kernel threads: step %.3f s, %.0f tokens/s, "
         "%.1f model GFLOP/s; its GEMMs alone take %.3f s (%.1f GFLOP/s): the step runs at %.0f %% "
         "of the pure-GEMM rate (median of %zu rounds, %.0f–%.0f %%)\n",
         seq_length, micro_batch, threads, step, tokens / step, flops / step / 1e9, gemm,

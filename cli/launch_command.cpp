@@ -110,7 +110,7 @@ bool uses_cuda(const core::JobSpec& job) {
     return job.cluster.device != "cpu-host";
 }
 
-// The BLAS threads `trident run` will use: its --threads among the arguments after --.
+// The kernel threads `trident run` will use: its --threads among the arguments after --.
 int run_threads(const std::vector<std::string>& run_args) {
     for (std::size_t i = 0; i < run_args.size(); ++i) {
         std::string value;
@@ -127,7 +127,7 @@ int run_threads(const std::vector<std::string>& run_args) {
 }
 
 // Placement and binding: consecutive ranks fill a host (tensor groups stay on one). The CPU
-// backend binds each rank to as many cores as its BLAS threads; GPU ranks are left unbound.
+// backend binds each rank to as many cores as its kernel threads; GPU ranks are left unbound.
 std::vector<std::string> binding(const core::JobSpec& job, int threads) {
     if (uses_cuda(job)) return {"--map-by", "slot", "--bind-to", "none"};
     std::vector<std::string> flags;

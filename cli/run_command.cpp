@@ -131,7 +131,7 @@ std::optional<double> peak_flops_per_s(const std::string& reference, const core:
 }
 
 // Says once (rank 0, for the rank with the fewest cores) when a rank's CPU affinity holds
-// fewer cores than its BLAS threads — Open MPI's default binding — and the flags that fix it.
+// fewer cores than its kernel threads — Open MPI's default binding — and the flags that fix it.
 void warn_if_threads_share_cores(int threads, executor::Backend backend, int rank) {
     if (backend != executor::Backend::cpu) return;
     int fewest = affinity_cores();
@@ -139,7 +139,7 @@ void warn_if_threads_share_cores(int threads, executor::Backend backend, int ran
                         "MPI_Allreduce");
     if (rank != 0 || fewest <= 0 || fewest >= threads) return;
     std::fprintf(stderr,
-                 "trident: warning: --threads: %d BLAS threads per rank, but a rank may run on "
+                 "trident: warning: --threads: %d kernel threads per rank, but a rank may run on "
                  "only %d core%s (its CPU affinity; mpirun binds each rank to one core by "
                  "default): start it with `mpirun %s` (or `--bind-to none`)\n",
                  threads, fewest, fewest == 1 ? "" : "s", binding_flags(threads).c_str());
@@ -272,7 +272,9 @@ Command add_run_command(CLI::App& app) {
                      "(Megatron's name; --metrics-json keeps every step)")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
-    c.app->add_option("--threads", o->threads, "BLAS threads per rank, CPU backend (default 1)")
+    c.app
+        ->add_option("--threads", o->threads,
+                     "Kernel threads per rank, GEMMs included, CPU backend (default 1)")
         ->check(CLI::Range(1, 256));
     c.app->add_option("--profile", o->profile,
                       "Device profile whose peak the MFU column uses (default: the plan's, then "

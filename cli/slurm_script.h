@@ -43,7 +43,7 @@ std::string path_for_job(const std::string& path, const std::string& workdir);
 std::vector<std::string> paths_under_tmp(const std::vector<std::string>& paths);
 
 // The whole script. `run` is the `trident run` command line (words, paths already for the job),
-// `env` the exports, `threads` each CPU rank's BLAS threads.
+// `env` the exports, `threads` each CPU rank's kernel threads.
 std::string sbatch_script(const core::JobSpec& job, const std::vector<std::string>& directives,
                           const SrunMpi& mpi, const std::string& workdir,
                           const std::vector<std::string>& env, const std::string& run_line,

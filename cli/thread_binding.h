@@ -1,7 +1,7 @@
 #pragma once
-// BLAS threads and where mpirun lets them run. Open MPI binds each rank to one core by
-// default (`mpirun -np 1` pins to core 0), so `trident run --threads 2` would put both threads
-// on that core and run at one core's speed; each rank needs `threads` cores of its own.
+// Kernel threads (GEMMs included) and where mpirun lets them run. Open MPI binds each rank to
+// one core by default (`mpirun -np 1` pins to core 0), so `trident run --threads 2` would put
+// both threads on that core and run at one core's speed; each rank needs `threads` cores.
 #include <sched.h>
 #include <string>
 

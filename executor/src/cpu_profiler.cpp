@@ -232,7 +232,7 @@ measure_memory_bound(const std::vector<double>& sizes) {
     });
     table("adamw", 28.0, [&](std::int64_t n) {
         k::adamw_update(z.data(), x.data(), m.data(), v.data(), n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
-                        3);
+                        3, 1.0f);
     });
     table("elementwise", 12.0, [&](std::int64_t n) {
         for (std::int64_t i = 0; i < n; ++i)

@@ -458,16 +458,15 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     const float squares = dense_squares + expert_squares;
     const std::optional<float> clipping = finish_gradient_norm(squares, index, t, stats, skipped_);
     if (!clipping) return stats.grad_norm;
-    const float clip = *clipping;
-    if (clip != 1.0f) // the gradients are rebuilt every step: scale them in place
-        kernels::cpu::scale_in_place(g, shard_.size, clip);
-    // AdamW with decay on matrices only: one call per run of equal decay in this shard.
+    // AdamW with decay on matrices only, one call per run of equal decay in this shard, each
+    // gradient times the clipping factor.
     float* values = store_.values.data();
     for (const OptimizerShard::Run& run : shard_.decay_runs)
         kernels::cpu::adamw_update(values + run.flat, g + run.begin, adam_m_.data() + run.begin,
                                    adam_v_.data() + run.begin, run.end - run.begin, float(stats.lr),
                                    float(t.adam_beta1), float(t.adam_beta2), 1e-8f,
-                                   run.flag ? float(t.weight_decay) : 0.0f, int(index + 1));
+                                   run.flag ? float(t.weight_decay) : 0.0f, int(index + 1),
+                                   *clipping);
     // ZeRO-1/2 give the stepped slices back to every rank; ZeRO-3 gathers each unit when used.
     if (p.distributed_optimizer && !(fsdp_ && fsdp_->shards_parameters())) all_gather_sets();
     if (twins_) twins_->copy_parameters(store_.values.data());
@@ -502,7 +501,7 @@ StepStats CpuTrainer::step(std::int64_t index, std::vector<core::TraceEvent>* tr
     if (fsdp_)
         fsdp_->begin_step(); // the gradients were zeroed as they were reduced
     else
-        std::fill(store_.grads.begin(), store_.grads.end(), 0.0f);
+        kernels::cpu::fill(store_.grads.data(), std::int64_t(store_.grads.size()), 0.0f);
     if (fp8_) fp8_->record(true);
     run_schedule(samples_, index * job_.training.global_batch_size, false, stats, trace);
     if (fp8_) {

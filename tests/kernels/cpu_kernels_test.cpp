@@ -195,10 +195,33 @@ TEST(CpuKernels, VocabParallelCrossEntropyEqualsTheWholeVocabulary) {
 
 TEST(CpuKernels, AdamWMatchesTheFormula) {
     Vec p = {1.0f, -2.0f}, g = {0.5f, -0.25f}, m = {0, 0}, v = {0, 0};
-    adamw_update(p.data(), g.data(), m.data(), v.data(), 2, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1);
+    adamw_update(p.data(), g.data(), m.data(), v.data(), 2, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1,
+                 1.0f);
     // Step 1: m̂ = g, v̂ = g², update = g/|g| = sign(g).
     EXPECT_NEAR(p[0], 1.0f - 0.1f * (1.0f + 0.01f * 1.0f), 1e-6);
     EXPECT_NEAR(p[1], -2.0f - 0.1f * (-1.0f + 0.01f * -2.0f), 1e-6);
+}
+
+// The clipping factor taken inside AdamW gives what scaling the gradients first gave, bit for
+// bit, at a step where the moments are not trivial.
+TEST(CpuKernels, AdamWGradientScaleEqualsScalingTheGradientsFirst) {
+    const std::int64_t n = 2051;
+    const Vec p0 = random_vec(std::size_t(n), 50), g = random_vec(std::size_t(n), 51),
+              m0 = random_vec(std::size_t(n), 52, 0.1f);
+    Vec v0 = random_vec(std::size_t(n), 53, 0.1f);
+    for (auto& e : v0) e = e * e;
+    const float clip = 0.37f;
+    Vec scaled = g;
+    for (auto& e : scaled) e *= clip;
+    Vec p1 = p0, m1 = m0, v1 = v0, p2 = p0, m2 = m0, v2 = v0;
+    adamw_update(p1.data(), g.data(), m1.data(), v1.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 4,
+                 clip);
+    adamw_update(p2.data(), scaled.data(), m2.data(), v2.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                 4, 1.0f);
+    EXPECT_EQ(p1, p2);
+    EXPECT_EQ(m1, m2);
+    EXPECT_EQ(v1, v2);
+    EXPECT_NE(p1, p0);
 }
 
 TEST(CpuKernels, RopeRotatesPairsAndItsBackwardIsTheTranspose) {

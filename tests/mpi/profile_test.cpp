@@ -43,14 +43,14 @@ TEST(CpuProfiler, FinishesWithOneRankSlowedUnequally) {
 }
 
 TEST(CpuThreads, ARankBoundToFewerCoresThanItsThreadsIsTold) {
-    // Open MPI binds `mpirun -np 1` to one core: two BLAS threads would share it.
+    // Open MPI binds `mpirun -np 1` to one core: two kernel threads would share it.
     const std::string run = std::string(TRIDENT_BINARY) +
                             " run --model gpt-tiny --cluster localhost --devices-per-node 1 "
                             "--mbs 2 --gbs 8 --steps 1 --threads 2";
     const auto bound = trident::test::run_shell(
         "timeout 60 mpirun --allow-run-as-root -np 1 --bind-to core " + run);
     ASSERT_EQ(bound.exit_code, 0) << bound.err;
-    EXPECT_NE(bound.err.find("warning: --threads: 2 BLAS threads per rank, but a rank may run on "
+    EXPECT_NE(bound.err.find("warning: --threads: 2 kernel threads per rank, but a rank may run on "
                              "only 1 core"),
               std::string::npos)
         << bound.err;

@@ -90,10 +90,11 @@ namespace {
 TRIDENT_SIMD_CLONES
 void adamw_block(float* params, const float* grads, float* m, float* v, std::int64_t first,
                  std::int64_t last, float lr, float beta1, float beta2, float eps,
-                 float weight_decay, float c1, float c2) {
+                 float weight_decay, float c1, float c2, float grad_scale) {
     for (std::int64_t i = first; i < last; ++i) {
-        m[i] = beta1 * m[i] + (1.0f - beta1) * grads[i];
-        v[i] = beta2 * v[i] + (1.0f - beta2) * grads[i] * grads[i];
+        const float g = grads[i] * grad_scale;
+        m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+        v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
         const float update = (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
         params[i] -= lr * (update + weight_decay * params[i]);
     }
@@ -101,12 +102,14 @@ void adamw_block(float* params, const float* grads, float* m, float* v, std::int
 } // namespace
 
 void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n, float lr,
-                  float beta1, float beta2, float eps, float weight_decay, int t) {
+                  float beta1, float beta2, float eps, float weight_decay, int t,
+                  float grad_scale) {
     const float c1 = 1.0f - std::pow(beta1, float(t)), c2 = 1.0f - std::pow(beta2, float(t));
     // Blocks of 1024 values: the vectorised loop and its tail cover the same elements whatever
     // the thread count.
     parallel_for(n, 1024, [=](std::int64_t first, std::int64_t last) {
-        adamw_block(params, grads, m, v, first, last, lr, beta1, beta2, eps, weight_decay, c1, c2);
+        adamw_block(params, grads, m, v, first, last, lr, beta1, beta2, eps, weight_decay, c1, c2,
+                    grad_scale);
     });
 }
 

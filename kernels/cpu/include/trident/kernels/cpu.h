@@ -157,13 +157,15 @@ void cross_entropy_target_logit(float* target_logit, const float* logits,
 void cross_entropy_backward(float* exps, const float* sum_exp, const std::int32_t* targets,
                             float scale, std::int64_t N, std::int64_t V, std::int64_t vocab_start);
 
-// AdamW (Loshchilov & Hutter 2019) with bias correction; step t counts from 1.
+// AdamW (Loshchilov & Hutter 2019) with bias correction; step t counts from 1. Each gradient is
+// taken times grad_scale (the clipping factor: one pass over the gradients fewer than scaling
+// them first, with the same products).
 void adamw_update(float* params, const float* grads, float* m, float* v, std::int64_t n, float lr,
-                  float beta1, float beta2, float eps, float weight_decay, int t);
+                  float beta1, float beta2, float eps, float weight_decay, int t, float grad_scale);
 
 // Σ x², accumulated in double over fixed chunks summed in order (the same bits at any thread
-// count), and x *= factor: the global gradient norm and its clipping.
+// count): the global gradient norm.
 double sum_of_squares(const float* x, std::int64_t n);
-void scale_in_place(float* x, std::int64_t n, float factor);
+void fill(float* x, std::int64_t n, float value); // every x = value, over the kernel threads
 
 } // namespace trident::kernels::cpu
