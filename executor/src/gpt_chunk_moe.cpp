@@ -7,6 +7,7 @@
 // token's routing weight travels with it and scales its activation inside the expert, before
 // fc2 (Megatron-Core's weighted_bias_swiglu), so the combine is a plain sum and no expert
 // output is kept for the weights' gradient.
+#include "moe_rows.h"
 #include "trident/executor/gpt_chunk.h"
 #include "trident/kernels/cpu.h"
 
@@ -18,58 +19,9 @@
 namespace trident::executor {
 
 namespace k = kernels::cpu;
+using namespace moe_rows;
 
 namespace {
-
-// Start of each rank's block of rows, and element counts of blocks of `width`-wide rows.
-std::vector<std::int64_t> row_offsets(const std::vector<std::int64_t>& rows) {
-    std::vector<std::int64_t> at(rows.size(), 0);
-    for (std::size_t r = 1; r < rows.size(); ++r) at[r] = at[r - 1] + rows[r - 1];
-    return at;
-}
-
-std::vector<std::size_t> element_counts(const std::vector<std::int64_t>& rows, std::int64_t width) {
-    std::vector<std::size_t> counts;
-    for (auto n : rows) counts.push_back(std::size_t(n * width));
-    return counts;
-}
-
-std::int64_t total_rows(const std::vector<std::int64_t>& rows) {
-    return std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
-}
-
-// Every rank's block of `width`-wide rows, in rank order, on every rank of `g`; `counts` gets
-// each rank's row count. (A variable-size all-gather, through all-to-all-v.)
-Vec gather_row_blocks(const Vec& mine, std::int64_t width, Communicator& g,
-                      std::vector<std::int64_t>& counts) {
-    const int R = g.size();
-    float n = float(std::int64_t(mine.size()) / width);
-    Vec all_n(static_cast<std::size_t>(R));
-    g.all_gather(&n, all_n.data(), 1);
-    counts.assign(std::size_t(R), 0);
-    for (int r = 0; r < R; ++r) counts[std::size_t(r)] = std::int64_t(all_n[std::size_t(r)]);
-    Vec send(static_cast<std::size_t>(R) * mine.size()),
-        out(std::size_t(total_rows(counts) * width));
-    for (int r = 0; r < R; ++r) std::copy(mine.begin(), mine.end(), send.begin() + r * mine.size());
-    g.all_to_allv(send.data(), std::vector<std::size_t>(std::size_t(R), mine.size()), out.data(),
-                  element_counts(counts, width));
-    return out;
-}
-
-// The inverse of gather_row_blocks for partial sums: `all` holds a block per rank of `g`
-// (`counts` rows each); every rank gets the sum over ranks of its own block.
-Vec reduce_scatter_row_blocks(const Vec& all, const std::vector<std::int64_t>& counts,
-                              std::int64_t width, Communicator& g) {
-    const int R = g.size(), me = g.rank();
-    const std::size_t mine = std::size_t(counts[std::size_t(me)] * width);
-    Vec received(static_cast<std::size_t>(R) * mine);
-    g.all_to_allv(all.data(), element_counts(counts, width), received.data(),
-                  std::vector<std::size_t>(std::size_t(R), mine));
-    Vec sum(mine, 0.0f);
-    for (int r = 0; r < R; ++r)
-        for (std::size_t i = 0; i < mine; ++i) sum[i] += received[std::size_t(r) * mine + i];
-    return sum;
-}
 
 // Group-limited routing (DeepSeek-V3's node-limited routing; Megatron-Core's
 // --moe-router-num-groups / --moe-router-group-topk): the E experts form `groups` contiguous
@@ -162,9 +114,10 @@ void GptChunk::moe_route(const LayerParams& lp, Layer& L, Communicator& tp) cons
         aux_coeff_ * double(E) * balance + z_coeff_ * double(totals[std::size_t(2 * E)]) / tokens;
 }
 
-Vec GptChunk::moe_dispatch(Layer& L, Communicator& ep) const {
+Vec GptChunk::moe_dispatch(Layer& L, const ChunkComms& comms) const {
+    Communicator& ep = comms.expert;
     const std::int64_t E = experts_, K = top_k_, R = ep.size(), El = shape_.local_experts,
-                       N = shape_.rows;
+                       N = shape_.rows, h = shape_.hidden;
     MoeState& s = L.moe;
     // With a capacity factor each expert takes at most ⌈cf · N·k / E⌉ of this rank's slots, in
     // token order; the rest are dropped (their output is zero, as in GShard and Switch).
@@ -205,24 +158,32 @@ Vec GptChunk::moe_dispatch(Layer& L, Communicator& ep) const {
     }
     ep.all_to_allv(out_buf.data(), element_counts(s.sent, row), in_buf.data(),
                    element_counts(s.received, row));
+    // Expert tensor parallelism: every rank of the expert-tensor group runs its columns of the
+    // experts over the rows all of them received.
+    Communicator& etp = comms.expert_tensor;
+    if (etp.size() > 1) return gather_row_blocks(in_buf, h + 2, etp, s.etp_rows);
+    s.etp_rows = {std::int64_t(in_buf.size()) / (h + 2)};
     return in_buf;
 }
 
 void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkComms& comms) const {
-    const std::int64_t K = top_k_, El = shape_.local_experts, N = shape_.rows, h = shape_.hidden,
-                       F = shape_.local_expert_ffn, gate = swiglu_ ? 2 : 1;
     MoeState& s = L.moe;
     s = MoeState{};
     moe_route(lp, L, comms.tensor);
-    Vec rows = moe_dispatch(L, comms.expert);
-    // Expert tensor parallelism: every rank of the expert-tensor group runs its columns of the
-    // experts over the rows all of them received.
-    Communicator& etp = comms.expert_tensor;
-    if (etp.size() > 1)
-        rows = gather_row_blocks(rows, h + 2, etp, s.etp_rows);
+    const Vec rows = gather_dispatch_ ? moe_gather_dispatch(L, comms) : moe_dispatch(L, comms);
+    Vec out = moe_experts_forward(lp, s, rows);
+    if (gather_dispatch_)
+        moe_gather_combine(L, out, y, comms);
     else
-        s.etp_rows = {std::int64_t(rows.size()) / (h + 2)};
-    const std::int64_t all_rows = total_rows(s.etp_rows);
+        moe_combine(L, std::move(out), y, comms);
+}
+
+// The experts over the dispatched rows (each h + 2 wide: the token, its local expert, its
+// routing weight), in the order they came: per row its expert's weighted output.
+Vec GptChunk::moe_experts_forward(const LayerParams& lp, MoeState& s, const Vec& rows) const {
+    const std::int64_t El = shape_.local_experts, h = shape_.hidden, F = shape_.local_expert_ffn,
+                       gate = swiglu_ ? 2 : 1;
+    const std::int64_t all_rows = std::int64_t(rows.size()) / (h + 2);
     s.x.assign(std::size_t(El), Vec{});
     s.gate.assign(std::size_t(El), Vec{});
     s.recv_expert.assign(std::size_t(all_rows), -1);
@@ -256,19 +217,26 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkC
         expert_out[std::size_t(e)].resize(std::size_t(n * h));
         gemm_forward(lp, Linear::fc2, std::int32_t(e), expert_out[std::size_t(e)].data(),
                      weighted.data(), p(x.fc2_w),
-                     // Added once: the expert-tensor ranks' partial outputs are summed below.
+                     // Added once: the expert-tensor ranks' partial outputs are summed later.
                      bias_ && shape_.etp_rank == 0 ? p(x.fc2_b) : nullptr, n, F, h);
     }
-    // Combine: outputs (summed over the expert-tensor group) return the way the tokens came;
-    // each token sums its k outputs, already weighted.
-    Vec ret(static_cast<std::size_t>(all_rows * h));
+    Vec out(static_cast<std::size_t>(all_rows * h));
     for (std::int64_t r = 0; r < all_rows; ++r)
         std::copy_n(expert_out[std::size_t(s.recv_expert[std::size_t(r)])].data() +
                         s.recv_pos[std::size_t(r)] * h,
-                    h, ret.data() + r * h);
-    if (etp.size() > 1) ret = reduce_scatter_row_blocks(ret, s.etp_rows, h, etp);
+                    h, out.data() + r * h);
+    return out;
+}
+
+// Combine: outputs (summed over the expert-tensor group) return the way the tokens came; each
+// token sums its k outputs, already weighted.
+void GptChunk::moe_combine(Layer& L, Vec out, Vec& y, const ChunkComms& comms) const {
+    const std::int64_t K = top_k_, N = shape_.rows, h = shape_.hidden;
+    MoeState& s = L.moe;
+    if (comms.expert_tensor.size() > 1)
+        out = reduce_scatter_row_blocks(out, s.etp_rows, h, comms.expert_tensor);
     Vec back(static_cast<std::size_t>(total_rows(s.sent) * h));
-    comms.expert.all_to_allv(ret.data(), element_counts(s.received, h), back.data(),
+    comms.expert.all_to_allv(out.data(), element_counts(s.received, h), back.data(),
                              element_counts(s.sent, h));
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     y.assign(std::size_t(N * h), 0.0f);
@@ -293,11 +261,23 @@ Vec GptChunk::weighted_activation(const MoeState& s, std::int64_t e) const {
 
 void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_in,
                             float loss_scale, const ChunkComms& comms) const {
-    const std::int64_t K = top_k_, El = shape_.local_experts, N = shape_.rows, h = shape_.hidden,
-                       F = shape_.local_expert_ffn, gate = swiglu_ ? 2 : 1;
     MoeState& s = L.moe;
-    // Each slot's output gradient is its token's (the combine is a sum), sent to the experts.
-    Vec d_gate(static_cast<std::size_t>(N * K), 0.0f); // a dropped slot contributed nothing
+    const Vec at_experts =
+        gather_dispatch_ ? moe_gather_gradients(L, dy, comms) : moe_send_gradients(L, dy, comms);
+    Vec ret = moe_experts_backward(lp, s, at_experts);
+    Vec d_gate(static_cast<std::size_t>(shape_.rows * top_k_), 0.0f); // dropped: nothing
+    if (gather_dispatch_)
+        moe_gather_return(L, ret, d_in, d_gate, comms);
+    else
+        moe_return_gradients(L, std::move(ret), d_in, d_gate, comms);
+    moe_router_backward(lp, L, d_gate, d_in, loss_scale);
+}
+
+// Each slot's output gradient is its token's (the combine is a sum), sent to the experts and
+// gathered over the expert-tensor group: one row per expert row, in their order.
+Vec GptChunk::moe_send_gradients(Layer& L, const Vec& dy, const ChunkComms& comms) const {
+    const std::int64_t K = top_k_, N = shape_.rows, h = shape_.hidden;
+    MoeState& s = L.moe;
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     Vec to_experts(static_cast<std::size_t>(total_rows(s.sent) * h)),
         at_experts(static_cast<std::size_t>(total_rows(s.received) * h));
@@ -310,10 +290,20 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
     }
     comms.expert.all_to_allv(to_experts.data(), element_counts(s.sent, h), at_experts.data(),
                              element_counts(s.received, h));
-    Communicator& etp = comms.expert_tensor;
     std::vector<std::int64_t> counts;
-    if (etp.size() > 1) at_experts = gather_row_blocks(at_experts, h, etp, counts);
-    const std::int64_t all_rows = total_rows(s.etp_rows);
+    if (comms.expert_tensor.size() > 1)
+        at_experts = gather_row_blocks(at_experts, h, comms.expert_tensor, counts);
+    return at_experts;
+}
+
+// The experts' backward over their rows: per row the input gradient and the routing weight's
+// (partial over the expert-tensor group: fc1 is column-parallel, and the weight's sum runs over
+// this rank's columns), h + 1 wide, in the rows' order.
+Vec GptChunk::moe_experts_backward(const LayerParams& lp, MoeState& s,
+                                   const Vec& at_experts) const {
+    const std::int64_t El = shape_.local_experts, h = shape_.hidden, F = shape_.local_expert_ffn,
+                       gate = swiglu_ ? 2 : 1;
+    const std::int64_t all_rows = std::int64_t(s.recv_expert.size());
     s.d_out.assign(std::size_t(El), Vec{});
     s.d_fc.assign(std::size_t(El), Vec{});
     for (std::int64_t e = 0; e < El; ++e)
@@ -330,8 +320,7 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         Vec d_act(static_cast<std::size_t>(n * F), 0.0f);
         gemm_input_gradient(lp, Linear::fc2, std::int32_t(e), d_act.data(),
                             s.d_out[std::size_t(e)].data(), p(x.fc2_w), n, F, h);
-        // fc2 read gate · act: the weight's gradient is Σ d ∘ act (over this rank's columns:
-        // partial over the expert-tensor group), the activation's gate · d.
+        // fc2 read gate · act: the weight's gradient is Σ d ∘ act, the activation's gate · d.
         const Vec& act = s.act[std::size_t(e)];
         Vec& d_g = d_gates[std::size_t(e)];
         d_g.assign(std::size_t(n), 0.0f);
@@ -353,9 +342,6 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
                             d_fc.data(), p(x.fc_w), n, h, gate * F);
         Vec().swap(s.fc[std::size_t(e)]);
     }
-    // Input and routing-weight gradients (partial over the expert-tensor group: fc1 is
-    // column-parallel, the weight's sum runs over this rank's columns) are summed back to the
-    // rows' receivers, return to the tokens' ranks and add up per token.
     const std::int64_t row = h + 1;
     Vec ret(static_cast<std::size_t>(all_rows * row));
     for (std::int64_t r = 0; r < all_rows; ++r) {
@@ -364,10 +350,21 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         std::copy_n(d_x[e].data() + at * std::size_t(h), h, ret.data() + r * row);
         ret[std::size_t(r * row + h)] = d_gates[e][at];
     }
-    if (etp.size() > 1) ret = reduce_scatter_row_blocks(ret, s.etp_rows, row, etp);
+    return ret;
+}
+
+// The experts' gradients are summed back to the rows' receivers, return to the tokens' ranks
+// and add up per token.
+void GptChunk::moe_return_gradients(Layer& L, Vec ret, Vec& d_in, Vec& d_gate,
+                                    const ChunkComms& comms) const {
+    const std::int64_t K = top_k_, N = shape_.rows, h = shape_.hidden, row = h + 1;
+    MoeState& s = L.moe;
+    if (comms.expert_tensor.size() > 1)
+        ret = reduce_scatter_row_blocks(ret, s.etp_rows, row, comms.expert_tensor);
     Vec back(static_cast<std::size_t>(total_rows(s.sent) * row));
     comms.expert.all_to_allv(ret.data(), element_counts(s.received, row), back.data(),
                              element_counts(s.sent, row));
+    const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
         const float* d = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
@@ -376,7 +373,6 @@ void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec&
         for (std::int64_t c = 0; c < h; ++c) d_in[std::size_t((slot / K) * h + c)] += d[c];
         d_gate[std::size_t(slot)] = d[h];
     }
-    moe_router_backward(lp, L, d_gate, d_in, loss_scale);
 }
 
 void GptChunk::moe_router_backward(const LayerParams& lp, Layer& L, const Vec& d_gate, Vec& d_in,

@@ -41,6 +41,8 @@ ProcessGroups::ProcessGroups(const core::ParallelPlan& plan, int rank, double ti
     expert = split(grid, core::GroupKind::expert, rank, "expert-parallel", w);
     expert_data = split(grid, core::GroupKind::expert_data, rank, "expert-data-parallel", w);
     expert_tensor = split(grid, core::GroupKind::expert_tensor, rank, "expert-tensor-parallel", w);
+    tensor_expert =
+        split(grid, core::GroupKind::tensor_expert, rank, "expert-tensor-and-expert-parallel", w);
     data_shard = split(grid, core::GroupKind::data_shard, rank, "data-shard", w);
     data_replica = split(grid, core::GroupKind::data_replica, rank, "data-replica", w);
     expert_data_shard =

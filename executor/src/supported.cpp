@@ -52,11 +52,10 @@ std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda
         ignored.push_back("parallel.overlap_moe_expert_parallel_comm / moe_shared_expert_overlap: "
                           "the executors run each pass's token exchange in order (the same "
                           "numbers, not overlapped)");
-    if (job.model.moe && job.plan.token_dispatcher != core::TokenDispatcher::alltoall)
-        ignored.push_back(
-            "parallel.token_dispatcher: the executors exchange tokens by all-to-all, not " +
-            std::string(core::kTokenDispatcherNames[std::size_t(job.plan.token_dispatcher)]) +
-            " (the same numbers; the dispatcher changes only the time)");
+    if (job.model.moe && job.plan.token_dispatcher == core::TokenDispatcher::flex)
+        ignored.push_back("parallel.token_dispatcher: the executors exchange tokens by "
+                          "all-to-all, not flex (DeepEP's fused kernels; the same numbers, the "
+                          "dispatcher changes only the time)");
     if (job.plan.zero_stage() == 3 && job.plan.sharding.prefetch_units > 0 && !cuda_backend)
         ignored.push_back("parallel.fsdp_prefetch_units: the CPU executor gathers each FSDP "
                           "unit when its pass reaches it, without prefetch (MPI on the CPU makes "

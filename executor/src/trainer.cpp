@@ -271,8 +271,11 @@ public:
               std::int64_t first_sample, std::int32_t microbatches, FsdpUnits* fsdp)
         : job_(job), groups_(groups), chunks_(chunks), samples_(samples),
           first_sample_(first_sample),
-          m_(microbatches), comms_{*groups.tensor, *groups.expert, *groups.context,
+          m_(microbatches), comms_{*groups.tensor,
+                                   *groups.expert,
+                                   *groups.context,
                                    *groups.expert_tensor,
+                                   *groups.tensor_expert,
                                    fsdp && fsdp->shards_parameters() ? fsdp : nullptr},
           fsdp_(fsdp), loss_scale_(1.0f / float(microbatches * job.plan.dp)) {
     } // cp shares already add up

@@ -40,7 +40,7 @@ struct Harness {
         executor::GptChunk::Activations a;
         a.tokens = tokens.data();
         a.targets = targets.data();
-        chunk->forward(a, {*self, *self, *self, *self});
+        chunk->forward(a, {*self, *self, *self, *self, *self});
         return a.loss + (with_router_loss ? a.router_loss : 0.0);
     }
     bool with_router_loss = false; // the function the gradient differentiates includes them
@@ -49,8 +49,8 @@ struct Harness {
         executor::GptChunk::Activations a;
         a.tokens = tokens.data();
         a.targets = targets.data();
-        chunk->forward(a, {*self, *self, *self, *self});
-        chunk->backward_input(a, nullptr, 1.0f, {*self, *self, *self, *self});
+        chunk->forward(a, {*self, *self, *self, *self, *self});
+        chunk->backward_input(a, nullptr, 1.0f, {*self, *self, *self, *self, *self});
         chunk->backward_weight(a);
     }
 };
@@ -161,7 +161,7 @@ TEST(GptGradient, GroupLimitedRoutingPicksFromTheBestGroup) {
     executor::GptChunk::Activations a;
     a.tokens = h.tokens.data();
     a.targets = h.targets.data();
-    h.chunk->forward(a, {*h.self, *h.self, *h.self, *h.self});
+    h.chunk->forward(a, {*h.self, *h.self, *h.self, *h.self, *h.self});
     int tokens = 0, second_group = 0;
     for (const auto& layer : a.layers) {
         const auto& s = layer.moe;

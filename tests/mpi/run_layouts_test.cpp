@@ -219,6 +219,21 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{4, kShared.c_str(),
                "--tp 2 --pp 2 --dp 1 --sequence-parallel --schedule dualpipev --recompute full"},
         Layout{4, "qwen-moe-tiny", "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v"},
+        // The allgather dispatcher: every token gathered over the etp·ep group, the outputs
+        // reduce-scattered back; with capacity dropping, expert tensor parallelism, tensor and
+        // sequence parallelism with expert biases, and the MoE block recomputed.
+        Layout{4, "qwen-moe-tiny",
+               "--tp 1 --pp 1 --dp 4 --ep 4 --moe-token-dispatcher-type allgather"},
+        Layout{2, kCapacity.c_str(),
+               "--tp 1 --pp 1 --dp 2 --ep 2 --moe-token-dispatcher-type allgather"},
+        Layout{4, "moe-tiny",
+               "--tp 1 --pp 1 --dp 4 --ep 2 --etp 2 --moe-token-dispatcher-type allgather"},
+        Layout{4, kBias.c_str(),
+               "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --distributed-optimizer "
+               "--moe-token-dispatcher-type allgather"},
+        Layout{4, "qwen-moe-tiny",
+               "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v --recompute-modules moe "
+               "--moe-token-dispatcher-type allgather"},
         // The whole MoE block recomputed in B (its all-to-alls too), W held back by ZB-V.
         Layout{4, "qwen-moe-tiny",
                "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v --recompute-modules moe"},

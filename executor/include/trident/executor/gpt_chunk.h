@@ -102,6 +102,7 @@ struct ChunkComms {
     Communicator& expert;
     Communicator& context;
     Communicator& expert_tensor;     // the ranks splitting each expert's columns (etp)
+    Communicator& tensor_expert;     // etp·ep ranks: the allgather dispatcher's group
     ParameterUnits* units = nullptr; // ZeRO-3's gathers; null: every parameter is present
 };
 
@@ -152,12 +153,15 @@ public:
         std::vector<std::int64_t> sent, received;      // rows to / from each expert rank
         std::vector<std::int32_t> recv_expert, recv_pos; // received row → local expert, row
         std::vector<std::int64_t> etp_rows; // rows each expert-tensor rank received, in order
-        std::vector<Vec> gate;              // per local expert: each row's routing weight
-        std::vector<Vec> x, fc, act;        // per local expert: inputs, fc1 out, activation out
-        std::vector<Vec> d_fc, d_out;       // per local expert, for W: fc1 and fc2 output grads
-        Vec d_logits;                       // [N×E] for the router's W
-        Vec lse;                            // [N] log-sum-exp of the router logits (z-loss)
-        double router_loss = 0.0;           // the load-balancing and z-losses' value
+        // allgather dispatcher: rows each rank of the etp·ep group gathered, and each expert
+        // row's slot among them (gathered token · k + choice).
+        std::vector<std::int64_t> gathered_rows, local_slots;
+        std::vector<Vec> gate;        // per local expert: each row's routing weight
+        std::vector<Vec> x, fc, act;  // per local expert: inputs, fc1 out, activation out
+        std::vector<Vec> d_fc, d_out; // per local expert, for W: fc1 and fc2 output grads
+        Vec d_logits;                 // [N×E] for the router's W
+        Vec lse;                      // [N] log-sum-exp of the router logits (z-loss)
+        double router_loss = 0.0;     // the load-balancing and z-losses' value
     };
     // Multi-head latent attention's saved state for B and W (gpt_chunk_mla.cpp).
     struct MlaState {
@@ -273,9 +277,24 @@ private:
     // The rows the router sees: this rank's (ln2, or moe_in when ln2 holds all rows).
     const Vec& routed_input(const Layer& L) const { return L.moe_in.empty() ? L.ln2 : L.moe_in; }
     // MoE forward in steps (gpt_chunk_moe.cpp): the router and its losses; the dispatch (rows
-    // received, each followed by its local expert); the experts and the combine into y.
+    // received, each followed by its local expert and routing weight); the experts (each row's
+    // weighted output); the combine into y.
     void moe_route(const LayerParams& lp, Layer& L, Communicator& tp) const;
-    Vec moe_dispatch(Layer& L, Communicator& ep) const;
+    Vec moe_dispatch(Layer& L, const ChunkComms& comms) const;
+    Vec moe_experts_forward(const LayerParams& lp, MoeState& s, const Vec& rows) const;
+    void moe_combine(Layer& L, Vec out, Vec& y, const ChunkComms& comms) const;
+    // And backward: each expert row's output gradient; the experts' backward (per row the input
+    // gradient and the routing weight's, h + 1 wide); their return to the tokens.
+    Vec moe_send_gradients(Layer& L, const Vec& dy, const ChunkComms& comms) const;
+    Vec moe_experts_backward(const LayerParams& lp, MoeState& s, const Vec& at_experts) const;
+    void moe_return_gradients(Layer& L, Vec ret, Vec& d_in, Vec& d_gate,
+                              const ChunkComms& comms) const;
+    // The allgather dispatcher's versions of the three exchanges (gpt_chunk_moe_gather.cpp).
+    Vec moe_gather_dispatch(Layer& L, const ChunkComms& comms) const;
+    void moe_gather_combine(Layer& L, const Vec& out, Vec& y, const ChunkComms& comms) const;
+    Vec moe_gather_gradients(Layer& L, const Vec& dy, const ChunkComms& comms) const;
+    void moe_gather_return(Layer& L, const Vec& ret, Vec& d_in, Vec& d_gate,
+                           const ChunkComms& comms) const;
     // Local expert e's activation scaled row by row by its routing weights (fc2's input).
     Vec weighted_activation(const MoeState& s, std::int64_t e) const;
     void moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkComms& comms) const;
@@ -372,6 +391,7 @@ private:
     std::int64_t proj_in_ = 0; // the output projection's input width on this rank
     double aux_coeff_ = 0.0, z_coeff_ = 0.0;
     double capacity_factor_ = 0.0; // 0: dropless
+    bool gather_dispatch_ = false; // the allgather token dispatcher (else all-to-all)
     std::vector<LayerParams> layers_;
     std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk
     std::int32_t chunk_ = 0;                            // this rank's chunk index

@@ -28,6 +28,7 @@ struct ProcessGroups {
     std::unique_ptr<MpiCommunicator> expert;        // ep ranks exchanging tokens
     std::unique_ptr<MpiCommunicator> expert_data;   // ranks holding the same experts
     std::unique_ptr<MpiCommunicator> expert_tensor; // ranks splitting the same experts (etp)
+    std::unique_ptr<MpiCommunicator> tensor_expert; // etp·ep ranks (allgather dispatcher)
     // Hybrid sharding (num_distributed_optimizer_instances N): the data (expert-data) ranks of
     // one replica, over which the optimizer state is sharded, and the ranks holding the same
     // shard in the N replicas. With N = 1: the data (expert-data) group, and one rank.
