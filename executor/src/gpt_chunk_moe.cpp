@@ -119,12 +119,8 @@ Vec GptChunk::moe_dispatch(Layer& L, const ChunkComms& comms) const {
     const std::int64_t E = experts_, K = top_k_, R = ep.size(), El = shape_.local_experts,
                        N = shape_.rows, h = shape_.hidden;
     MoeState& s = L.moe;
-    // With a capacity factor each expert takes at most ⌈cf · N·k / E⌉ of this rank's slots, in
-    // token order; the rest are dropped (their output is zero, as in GShard and Switch).
     std::vector<std::int64_t> taken(static_cast<std::size_t>(E), 0);
-    const std::int64_t capacity =
-        capacity_factor_ > 0 ? std::int64_t(std::ceil(capacity_factor_ * double(N * K) / double(E)))
-                             : N * K;
+    const std::int64_t capacity = expert_capacity(N);
     // Each slot's token goes to the rank holding its expert; the counts first, then the rows
     // (each with its expert, local to the receiver) by a variable-size all-to-all.
     s.sent.assign(std::size_t(R), 0);

@@ -37,14 +37,12 @@ Vec GptChunk::moe_gather_dispatch(Layer& L, const ChunkComms& comms) const {
     const std::int64_t first = std::int64_t(comms.expert.rank()) * El;
     std::vector<std::int64_t> taken(static_cast<std::size_t>(E));
     Vec rows;
+    rows.reserve(std::size_t(total_rows(s.gathered_rows) * K / comms.expert.size() * (h + 2)));
     s.local_slots.clear();
     std::int64_t token = 0;
     for (const std::int64_t block : s.gathered_rows) {
         std::fill(taken.begin(), taken.end(), 0);
-        const std::int64_t capacity =
-            capacity_factor_ > 0
-                ? std::int64_t(std::ceil(capacity_factor_ * double(block * K) / double(E)))
-                : block * K;
+        const std::int64_t capacity = expert_capacity(block);
         for (std::int64_t t = 0; t < block; ++t, ++token) {
             const float* src = all.data() + token * width;
             for (std::int64_t j = 0; j < K; ++j) {

@@ -5,7 +5,7 @@
 // activation), shared_experts (the same for an MoE layer's shared experts) and moe_act (the
 // routed experts' activations, from their fc1 outputs) and mla_up_proj (MLA's per-head
 // queries, keys and values, from the saved latents) and moe (an MoE layer's whole routed part:
-// router, dispatch, experts and combine run again from the norm's output — all-to-alls
+// router, dispatch, experts and combine run again from the norm's output — the token exchanges
 // included, at the same point of every expert rank's schedule). What the rebuild computes is
 // what the
 // forward computed, bit for bit, so losses and gradients do not change; activation memory does.

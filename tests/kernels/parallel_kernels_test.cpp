@@ -131,6 +131,25 @@ TEST_F(ParallelKernels, CrossEntropyAndAdamWMatchOneThread) {
     });
 }
 
+TEST_F(ParallelKernels, UnfusedAttentionMatchesOneThreadWithGroupedHeadsAndDropout) {
+    const std::int64_t B = 2, T = 37, H = 6, KV = 2, D = 8;
+    const std::int64_t W = (H + 2 * KV) * D;
+    const Vec qkv = random_vec(B * T * W, 16), dout = random_vec(B * T * H * D, 17);
+    std::vector<std::uint64_t> keys(std::size_t(B * H * T));
+    for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = dropout_key(43, i);
+    for (const bool with_dropout : {false, true}) {
+        const AttentionDropout drop{0.1f, keys.data()};
+        const AttentionDropout* dropout = with_dropout ? &drop : nullptr;
+        expect_thread_count_invariant(with_dropout ? "unfused, dropout" : "unfused", [&] {
+            Vec out(B * T * H * D), probs(B * H * T * T), dqkv(B * T * W, 0.0f);
+            attention_forward(out.data(), probs.data(), qkv.data(), B, T, H, KV, D, dropout);
+            attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), B, T, H, KV, D,
+                               dropout);
+            return std::vector<Vec>{out, probs, dqkv};
+        });
+    }
+}
+
 TEST_F(ParallelKernels, FlashAttentionMatchesOneThreadWithGroupedHeadsAndDropout) {
     const std::int64_t B = 2, T = 130, H = 6, KV = 2, D = 16; // 3 query heads per kv head
     const std::int64_t W = (H + 2 * KV) * D;

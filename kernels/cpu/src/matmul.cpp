@@ -43,9 +43,12 @@ struct Gemm {
 
 // Blocks of the longer side of C, cut at multiples of 16 rows or columns (whole tiles of the
 // BLAS kernels). OpenBLAS sums over k the same way in every block of its packed path, but its
-// small-matrix kernels (Skylake-X: M·N·K ≤ 100³) sum differently, so a GEMM is cut only into
-// blocks that stay well above that: its bits then do not depend on the thread count
-// (tests/kernels/parallel_kernels_test.cpp).
+// small-matrix kernels (Skylake-X: M·N·K ≤ 100³) sum differently, so a GEMM is cut only when it
+// has 2 × 4·2^20 multiply-adds or more, each block then above about 2·2^20 even where the
+// 16-wide edges make it the smaller: its bits do not depend on the thread count
+// (tests/kernels/parallel_kernels_test.cpp). (OpenBLAS's AVX-512 "direct" sgemm, taken
+// single-threaded for row-major NN products with beta 0 below 7·2^20, would break this; the
+// three callers here are NT, and NN and TN with beta 1.)
 constexpr std::int64_t kGrain = 16;
 constexpr double kMinBlockMultiplyAdds = 4.0 * (1 << 20);
 

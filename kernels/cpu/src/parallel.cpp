@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cblas.h>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -54,11 +55,20 @@ public:
             ++generation_;
         }
         wake_.notify_all();
-        body(0, block_begin(1));
-        std::unique_lock lock(mutex_);
-        done_.wait(lock, [this] { return pending_ == 0; });
-        body_ = nullptr;
+        // The workers still read `body`: wait for them even when the caller's block throws.
+        std::exception_ptr failure;
+        try {
+            body(0, block_begin(1));
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        {
+            std::unique_lock lock(mutex_);
+            done_.wait(lock, [this] { return pending_ == 0; });
+            body_ = nullptr;
+        }
         busy_ = false;
+        if (failure) std::rethrow_exception(failure);
     }
 
 private:

@@ -40,8 +40,8 @@ enum class GroupKind {
     data_replica,
     expert_data_shard,
     expert_data_replica,
-    // tp·ep ranks: Megatron's tp_ep group, over which the allgather and flex (DeepEP) token
-    // dispatchers move tokens.
+    // etp·ep ranks (tp·ep when etp = tp): Megatron's tp_ep group, over which the allgather and
+    // flex (DeepEP) token dispatchers move tokens.
     tensor_expert,
     // etp ranks slicing the same experts (Megatron's expert tensor-parallel group; the tensor
     // group when etp = tp): the alltoall dispatcher's all-gather after the exchange.

@@ -27,6 +27,7 @@
 #include "trident/core/model_layout.h"
 #include "trident/executor/communicator.h"
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -142,8 +143,9 @@ public:
     // four linear layers.
     // Routing state of an MoE layer for one micro-batch (Shazeer et al. 2017; Fedus et al.
     // 2021): top-k of the router's softmax, gates renormalised over the k (Mixtral), tokens sent
-    // to the experts' ranks by a variable-size all-to-all over the expert group, and everything
-    // the backward and W need.
+    // to the experts' ranks by a variable-size all-to-all over the expert group (or gathered
+    // over the etp·ep group by the allgather dispatcher), and everything the backward and W
+    // need.
     struct MoeState {
         Vec probs;                                     // [N×E] router softmax
         std::vector<std::int32_t> topk;                // [N×k] chosen experts
@@ -281,6 +283,15 @@ private:
     // weighted output); the combine into y.
     void moe_route(const LayerParams& lp, Layer& L, Communicator& tp) const;
     Vec moe_dispatch(Layer& L, const ChunkComms& comms) const;
+    // With a capacity factor each expert takes at most ⌈cf · N·k / E⌉ of the slots a rank with
+    // N rows routes, in token order; the rest are dropped (their output is zero, as in GShard
+    // and Switch). Dropless: every slot.
+    std::int64_t expert_capacity(std::int64_t rows) const {
+        return capacity_factor_ > 0
+                   ? std::int64_t(
+                         std::ceil(capacity_factor_ * double(rows * top_k_) / double(experts_)))
+                   : rows * top_k_;
+    }
     Vec moe_experts_forward(const LayerParams& lp, MoeState& s, const Vec& rows) const;
     void moe_combine(Layer& L, Vec out, Vec& y, const ChunkComms& comms) const;
     // And backward: each expert row's output gradient; the experts' backward (per row the input
