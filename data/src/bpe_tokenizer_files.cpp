@@ -1,5 +1,6 @@
 // Reading and writing GPT-2's vocab.json and merges.txt.
 #include "trident/core/atomic_file.h"
+#include "trident/core/json_io.h"
 #include "trident/core/spec_error.h"
 #include "trident/data/bpe_tokenizer.h"
 #include "trident/data/gpt2_byte_alphabet.h"
@@ -31,14 +32,11 @@ std::string json_quoted(std::string_view gpt2_text) {
 // vocab.json: id -> token bytes, with every rule of the format checked.
 std::vector<std::string> read_vocab(const std::string& path) {
     std::ifstream in = open_for_reading(path);
-    nlohmann::json vocab;
-    try {
-        vocab = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-        std::string what = e.what();
-        if (auto at = what.find("parse error"); at != std::string::npos) what = what.substr(at);
-        throw core::SpecError(path, "not valid JSON: " + what);
-    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw core::SpecError(path, "read error");
+    // The one JSON reader: syntax errors with line and column, numbers out of range (1e400).
+    const nlohmann::json vocab = core::parse_json_text(text.str(), path);
     if (!vocab.is_object() || vocab.empty())
         throw core::SpecError(path, "must be a JSON object mapping each token to its id "
                                     "(GPT-2's vocab.json)");

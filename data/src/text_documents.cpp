@@ -70,6 +70,11 @@ bool TextDocuments::next_json_document(std::string& document) {
             object = nlohmann::json::parse(line_);
         } catch (const nlohmann::json::parse_error& e) {
             throw core::SpecError(where, describe_parse_error(e));
+        } catch (const nlohmann::json::out_of_range& e) {
+            // A number too large for a double (1e400): nlohmann gives no position for it.
+            std::string what = e.what();
+            if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+            throw core::SpecError(where, "not valid JSON: number out of range: " + what);
         }
         if (!object.is_object())
             throw core::SpecError(where, std::string("must be a JSON object with a \"text\" "

@@ -96,6 +96,13 @@ TEST(TextDocuments, MalformedJsonLineIsNamedByFileAndLine) {
     EXPECT_NE(e.reason().find("not valid JSON"), std::string::npos) << e.reason();
 }
 
+TEST(TextDocuments, NumberTooLargeForADoubleIsRefusedNotThrownThrough) {
+    const std::string path = write_temp("huge.jsonl", "{\"text\": \"ok\", \"n\": 1e999}\n");
+    const auto e = refusal({path});
+    EXPECT_EQ(e.field(), path + ":1");
+    EXPECT_NE(e.reason().find("number out of range"), std::string::npos) << e.reason();
+}
+
 TEST(TextDocuments, MissingOrNonStringTextIsRefused) {
     const std::string missing =
         write_temp("missing.jsonl", "{\"text\": \"ok\"}\n{\"body\": \"x\"}\n");

@@ -526,6 +526,8 @@ TEST(BpeTokenizer, RefusesMalformedFilesNamingThem) {
     };
     const std::string not_json = vocab_file("not_json.json", "{\"a\": 0,");
     const std::string array = vocab_file("array.json", "[1, 2]");
+    // Found by the fuzzer: a number too large for a double is out_of_range, not a parse_error.
+    const std::string huge = vocab_file("huge.json", "{\"a\": 109E555555555555555555}");
     const std::string no_eod = vocab_file("no_eod.json", "{" + bytes + "}");
     const std::string no_byte = vocab_file("no_byte.json", "{\"<|endoftext|>\": 0}");
     const std::string bad_id =
@@ -538,7 +540,8 @@ TEST(BpeTokenizer, RefusesMalformedFilesNamingThem) {
     const std::string unmerged = write_file(dir / "unmerged.txt", "h e\nh h\n");
     const std::string repeated = write_file(dir / "repeated.txt", "h e\nh e\n");
     const Case cases[] = {
-        {not_json, good_merges, not_json, "not valid JSON"},
+        {not_json, good_merges, not_json, "JSON syntax error at line 1, column 9"},
+        {huge, good_merges, huge, "JSON number out of range"},
         {array, good_merges, array, "JSON object"},
         {no_eod, good_merges, no_eod, "<|endoftext|>"},
         {no_byte, good_merges, no_byte, "has no token for the byte 0"},
