@@ -122,8 +122,8 @@ void FsdpUnits::release(std::int32_t chunk, std::int32_t unit) {
     Unit& u = units_.at(std::size_t(chunk)).at(std::size_t(unit));
     if (!shard_parameters_ || !u.gathered) return;
     for (std::size_t s : u.sets)
-        for (const FlatRun& r : sets_[s].others())
-            release_pages(store_.values.data() + r.begin, std::size_t(r.length));
+        for (const FlatRun& r : sets_[s].others()) // the next gather overwrites them whole
+            offer_pages(store_.values.data() + r.begin, std::size_t(r.length));
     u.gathered = false;
     held_ -= u.others;
 }

@@ -23,15 +23,19 @@ double meminfo_bytes(const char* key) {
 
 void release_pages(float* data, std::size_t n) {
     std::memset(data, 0, n * sizeof(float));
+    offer_pages(data, n);
+}
+
+void offer_pages(float* data, std::size_t n) {
     static const std::uintptr_t page = std::uintptr_t(sysconf(_SC_PAGESIZE));
     const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(data),
                          end = begin + n * sizeof(float);
     const std::uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
     // MADV_FREE, not MADV_DONTNEED: the kernel takes the pages back when it needs memory (they
-    // then read as zeros, as they do now), and otherwise leaves them mapped, so the next
+    // then read as zeros), and otherwise leaves them mapped, so the next
     // micro-batch writing there costs no page faults — a caching allocator's trade, where
     // returning and re-faulting every unit cost a third of an MoE step on two cores. Advice
-    // only: where the kernel refuses it, the pages stay zeroed and resident.
+    // only: where the kernel refuses it, the pages stay resident.
     if (first < last) madvise(reinterpret_cast<void*>(first), last - first, MADV_FREE);
 }
 

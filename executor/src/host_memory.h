@@ -13,4 +13,9 @@ double meminfo_bytes(const char* key);
 // ZeRO-2's reduced gradients, ZeRO-3's other ranks' parameters — is the machine's to reclaim.
 void release_pages(float* data, std::size_t n);
 
+// Offers data[0, n)'s whole pages back as release_pages does, without zeroing: for what is
+// overwritten whole before it is read again (ZeRO-3's gathered parameters), so it reads
+// either as it was or as zeros until then.
+void offer_pages(float* data, std::size_t n);
+
 } // namespace trident::executor

@@ -117,6 +117,10 @@ core::Json measured_profile_json(const ProfileMeasurements& m) {
                    {"memory_bytes", m.memory_bytes},
                    {"memory_bandwidth_bytes_per_s", m.memory_bandwidth_bytes_per_s}};
     if (m.host_op_issue_s > 0) j["device"]["host_op_issue_s"] = m.host_op_issue_s;
+    if (m.communication_blocks_compute) {
+        j["device"]["sms"] = 1;
+        j["device"]["communication_sms"] = 1;
+    }
     j["kernels"] = {
         {"gemm", {{dtype, gemm}}}, {"attention", {{dtype, attention}}}, {"memory_bound", memory}};
     if (!grouped.empty()) j["kernels"]["grouped_gemm"] = {{dtype, grouped}};

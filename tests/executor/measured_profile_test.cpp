@@ -138,6 +138,19 @@ TEST(MeasuredProfile, ACpuProfileUsesFp32AndTheShmFabricByTheSameRule) {
     // The CPU backend runs kernels synchronously: no host issue time is written or modelled.
     EXPECT_FALSE(j["device"].contains("host_op_issue_s"));
     EXPECT_EQ(p.host_op_issue_s(), 0.0);
+    // Unless said, collectives leave compute alone (a GPU's NCCL figure is not measured).
+    EXPECT_EQ(p.overlap_slowdown(), 0.0);
+}
+
+TEST(MeasuredProfile, CollectivesThatBlockTheRankTakeItsWholeCompute) {
+    ProfileMeasurements m = made_up(true);
+    m.communication_blocks_compute = true; // the CPU backend's blocking MPI, one core a rank
+    const core::Json j = measured_profile_json(m);
+    EXPECT_EQ(j["device"]["sms"], 1);
+    EXPECT_EQ(j["device"]["communication_sms"], 1);
+    const core::Profile p = core::Profile::from_json(j);
+    EXPECT_DOUBLE_EQ(p.overlap_slowdown(), 1.0);
+    EXPECT_DOUBLE_EQ(p.overlap_slowdown("nvlink"), 1.0);
 }
 
 TEST(MeasuredProfile, AMeasuredLaunchRateBecomesTheHostIssueTime) {

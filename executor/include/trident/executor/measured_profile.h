@@ -79,6 +79,10 @@ struct ProfileMeasurements {
     // Host seconds to issue one kernel (device.host_op_issue_s); 0: not measured — the CPU
     // backend runs each kernel synchronously, so its kernel times already include it.
     double host_op_issue_s = 0.0;
+    // Whether a collective holds the compute unit it runs on for its whole time (the CPU
+    // backend: one core per rank, blocking MPI that makes no progress in the background), so
+    // no compute hides it: written as device.sms = device.communication_sms = 1.
+    bool communication_blocks_compute = false;
 };
 
 // The derived figures, one rule for both backends:
