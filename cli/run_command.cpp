@@ -55,6 +55,7 @@ struct RunOptions {
     std::string trace;
     std::string metrics_json;
     std::string save_params;
+    std::string moe_routing_out;
     int threads = 1;
     std::string data_path;
     std::string split; // "": the plan file's, else 98,2,0 (Megatron's usual)
@@ -178,6 +179,7 @@ void check_outputs(const RunOptions& o, int rank) {
     check_writable_parent(o.trace, "--trace", rank);
     check_writable_parent(o.metrics_json, "--metrics-json", rank);
     check_writable_parent(o.save_params, "--save-params", rank);
+    check_writable_parent(o.moe_routing_out, "--moe-routing-out", rank);
     if (o.save.empty()) return;
     agree_on_path(
         "--save",
@@ -262,6 +264,10 @@ Command add_run_command(CLI::App& app) {
     c.app->add_option(
         "--save-params", o->save_params,
         "After training, write the full parameters (shards reassembled) to this file");
+    c.app->add_option("--moe-routing-out", o->moe_routing_out,
+                      "After training, write the routed tokens per expert (every MoE layer, "
+                      "every training micro-batch) as {\"tokens_per_expert\": [...]}, the "
+                      "histogram moe.load_balance takes");
     c.app
         ->add_option("--backend", o->backend,
                      "auto (cuda when a GPU is visible and the job runs there), cpu or cuda")
@@ -366,6 +372,9 @@ Command add_run_command(CLI::App& app) {
             const executor::Backend backend = resolve_backend(o->backend, job, rank);
             if (o->save_interval > 0 && o->save.empty())
                 throw core::SpecError("--save-interval", "needs --save DIR");
+            if (!o->moe_routing_out.empty() && !job.model.moe)
+                throw core::SpecError("--moe-routing-out",
+                                      "model '" + job.model.name + "' has no experts to count");
             if (o->ckpt_step && o->load.empty())
                 throw core::SpecError("--ckpt-step", "needs --load DIR (the checkpoint directory)");
             if (!o->load.empty()) executor::load_request(o->load, o->ckpt_step, o->save);
@@ -456,6 +465,13 @@ Command add_run_command(CLI::App& app) {
                 if (rank == 0)
                     core::write_file_atomically(
                         o->save_params, executor::serialize_parameters(full), "--save-params");
+            }
+            if (!o->moe_routing_out.empty()) {
+                const core::Json routing = {
+                    {"tokens_per_expert", trainer.routed_tokens_per_expert()}};
+                if (rank == 0)
+                    core::write_file_atomically(o->moe_routing_out, routing.dump(1) + "\n",
+                                                "--moe-routing-out");
             }
             if (rank == 0 && trainer.skipped_steps() > 0)
                 std::printf("skipped %lld steps with non-finite gradients\n",

@@ -103,7 +103,8 @@ SrunMpi choose_srun_mpi(const std::string& given) {
 }
 
 PathKind path_kind(const std::string& flag) {
-    for (const char* f : {"--save", "--load", "--trace", "--metrics-json", "--save-params"})
+    for (const char* f :
+         {"--save", "--load", "--trace", "--metrics-json", "--save-params", "--moe-routing-out"})
         if (flag == f) return PathKind::output;
     for (const char* f :
          {"--data-path", "--model", "--cluster", "--training", "--plan", "--profile"})

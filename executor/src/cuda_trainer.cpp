@@ -3,6 +3,7 @@
 #include "cuda_gpt_chunk.h"
 #include "partial_sums.h"
 #include "schedule_walk.h"
+#include "trident/core/internal_error.h"
 #include "trident/core/spec_error.h"
 #include "trident/core/step_numbers.h"
 #include "trident/core/units.h"
@@ -85,6 +86,10 @@ public:
     std::int64_t skipped_steps() const override { return skipped_; }
     TrainerState state() override;
     void state_loaded() override;
+    std::vector<double> routed_tokens_per_expert() override {
+        // `run` refuses MoE models on this backend before a trainer exists.
+        throw core::InternalError("the CUDA backend trains no MoE layers to count");
+    }
 
 private:
     struct Timed { // a trace event's device-side start and end

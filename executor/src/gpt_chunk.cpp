@@ -352,6 +352,8 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
         layer_forward(i, L, x, comms, a);
         drop_units(comms, layer_unit(i));
         a.router_loss += L.moe.router_loss;
+        // Here, not in layer_forward: a fully recomputed layer runs that again in B.
+        if (a.training && layers_[i].moe) count_routed_slots(L.moe);
         if (recompute_[i] == core::RecomputeGranularity::full) {
             Vec input = std::move(L.x_in);
             L = Layer{};

@@ -114,6 +114,14 @@ void GptChunk::moe_route(const LayerParams& lp, Layer& L, Communicator& tp) cons
         aux_coeff_ * double(E) * balance + z_coeff_ * double(totals[std::size_t(2 * E)]) / tokens;
 }
 
+void GptChunk::count_routed_slots(const MoeState& s) const {
+    // s.load is each expert's share of the micro-batch's tokens · top_k slots.
+    const double slots = double(shape_.tokens) * double(top_k_);
+    routed_slots_.resize(std::size_t(experts_), 0.0);
+    for (std::size_t e = 0; e < routed_slots_.size(); ++e)
+        routed_slots_[e] += std::round(double(s.load[e]) * slots);
+}
+
 Vec GptChunk::moe_dispatch(Layer& L, const ChunkComms& comms) const {
     Communicator& ep = comms.expert;
     const std::int64_t E = experts_, K = top_k_, R = ep.size(), El = shape_.local_experts,

@@ -135,6 +135,10 @@ public:
     const std::vector<std::int32_t>& tensor_units() const { return tensor_units_; }
     std::int32_t layer_count() const { return std::int32_t(layers_.size()); }
     std::int64_t local_experts() const { return shape_.local_experts; }
+    // Routed slots per expert (all experts, global ids) summed over this chunk's MoE layers and
+    // its training forwards so far (recomputation and evaluation not counted); under sequence
+    // parallelism already summed over the tensor group, so every tensor rank holds the same.
+    const std::vector<double>& routed_slots() const { return routed_slots_; }
     // FP8 training: the linear layers' GEMMs of the FP8 layers read their operands through
     // `fp8` (fp8_numerics.h); null: full precision.
     void use_fp8(Fp8Numerics* fp8) { fp8_ = fp8; }
@@ -282,6 +286,7 @@ private:
     // received, each followed by its local expert and routing weight); the experts (each row's
     // weighted output); the combine into y.
     void moe_route(const LayerParams& lp, Layer& L, Communicator& tp) const;
+    void count_routed_slots(const MoeState& s) const;
     Vec moe_dispatch(Layer& L, const ChunkComms& comms) const;
     // With a capacity factor each expert takes at most ⌈cf · N·k / E⌉ of the slots a rank with
     // N rows routes, in token order; the rest are dropped (their output is zero, as in GShard
@@ -413,6 +418,8 @@ private:
     // it is the tied table itself).
     std::vector<std::int32_t> embedding_units_, head_units_;
     core::Recompute recompute_plan_; // which modules selective rebuilds
+    // A statistic of the run (routed_slots()), not model state: counted from const forwards.
+    mutable std::vector<double> routed_slots_;
 };
 
 } // namespace trident::executor

@@ -89,6 +89,10 @@ public:
     // state_loaded() (the device backend copies them up).
     virtual TrainerState state() = 0;
     virtual void state_loaded() {}
+    // Routed slots per expert over every MoE layer and training micro-batch so far, summed
+    // over all ranks: the measured histogram moe.load_balance takes. Collective over
+    // MPI_COMM_WORLD; the same on every rank.
+    virtual std::vector<double> routed_tokens_per_expert() = 0;
 };
 
 // The ranks one rank's optimizer state is divided over: the data group (data × context ranks,
@@ -165,6 +169,7 @@ public:
     const ParameterStore& parameters() override;
     std::int64_t skipped_steps() const override { return skipped_; }
     TrainerState state() override;
+    std::vector<double> routed_tokens_per_expert() override;
 
 private:
     void run_schedule(const SampleSource& samples, std::int64_t first_sample, bool forward_only,
