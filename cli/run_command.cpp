@@ -236,10 +236,12 @@ std::int64_t resume(const RunOptions& o, executor::Trainer& trainer, const core:
                                                  : "; resharded from " + position->resharded_from) +
                ")";
     if (groups.world_rank == 0) std::printf("%s\n", note.c_str());
-    if (position && job.plan.fp8.recipe == core::Fp8Recipe::delayed && groups.world_rank == 0)
-        std::fprintf(stderr, "trident: warning: parallel.fp8.recipe: delayed scaling's amax "
-                             "history is not in checkpoints yet; it restarts here (scale 1 on "
-                             "the first resumed step)\n");
+    if (position && job.plan.fp8.recipe == core::Fp8Recipe::delayed &&
+        !position->fp8_histories_restored && groups.world_rank == 0)
+        std::fprintf(stderr, "trident: warning: parallel.fp8.recipe: the checkpoint holds no "
+                             "delayed-scaling amax history (saved without the delayed recipe, or "
+                             "by a trident before 2026-12-04); it restarts here (scale 1 on the "
+                             "first resumed step)\n");
     return first_step;
 }
 

@@ -1,6 +1,7 @@
 #include "trident/executor/checkpoint.h"
 
 #include "checkpoint_files.h"
+#include "checkpoint_fp8.h"
 #include "checkpoint_shard.h"
 #include "trident/core/atomic_file.h"
 #include "trident/core/json_io.h"
@@ -246,6 +247,24 @@ void save_checkpoint(const std::string& dir, const CheckpointPosition& position,
     }
     agree(world, "--save", error);
 
+    // Delayed FP8 scaling's amax histories, one file from rank 0 (a collective).
+    const bool delayed = job.plan.fp8.recipe == core::Fp8Recipe::delayed;
+    const std::string fp8_text =
+        delayed ? checkpoint_fp8::gather_text(trainer.fp8_amax_histories(), world, rank) : "";
+    core::Json fp8_entry;
+    if (rank == 0 && delayed) {
+        try {
+            const std::vector<std::uint8_t> fp8_bytes(fp8_text.begin(), fp8_text.end());
+            write_durably(partial / checkpoint_fp8::kFile, fp8_bytes);
+            fp8_entry = {{"file", checkpoint_fp8::kFile},
+                         {"bytes", fp8_bytes.size()},
+                         {"checksum", hex(checksum(fp8_bytes.data(), fp8_bytes.size()))}};
+        } catch (const core::SpecError& e) {
+            error = e.reason();
+        }
+    }
+    agree(world, "--save", error);
+
     // Sizes and checksums to rank 0, which writes the manifest last and renames the whole.
     const std::uint64_t mine[2] = {bytes.size(), checksum(bytes.data(), bytes.size())};
     std::vector<std::uint64_t> all(rank == 0 ? 2 * std::size_t(size) : 0);
@@ -262,16 +281,17 @@ void save_checkpoint(const std::string& dir, const CheckpointPosition& position,
                                   {"file", shard_name(r)},
                                   {"bytes", all[2 * std::size_t(r)]},
                                   {"checksum", hex(all[2 * std::size_t(r) + 1])}});
-            const core::Json manifest = {{"format", "trident.checkpoint/1"},
-                                         {"iteration", position.iteration},
-                                         {"consumed_samples", position.consumed_samples},
-                                         {"seed", position.seed},
-                                         {"model", core::to_json(job.model)},
-                                         {"layout", layout_of(job, size)},
-                                         {"global_batch_size", job.training.global_batch_size},
-                                         {"seq_length", job.training.seq_length},
-                                         {"checksum", "fnv1a64 over little-endian 64-bit words"},
-                                         {"shards", shards}};
+            core::Json manifest = {{"format", "trident.checkpoint/1"},
+                                   {"iteration", position.iteration},
+                                   {"consumed_samples", position.consumed_samples},
+                                   {"seed", position.seed},
+                                   {"model", core::to_json(job.model)},
+                                   {"layout", layout_of(job, size)},
+                                   {"global_batch_size", job.training.global_batch_size},
+                                   {"seq_length", job.training.seq_length},
+                                   {"checksum", "fnv1a64 over little-endian 64-bit words"},
+                                   {"shards", shards}};
+            if (!fp8_entry.is_null()) manifest["fp8_amax_history"] = fp8_entry;
             const std::string text = manifest.dump(1);
             write_durably(partial / kManifest, std::vector<std::uint8_t>(text.begin(), text.end()));
             sync_directory(partial);
@@ -332,6 +352,48 @@ std::vector<checkpoint_detail::Shard> read_shards(const fs::path& ckpt, const co
         shards.push_back(checkpoint_detail::parse_shard(bytes, (ckpt / shard_name(r)).string()));
     }
     return shards;
+}
+
+// The saved amax histories into `trainer`, when the checkpoint has them (rank 0 reads and
+// checks the file, every rank parses it); whether it had them. Collective over `world`.
+bool load_fp8_histories(const fs::path& ckpt, Trainer& trainer, const core::JobSpec& job,
+                        MpiCommunicator& world, int rank) {
+    std::string text, error;
+    if (rank == 0) {
+        try {
+            const core::Json manifest = read_manifest(ckpt);
+            if (const auto it = manifest.find("fp8_amax_history"); it != manifest.end()) {
+                const fs::path path = ckpt / it->at("file").get<std::string>();
+                std::ifstream in(path, std::ios::binary);
+                const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(in), {}};
+                if (!in.good() && !in.eof())
+                    error = "'" + path.string() + "' cannot be read";
+                else if (bytes.size() != it->at("bytes").get<std::uint64_t>() ||
+                         hex(checksum(bytes.data(), bytes.size())) !=
+                             it->at("checksum").get<std::string>())
+                    error = "'" + path.string() + "' does not match its size and checksum in " +
+                            kManifest + " (damaged?)";
+                else
+                    text.assign(bytes.begin(), bytes.end());
+            }
+        } catch (const core::SpecError& e) {
+            error = e.reason();
+        } catch (const std::exception& e) {
+            error =
+                "'" + (ckpt / kManifest).string() + "' fp8_amax_history is malformed: " + e.what();
+        }
+    }
+    agree(world, "--load", error);
+    text = broadcast_text(world, text, 0);
+    if (text.empty()) return false;
+    try {
+        trainer.restore_fp8_amax_histories(
+            checkpoint_fp8::parse(text, (ckpt / checkpoint_fp8::kFile).string(), job));
+    } catch (const core::SpecError& e) {
+        error = e.field() + ": " + e.reason();
+    }
+    agree(world, "--load", error);
+    return true;
 }
 
 } // namespace
@@ -399,6 +461,8 @@ std::optional<CheckpointPosition> load_checkpoint(const LoadRequest& request, Tr
         error = e.reason();
     }
     agree(world, "--load", error);
+    if (job.plan.fp8.recipe == core::Fp8Recipe::delayed)
+        position.fp8_histories_restored = load_fp8_histories(ckpt, trainer, job, world, rank);
     return position;
 }
 

@@ -17,8 +17,10 @@ constexpr std::int64_t kBlock = 128; // DeepSeek-V3's 1×128 and 128×128
 } // namespace
 
 Fp8Numerics::Fp8Numerics(const core::JobSpec& job, const ProcessGroups& groups,
-                         std::vector<std::int32_t> layers, std::int32_t experts)
-    : fp8_(job.plan.fp8), groups_(groups), layers_(std::move(layers)), experts_(experts) {
+                         std::vector<std::int32_t> layers, std::vector<std::int64_t> first_layers,
+                         std::int32_t experts)
+    : fp8_(job.plan.fp8), groups_(groups), layers_(std::move(layers)),
+      first_layers_(std::move(first_layers)), experts_(experts) {
     if (fp8_.recipe != core::Fp8Recipe::tensorwise && fp8_.recipe != core::Fp8Recipe::delayed &&
         fp8_.recipe != core::Fp8Recipe::blockwise)
         throw core::InternalError("Fp8Numerics: recipe " + core::precision_name(fp8_.recipe));
@@ -111,6 +113,53 @@ void Fp8Numerics::end_step() {
         history_[i].push_back(step_amax_[i]);
         while (std::int64_t(history_[i].size()) > fp8_.amax_history) history_[i].pop_front();
         step_amax_[i] = 0.0f;
+    }
+}
+
+std::vector<Fp8AmaxHistory> Fp8Numerics::histories() const {
+    std::vector<Fp8AmaxHistory> out;
+    if (fp8_.recipe != core::Fp8Recipe::delayed) return out;
+    const bool dense = groups_.tensor->rank() == 0 && groups_.data->rank() == 0;
+    const bool expert = groups_.expert_tensor->rank() == 0 && groups_.expert_data->rank() == 0;
+    const auto add = [&](const Site& site, std::int64_t global_expert) {
+        for (std::size_t op = 0; op < kOperands; ++op) {
+            const std::deque<float>& h = history_[slot(site, Operand(op))];
+            out.push_back({first_layers_[std::size_t(site.chunk)] + site.layer,
+                           site.linear,
+                           global_expert,
+                           std::int64_t(op),
+                           {h.begin(), h.end()}});
+        }
+    };
+    for (std::int32_t c = 0; c < std::int32_t(layers_.size()); ++c)
+        for (std::int32_t l = 0; l < layers_[std::size_t(c)]; ++l) {
+            if (dense)
+                for (std::int32_t linear = 0; linear < std::int32_t(kDenseLinears); ++linear)
+                    add({c, l, linear, -1}, -1);
+            if (expert)
+                for (std::int32_t e = 0; e < experts_; ++e)
+                    for (std::int32_t linear = 2; linear < 4; ++linear) // fc1, fc2
+                        add({c, l, linear, e}, std::int64_t(groups_.coord.ep) * experts_ + e);
+        }
+    return out;
+}
+
+void Fp8Numerics::restore(const std::vector<Fp8AmaxHistory>& saved) {
+    if (fp8_.recipe != core::Fp8Recipe::delayed) return;
+    for (const Fp8AmaxHistory& h : saved) {
+        if (h.operand < 0 || h.operand >= std::int64_t(kOperands)) continue;
+        const std::int64_t ep_first = std::int64_t(groups_.coord.ep) * experts_;
+        if (h.expert >= 0 && (h.expert < ep_first || h.expert >= ep_first + experts_)) continue;
+        for (std::size_t c = 0; c < layers_.size(); ++c) {
+            const std::int64_t l = h.layer - first_layers_[c];
+            if (l < 0 || l >= layers_[c]) continue;
+            const Site site{std::int32_t(c), std::int32_t(l), std::int32_t(h.linear),
+                            h.expert < 0 ? -1 : std::int32_t(h.expert - ep_first)};
+            std::deque<float>& into = history_[slot(site, Operand(h.operand))];
+            const std::size_t keep = std::min(
+                h.amaxes.size(), std::size_t(std::max<std::int64_t>(fp8_.amax_history, 0)));
+            into.assign(h.amaxes.end() - std::ptrdiff_t(keep), h.amaxes.end());
+        }
     }
 }
 

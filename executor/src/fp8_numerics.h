@@ -20,6 +20,7 @@
 #include "trident/core/job.h"
 #include "trident/executor/gpt_chunk.h"
 #include "trident/executor/process_groups.h"
+#include "trident/executor/trainer.h"
 #include "trident/kernels/fp8.h"
 
 #include <cstdint>
@@ -38,8 +39,10 @@ public:
         std::int32_t chunk = 0, layer = 0, linear = 0, expert = -1;
     };
     // `layers` and `experts`: per chunk of this rank, its layers and local routed experts.
+    // `first_layers`: per chunk, the global index of its first layer (the histories' keys).
     Fp8Numerics(const core::JobSpec& job, const ProcessGroups& groups,
-                std::vector<std::int32_t> layers, std::int32_t experts);
+                std::vector<std::int32_t> layers, std::vector<std::int64_t> first_layers,
+                std::int32_t experts);
 
     // x ([rows × cols], row-major) as an FP8 GEMM reads it when contracting over its columns
     // (`contract_rows` false) or its rows.
@@ -49,6 +52,11 @@ public:
     void record(bool on) { recording_ = on; }
     // Delayed scaling: the step's amaxes into the histories.
     void end_step();
+    // Delayed scaling: the histories this rank speaks for (tensor and data rank 0 for dense
+    // GEMMs, expert-tensor and expert-data rank 0 for experts' — the others hold the same),
+    // and the restoring of saved ones by key (at most amax_history of each, the newest).
+    std::vector<Fp8AmaxHistory> histories() const;
+    void restore(const std::vector<Fp8AmaxHistory>& saved);
 
 private:
     kernels::cpu::Fp8Kind kind(Operand operand) const;
@@ -57,7 +65,8 @@ private:
 
     core::Fp8 fp8_;
     const ProcessGroups& groups_;
-    std::vector<std::int32_t> layers_; // per chunk
+    std::vector<std::int32_t> layers_;       // per chunk
+    std::vector<std::int64_t> first_layers_; // per chunk
     std::int32_t experts_ = 0;
     std::vector<std::size_t> chunk_base_;  // first dense slot of each chunk
     std::vector<std::size_t> expert_base_; // first expert slot of each chunk

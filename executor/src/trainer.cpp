@@ -205,9 +205,14 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
     }
     if (job.plan.fp8.enabled()) {
         std::vector<std::int32_t> layers;
-        for (const GptChunk& c : chunks_) layers.push_back(c.layer_count());
-        fp8_ = std::make_unique<Fp8Numerics>(job_, groups, std::move(layers),
-                                             std::int32_t(chunks_.front().local_experts()));
+        std::vector<std::int64_t> first_layers;
+        for (const GptChunk& c : chunks_) {
+            layers.push_back(c.layer_count());
+            first_layers.push_back(c.first_layer());
+        }
+        fp8_ =
+            std::make_unique<Fp8Numerics>(job_, groups, std::move(layers), std::move(first_layers),
+                                          std::int32_t(chunks_.front().local_experts()));
         for (GptChunk& c : chunks_) c.use_fp8(fp8_.get());
     }
     if (core::placement_of(job.plan.schedule) == core::StagePlacement::two_copies)
@@ -546,6 +551,14 @@ std::vector<double> CpuTrainer::routed_tokens_per_expert() {
                             world.handle()),
               "MPI_Allreduce");
     return slots;
+}
+
+std::vector<Fp8AmaxHistory> CpuTrainer::fp8_amax_histories() const {
+    return fp8_ ? fp8_->histories() : std::vector<Fp8AmaxHistory>{};
+}
+
+void CpuTrainer::restore_fp8_amax_histories(const std::vector<Fp8AmaxHistory>& saved) {
+    if (fp8_) fp8_->restore(saved);
 }
 
 TrainerState CpuTrainer::state() {

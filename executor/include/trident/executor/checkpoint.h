@@ -18,10 +18,11 @@
 namespace trident::executor {
 
 struct CheckpointPosition {
-    std::int64_t iteration = 0;        // optimizer steps taken
-    std::int64_t consumed_samples = 0; // training samples read (the data position)
-    std::uint64_t seed = 0;            // of the weights' initialisation and the data order
-    std::string resharded_from;        // load: the saved layout, when it was not this run's
+    std::int64_t iteration = 0;          // optimizer steps taken
+    std::int64_t consumed_samples = 0;   // training samples read (the data position)
+    std::uint64_t seed = 0;              // of the weights' initialisation and the data order
+    std::string resharded_from;          // load: the saved layout, when it was not this run's
+    bool fp8_histories_restored = false; // load: delayed FP8 amax histories came with it
 };
 
 // The manifest's name for iteration n: "iter_0000010".

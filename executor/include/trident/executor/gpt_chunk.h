@@ -135,6 +135,7 @@ public:
     const std::vector<std::int32_t>& tensor_units() const { return tensor_units_; }
     std::int32_t layer_count() const { return std::int32_t(layers_.size()); }
     std::int64_t local_experts() const { return shape_.local_experts; }
+    std::int64_t first_layer() const { return shape_.first_layer; } // global index
     // Routed slots per expert (all experts, global ids) summed over this chunk's MoE layers and
     // its training forwards so far (recomputation and evaluation not counted); under sequence
     // parallelism already summed over the tensor group, so every tensor rank holds the same.

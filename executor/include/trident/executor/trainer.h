@@ -64,6 +64,14 @@ struct FlatRun {
 };
 
 // The optimizer state a checkpoint holds for this rank (views into the trainer).
+// One FP8 operand's delayed-scaling amax history, oldest first, keyed by what it scales in any
+// layout: the global layer, the linear (GptChunk::Linear), the global routed expert (−1: a
+// dense GEMM) and the operand (0 input, 1 weight, 2 output gradient).
+struct Fp8AmaxHistory {
+    std::int64_t layer = 0, linear = 0, expert = -1, operand = 0;
+    std::vector<float> amaxes;
+};
+
 struct TrainerState {
     std::span<float> parameters; // this rank's whole flat buffer (padded)
     std::span<float> adam_m, adam_v;
@@ -93,6 +101,13 @@ public:
     // over all ranks: the measured histogram moe.load_balance takes. Collective over
     // MPI_COMM_WORLD; the same on every rank.
     virtual std::vector<double> routed_tokens_per_expert() = 0;
+    // Delayed FP8 scaling's amax histories that this rank speaks for — each operand once over
+    // the ranks sharing it (they hold the same history) — for a checkpoint; none without the
+    // delayed recipe.
+    virtual std::vector<Fp8AmaxHistory> fp8_amax_histories() const { return {}; }
+    // Restores, by key, the saved histories of the operands this rank holds (a resharded
+    // checkpoint's too: the keys do not depend on the layout).
+    virtual void restore_fp8_amax_histories(const std::vector<Fp8AmaxHistory>&) {}
 };
 
 // The ranks one rank's optimizer state is divided over: the data group (data × context ranks,
@@ -170,6 +185,8 @@ public:
     std::int64_t skipped_steps() const override { return skipped_; }
     TrainerState state() override;
     std::vector<double> routed_tokens_per_expert() override;
+    std::vector<Fp8AmaxHistory> fp8_amax_histories() const override;
+    void restore_fp8_amax_histories(const std::vector<Fp8AmaxHistory>& saved) override;
 
 private:
     void run_schedule(const SampleSource& samples, std::int64_t first_sample, bool forward_only,
