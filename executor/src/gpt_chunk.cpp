@@ -274,7 +274,10 @@ void GptChunk::layer_forward(std::size_t i, Layer& L, Vec& x, const ChunkComms& 
     }
     if (dropping(a)) L.attention_keys = attention_dropout_keys(layer, a);
     attention_forward(L, comms.context);
-    if (is_mla_) compact_values(L);
+    if (is_mla_) { // keep the output without its (all-zero) value padding only
+        compact_values(L);
+        Vec().swap(L.att);
+    }
     Vec y(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
     gemm_forward(lp, Linear::proj, -1, y.data(), projection_input(L).data(), p(lp.proj_w), nullptr,
                  shape_.tokens, proj_in_, shape_.hidden);

@@ -164,12 +164,15 @@ void GptChunk::layer_backward(std::size_t i, Activations& a, Vec& dx, float loss
     Vec d_att(static_cast<std::size_t>(shape_.tokens * proj_in_), 0.0f);
     gemm_input_gradient(lp, Linear::proj, -1, d_att.data(), L.d_proj_out.data(), p(lp.proj_w),
                         shape_.tokens, proj_in_, shape_.hidden);
-    if (is_mla_) d_att = padded_values(d_att); // the values' padding had no effect
+    if (is_mla_) { // the values' padding had no effect, and its outputs were zeros
+        d_att = padded_values(d_att);
+        if (flash_) L.att = padded_values(L.mla.att_v); // its backward reads the output
+    }
     note_peak();
     attention_backward(L, d_att, comms.context); // flash reads the output (att) too
     note_peak();
     for (Vec* v : {&d_att, &L.probs, &L.lse, &L.kv, &L.qkv}) release(*v);
-    if (is_mla_) release(L.att); // the projection's input is its compact copy
+    if (is_mla_) release(L.att); // rebuilt for the attention backward only
     std::vector<std::uint64_t>().swap(L.attention_keys);
     weights([&] { linear_weight_gradient(lp, L, Linear::proj, true); });
     Vec d_ln1(static_cast<std::size_t>(NH), 0.0f);

@@ -113,12 +113,12 @@ void GptChunk::compact_values(Layer& L) const {
         std::copy_n(L.att.data() + r * D, vh, L.mla.att_v.data() + r * vh);
 }
 
-Vec GptChunk::padded_values(const Vec& d_att_v) const {
+Vec GptChunk::padded_values(const Vec& compact) const {
     const std::int64_t N = shape_.tokens, Hl = shape_.local_heads, D = shape_.head_dim,
                        vh = mla_.v_head_dim;
     Vec d(static_cast<std::size_t>(N * Hl * D), 0.0f);
     for (std::int64_t r = 0; r < N * Hl; ++r)
-        std::copy_n(d_att_v.data() + r * vh, vh, d.data() + r * D);
+        std::copy_n(compact.data() + r * vh, vh, d.data() + r * D);
     return d;
 }
 

@@ -68,7 +68,9 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
         const core::MlaSpec& a = *m.mla;
         q_width = k_width = heads * double(a.qk_head_dim + a.qk_pos_emb_head_dim);
         v_width = context_width = heads * double(a.v_head_dim);
-        latents = lb * T * double(a.q_lora_rank + a.kv_lora_rank + a.qk_pos_emb_head_dim);
+        // Each latent's norm input and output (the up-projection's input), as Megatron-Core's
+        // separate q/kv layernorms and TE linears keep them; the shared rotary key is part of K.
+        latents = lb * T * 2.0 * double(a.q_lora_rank + a.kv_lora_rank);
     } else {
         q_width = context_width = heads * double(m.head_dim);
         k_width = v_width = double(m.num_query_groups) * double(m.head_dim);

@@ -273,7 +273,7 @@ private:
     void mla_backward(const LayerParams& lp, Layer& L, Vec& d_ln1) const;
     void mla_weight_gradients(const LayerParams& lp, Layer& L, bool release_inputs) const;
     void compact_values(Layer& L) const;
-    Vec padded_values(const Vec& d_att_v) const;
+    Vec padded_values(const Vec& compact) const;
     void latent_norm_forward(const float* in, float* out, Vec& mean, Vec& rstd, std::int64_t w,
                              std::int64_t b, std::int64_t width) const;
     void latent_norm_backward(float* din, const float* dout, const float* in, const Vec& mean,
