@@ -43,25 +43,34 @@ void GptChunk::mla_forward(const LayerParams& lp, Layer& L) const {
     const std::int64_t N = shape_.tokens, h = shape_.hidden, rd = a.qk_pos_emb_head_dim,
                        lat = a.kv_lora_rank;
     MlaState& s = L.mla;
-    if (a.q_lora_rank > 0) { // the q latent and its norm
+    if (a.q_lora_rank > 0) { // the q latent
         s.q_c.resize(std::size_t(N * a.q_lora_rank));
         gemm_forward(lp, Linear::mla_q_down, -1, s.q_c.data(), L.ln1.data(), p(lp.q_down), nullptr,
                      N, h, a.q_lora_rank);
-        s.q_in.resize(s.q_c.size());
-        latent_norm_forward(s.q_c.data(), s.q_in.data(), s.q_mean, s.q_rstd, lp.q_norm_w,
-                            lp.q_norm_b, a.q_lora_rank);
     }
     // The joint latent and the shared rotary key: [N × (lat + rd)].
     s.kv_c.resize(std::size_t(N * (lat + rd)));
     gemm_forward(lp, Linear::mla_kv_down, -1, s.kv_c.data(), L.ln1.data(), p(lp.kv_down), nullptr,
                  N, h, lat + rd);
+    mla_latent_norms(lp, L);
+    mla_up(lp, L);
+}
+
+void GptChunk::mla_latent_norms(const LayerParams& lp, Layer& L) const {
+    const core::MlaSpec& a = mla_;
+    const std::int64_t N = shape_.tokens, rd = a.qk_pos_emb_head_dim, lat = a.kv_lora_rank;
+    MlaState& s = L.mla;
+    if (a.q_lora_rank > 0) {
+        s.q_in.resize(s.q_c.size());
+        latent_norm_forward(s.q_c.data(), s.q_in.data(), s.q_mean, s.q_rstd, lp.q_norm_w,
+                            lp.q_norm_b, a.q_lora_rank);
+    }
     Vec latent(static_cast<std::size_t>(N * lat));
     for (std::int64_t n = 0; n < N; ++n)
         std::copy_n(s.kv_c.data() + n * (lat + rd), lat, latent.data() + n * lat);
     s.c_n.resize(latent.size());
     latent_norm_forward(latent.data(), s.c_n.data(), s.c_mean, s.c_rstd, lp.kv_norm_w, lp.kv_norm_b,
                         lat);
-    mla_up(lp, L);
 }
 
 void GptChunk::mla_up(const LayerParams& lp, Layer& L) const {

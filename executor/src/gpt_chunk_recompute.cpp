@@ -1,7 +1,8 @@
 // The pieces of a GptChunk layer that selective recomputation by module (Megatron-Core's
 // --recompute-modules) drops after the forward and rebuilds in B just before they are needed:
 // core_attn (the attention core's saved state), layernorm (both norms' outputs, recomputed
-// from the layer's input and the attention residual), mlp (a dense layer's fc1 output and
+// from the layer's input and the attention residual, and MLA's latent norms' from the
+// latents), mlp (a dense layer's fc1 output and
 // activation), shared_experts (the same for an MoE layer's shared experts) and moe_act (the
 // routed experts' activations, from their fc1 outputs) and mla_up_proj (MLA's per-head
 // queries, keys and values, from the saved latents) and moe (an MoE layer's whole routed part:
@@ -65,10 +66,13 @@ void GptChunk::drop_recomputed(const LayerParams& lp, Layer& L) const {
         drop(L.lse);
     }
     if (is_mla_ && recompute_plan_.selects(M::mla_up_proj)) drop(L.qkv);
-    if (recompute_plan_.selects(M::layernorm))
+    if (recompute_plan_.selects(M::layernorm)) {
         for (Vec* v :
              {&L.ln1, &L.ln1_mean, &L.ln1_rstd, &L.ln2, &L.ln2_mean, &L.ln2_rstd, &L.moe_in})
             drop(*v);
+        if (is_mla_) // every RMSNorm, as DeepSeek-V3 recomputes them: the latents' too
+            for (Vec* v : {&L.mla.q_in, &L.mla.c_n}) drop(*v);
+    }
     if (recomputes_mlp(lp)) {
         drop(L.fc);
         drop(L.act);
@@ -83,6 +87,7 @@ void GptChunk::rebuild_recomputed(const LayerParams& lp, Layer& L, const ChunkCo
     if (recompute_plan_.selects(M::layernorm)) {
         norm1(lp, L, comms.tensor);
         norm2(lp, L, comms.tensor);
+        if (is_mla_) mla_latent_norms(lp, L);
     }
     // Queries, keys and values before the attention core that reads them.
     if (is_mla_ && recompute_plan_.selects(M::mla_up_proj)) mla_up(lp, L);

@@ -88,14 +88,20 @@ std::pair<std::int64_t, std::int64_t> attention_projections(Builder& b, const co
         // latents kept (Megatron-Core's MLA: the up-projections and their rotary parts).
         if (a.q_lora_rank > 0) {
             b.linear("q down", tokens, a.q_lora_rank, h);
-            norm(b, m, "q norm", double(tokens), double(a.q_lora_rank));
+            { // layernorm recomputation rebuilds every norm, the latents' too (DeepSeek-V3)
+                const RecomputedModule rebuilt(b, v, core::RecomputeModule::layernorm);
+                norm(b, m, "q norm", double(tokens), double(a.q_lora_rank));
+            }
             const RecomputedModule up(b, v, core::RecomputeModule::mla_up_proj);
             b.linear("q up", tokens, heads * score_dim, a.q_lora_rank);
         } else {
             b.linear("q", tokens, heads * score_dim, h);
         }
         b.linear("kv down", tokens, a.kv_lora_rank + a.qk_pos_emb_head_dim, h);
-        norm(b, m, "kv norm", double(tokens), double(a.kv_lora_rank));
+        {
+            const RecomputedModule rebuilt(b, v, core::RecomputeModule::layernorm);
+            norm(b, m, "kv norm", double(tokens), double(a.kv_lora_rank));
+        }
         const RecomputedModule up(b, v, core::RecomputeModule::mla_up_proj);
         b.linear("kv up", tokens, heads * (a.qk_head_dim + a.v_head_dim), a.kv_lora_rank);
     } else {

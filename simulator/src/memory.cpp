@@ -69,8 +69,11 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
         q_width = k_width = heads * double(a.qk_head_dim + a.qk_pos_emb_head_dim);
         v_width = context_width = heads * double(a.v_head_dim);
         // Each latent's norm input and output (the up-projection's input), as Megatron-Core's
-        // separate q/kv layernorms and TE linears keep them; the shared rotary key is part of K.
-        latents = lb * T * 2.0 * double(a.q_lora_rank + a.kv_lora_rank);
+        // separate q/kv layernorms and TE linears keep them — the outputs not when the
+        // layernorm recomputation rebuilds every norm (DeepSeek-V3 §3.2.3); the shared rotary
+        // key is part of K.
+        const bool norms_rebuilt = v.recomputes(core::RecomputeModule::layernorm);
+        latents = lb * T * (norms_rebuilt ? 1.0 : 2.0) * double(a.q_lora_rank + a.kv_lora_rank);
     } else {
         q_width = context_width = heads * double(m.head_dim);
         k_width = v_width = double(m.num_query_groups) * double(m.head_dim);

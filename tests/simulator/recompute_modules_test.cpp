@@ -85,9 +85,14 @@ TEST(RecomputeModules, LayernormDropsTheOutputsOfUnfusedNorms) {
                      2.0 * 4096 * 2048);
     EXPECT_EQ(recomputed(preset("qwen3-30b-a3b"), 0, core::module_bit(RecomputeModule::layernorm)),
               (std::multiset<std::string>{"mlp norm"}));
-    // DeepSeek-V3 (MLA): both norms are separate modules, 4,096 × 7,168 each.
+    // DeepSeek-V3 (MLA): both norms are separate modules, 4,096 × 7,168 each, and so are the
+    // q and kv latents' norms, 4,096 × 1,536 and 4,096 × 512; all four run again in B.
     EXPECT_DOUBLE_EQ(saved_bytes(preset("deepseek-v3"), 3, RecomputeModule::layernorm),
-                     2.0 * 2.0 * 4096 * 7168);
+                     2.0 * 4096 * (2.0 * 7168 + 1536 + 512));
+    const auto rebuilt =
+        recomputed(preset("deepseek-v3"), 3, core::module_bit(RecomputeModule::layernorm));
+    EXPECT_EQ(rebuilt.count("q norm"), 1u);
+    EXPECT_EQ(rebuilt.count("kv norm"), 1u);
     // A dense GQA layer has no unfused norm: nothing is saved, nothing recomputed.
     EXPECT_DOUBLE_EQ(saved_bytes(preset("llama3-8b"), 0, RecomputeModule::layernorm), 0.0);
 }

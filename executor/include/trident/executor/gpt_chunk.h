@@ -270,6 +270,9 @@ private:
     // Its up-projections from the saved latents (and L.ln1 without a q latent): L.qkv, what
     // the mla_up_proj recomputation drops and rebuilds.
     void mla_up(const LayerParams& lp, Layer& L) const;
+    // The q and kv latents' norms (their outputs feed the up-projections): in the forward, and
+    // again in B when the layernorm recomputation dropped them.
+    void mla_latent_norms(const LayerParams& lp, Layer& L) const;
     void mla_backward(const LayerParams& lp, Layer& L, Vec& d_ln1) const;
     void mla_weight_gradients(const LayerParams& lp, Layer& L, bool release_inputs) const;
     void compact_values(Layer& L) const;
