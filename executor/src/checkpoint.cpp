@@ -363,18 +363,9 @@ bool load_fp8_histories(const fs::path& ckpt, Trainer& trainer, const core::JobS
         try {
             const core::Json manifest = read_manifest(ckpt);
             if (const auto it = manifest.find("fp8_amax_history"); it != manifest.end()) {
-                const fs::path path = ckpt / it->at("file").get<std::string>();
-                std::ifstream in(path, std::ios::binary);
-                const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(in), {}};
-                if (!in.good() && !in.eof())
-                    error = "'" + path.string() + "' cannot be read";
-                else if (bytes.size() != it->at("bytes").get<std::uint64_t>() ||
-                         hex(checksum(bytes.data(), bytes.size())) !=
-                             it->at("checksum").get<std::string>())
-                    error = "'" + path.string() + "' does not match its size and checksum in " +
-                            kManifest + " (damaged?)";
-                else
-                    text.assign(bytes.begin(), bytes.end());
+                std::vector<std::uint8_t> bytes;
+                error = check_listed_file(ckpt, *it, &bytes);
+                text.assign(bytes.begin(), bytes.end());
             }
         } catch (const core::SpecError& e) {
             error = e.reason();

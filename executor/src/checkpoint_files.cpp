@@ -64,7 +64,11 @@ std::string check_shard(const fs::path& dir, const core::Json& manifest, int ran
     const core::Json& shards = manifest.at("shards");
     if (!shards.is_array() || rank >= int(shards.size()))
         return "the manifest lists no shard for rank " + std::to_string(rank);
-    const core::Json& entry = shards[std::size_t(rank)];
+    return check_listed_file(dir, shards[std::size_t(rank)], bytes_out);
+}
+
+std::string check_listed_file(const fs::path& dir, const core::Json& entry,
+                              std::vector<std::uint8_t>* bytes_out) {
     const fs::path path = dir / entry.at("file").get<std::string>();
     std::ifstream in(path, std::ios::binary);
     if (!in) return "'" + path.string() + "' is missing";
@@ -104,6 +108,8 @@ std::string integrity_problem(const fs::path& dir) {
         for (int r = 0; r < shards; ++r)
             if (std::string problem = check_shard(dir, manifest, r, nullptr); !problem.empty())
                 return problem;
+        if (const auto fp8 = manifest.find("fp8_amax_history"); fp8 != manifest.end())
+            return check_listed_file(dir, *fp8, nullptr);
         return {};
     } catch (const core::SpecError& e) {
         return e.reason();

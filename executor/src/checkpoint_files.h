@@ -29,11 +29,16 @@ core::Json read_manifest(const std::filesystem::path& dir);
 // (its bytes then go to *bytes_out when given).
 std::string check_shard(const std::filesystem::path& dir, const core::Json& manifest, int rank,
                         std::vector<std::uint8_t>* bytes_out);
+// The same for any file the manifest lists as {"file", "bytes", "checksum"} (a shard, the FP8
+// amax histories).
+std::string check_listed_file(const std::filesystem::path& dir, const core::Json& entry,
+                              std::vector<std::uint8_t>* bytes_out);
 
 // "tp 1 · cp 1 · ep 1 · dp 2 · pp 2 · vpp 1 · layers 2 2": a manifest's layout for people.
 std::string describe_layout(const core::Json& layout);
 
-// What is wrong with checkpoint `dir` (manifest, then every shard), or "" when it is whole.
+// What is wrong with checkpoint `dir` (manifest, then every file it lists), or "" when it
+// is whole.
 std::string integrity_problem(const std::filesystem::path& dir);
 
 // Rank 0's choice for `request`: the iteration to load, or −1 for a first launch.

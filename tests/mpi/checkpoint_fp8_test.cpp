@@ -79,6 +79,11 @@ TEST(CheckpointFp8, DelayedScalingResumesAsIfUninterrupted) {
     EXPECT_EQ(damaged.exit_code, 2);
     EXPECT_NE(damaged.err.find("fp8_amax_history.json"), std::string::npos) << damaged.err;
     EXPECT_NE(damaged.err.find("checksum"), std::string::npos) << damaged.err;
+    // `checkpoint verify` checks it with the shards.
+    const auto verify =
+        run_shell(std::string(TRIDENT_BINARY) + " checkpoint verify --dir " + dir.string());
+    EXPECT_NE(verify.exit_code, 0);
+    EXPECT_NE(verify.out.find("fp8_amax_history.json"), std::string::npos) << verify.out;
     fs::remove_all(dir);
 }
 
