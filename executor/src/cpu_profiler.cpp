@@ -56,16 +56,10 @@ double time_median(
     return median(std::move(times));
 }
 
-// A sweep over 64 MiB, to evict the caches (`flush_caches`).
-std::vector<char>& cache_sweep() {
-    static std::vector<char> sweep(64u << 20);
-    return sweep;
-}
-
 // In training an operation's operands arrive from other kernels, not warm from its last call:
-// the GEMM and collective timings start each repetition after this sweep.
+// the GEMM, memory-bound and collective timings start each repetition after this 64 MiB sweep.
 void flush_caches() {
-    std::vector<char>& sweep = cache_sweep();
+    static std::vector<char> sweep(64u << 20);
     for (std::size_t i = 0; i < sweep.size(); i += 64) sweep[i] = char(sweep[i] + 1);
 }
 
@@ -386,8 +380,8 @@ core::Json measure_cpu_profile(const CpuProfileOptions& o) {
     m.method = "Measured by trident profile --backend cpu with the executor's own CPU kernels "
                "(OpenBLAS sgemm, one thread per rank) and MPI collectives among " +
                std::to_string(world) +
-               " local ranks; medians of repeated runs, GEMMs and collectives each from flushed "
-               "caches. Memory bandwidth = elementwise rate at the largest size; memory = this "
+               " local ranks; medians of repeated runs, each from flushed caches. Memory bandwidth "
+               "= elementwise rate at the largest size; memory = this "
                "machine's RAM, shared by its ranks. A blocking MPI collective holds its rank's "
                "core, so nothing overlaps it (device.sms = communication_sms = 1).";
     m.measured_on =
