@@ -176,6 +176,11 @@ void add_spec_options(CLI::App& app, core::JobInputs& in, std::string* nodes_lis
          "Capacity factor of every expert (overrides the model's; none: dropless; plan: a "
          "list such as none,1.0,1.25 to search)",
          job);
+    app.add_flag_function(
+           "--moe-pad-expert-input-to-capacity",
+           [&in](std::int64_t n) { in.moe_pad_expert_input_to_capacity = n > 0; },
+           "Pad every expert's input to its capacity (needs --moe-expert-capacity-factor)")
+        ->group(job);
     app.add_option_function<std::int64_t>(
            "--mtp-num-layers", [&in](const std::int64_t& v) { in.mtp_num_layers = v; },
            "Multi-token-prediction modules on the last stage (overrides the model's; "

@@ -421,8 +421,15 @@ SizeSearch search_size(const PlanCommandOptions& o, const planner::SearchSpace& 
                        std::optional<std::int64_t> nodes, Objective objective) {
     core::JobInputs inputs = o.inputs;
     inputs.nodes = nodes;
-    if (!space.capacity_factors.empty())
-        inputs.moe_expert_capacity_factor = "none"; // the search sets each in turn
+    if (!space.capacity_factors.empty()) {
+        // The search sets each factor in turn; the specs take a listed number where there is
+        // one, so a padding request (which needs a factor) survives loading.
+        const auto number = std::find_if(space.capacity_factors.begin(),
+                                         space.capacity_factors.end(),
+                                         [](const std::optional<double>& f) { return bool(f); });
+        inputs.moe_expert_capacity_factor =
+            number == space.capacity_factors.end() ? "none" : exact_number(**number);
+    }
     core::JobSpec specs = core::load_specs(inputs);
     record_data(o, specs);
     (void)check_train_budget(o.budget, specs); // a malformed budget fails before the search

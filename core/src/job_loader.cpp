@@ -193,6 +193,15 @@ void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
             const auto factor =
                 parse_capacity_factor(*in.moe_expert_capacity_factor, "model.moe.capacity_factor");
             model["moe"]["capacity_factor"] = factor ? Json(*factor) : Json(nullptr);
+            // Dropless has no capacity to pad to: the override clears the model's padding.
+            if (!factor) model["moe"].erase("pad_to_capacity");
+        }
+        if (in.moe_pad_expert_input_to_capacity) {
+            if (!model.contains("moe") || !model["moe"].is_object())
+                throw SpecError("model.moe.pad_to_capacity",
+                                "--moe-pad-expert-input-to-capacity needs a mixture-of-experts "
+                                "model");
+            model["moe"]["pad_to_capacity"] = *in.moe_pad_expert_input_to_capacity;
         }
         if (in.mtp_num_layers) model["mtp_num_layers"] = *in.mtp_num_layers;
         if (in.mtp_loss_scaling_factor)

@@ -59,6 +59,10 @@ MoeSpec moe_from_json(const Json& j, const std::string& path) {
             throw SpecError(r.field("capacity_factor"), "must be a number or null (dropless)");
         m.capacity_factor = r.number("capacity_factor", 1.0e-6, 1.0e6);
     }
+    m.pad_to_capacity = r.boolean_or("pad_to_capacity", false);
+    if (m.pad_to_capacity && !m.capacity_factor)
+        throw SpecError(r.field("pad_to_capacity"),
+                        "true needs a capacity_factor (dropless experts have no capacity to pad to)");
     m.aux_loss_coeff = r.number_or("aux_loss_coeff", m.aux_loss_coeff, 0.0, 1.0e3);
     m.z_loss_coeff = r.number_or("z_loss_coeff", m.z_loss_coeff, 0.0, 1.0e3);
     if (const Json* lb = r.get("load_balance")) read_load_balance(*lb, r.field("load_balance"), m);
@@ -235,6 +239,7 @@ Json to_json(const ModelSpec& m) {
         o["layer_frequency"] = e.layer_frequency;
         o["first_dense_layers"] = e.first_dense_layers;
         o["capacity_factor"] = e.capacity_factor ? Json(*e.capacity_factor) : Json(nullptr);
+        if (e.pad_to_capacity) o["pad_to_capacity"] = true;
         o["aux_loss_coeff"] = e.aux_loss_coeff;
         if (e.z_loss_coeff > 0) o["z_loss_coeff"] = e.z_loss_coeff;
         if (e.load_balance != LoadBalance::forced) o["load_balance"] = load_balance_json(e);

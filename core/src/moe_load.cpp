@@ -75,24 +75,30 @@ Json load_balance_json(const MoeSpec& m) {
     return std::string(kLoadBalanceNames[int(m.load_balance)]);
 }
 
-double MoeSpec::slowest_rank_load(std::int64_t ep) const {
+double MoeSpec::slowest_rank_load(std::int64_t ep, double expert_cap) const {
     const std::int64_t local = num_experts / std::max<std::int64_t>(1, ep);
+    // Loads are over the mean expert's; a capped expert computes at most expert_cap of them.
+    const auto capped = [expert_cap](double load) { return std::min(load, expert_cap); };
     switch (load_balance) {
     case LoadBalance::forced:
-        return 1.0;
+        return capped(1.0);
     case LoadBalance::aux_loss:
         // The hottest expert at 1 + MaxVio times the mean, the rest of its rank at the mean.
-        return 1.0 + kAuxLossMaxViolation / double(local);
+        return (capped(1.0 + kAuxLossMaxViolation) + double(local - 1) * capped(1.0)) /
+               double(local);
     case LoadBalance::histogram:
         break;
     }
     const double total = std::accumulate(tokens_per_expert.begin(), tokens_per_expert.end(), 0.0);
+    const double mean_expert = total / double(num_experts);
     double busiest = 0.0;
-    for (std::int64_t r = 0; r < ep; ++r)
-        busiest =
-            std::max(busiest, std::accumulate(tokens_per_expert.begin() + r * local,
-                                              tokens_per_expert.begin() + (r + 1) * local, 0.0));
-    return busiest / (total / double(ep));
+    for (std::int64_t r = 0; r < ep; ++r) {
+        double rank = 0.0;
+        for (std::int64_t e = r * local; e < (r + 1) * local; ++e)
+            rank += capped(tokens_per_expert[std::size_t(e)] / mean_expert);
+        busiest = std::max(busiest, rank);
+    }
+    return busiest / double(local);
 }
 
 double MoeSpec::expected_destinations(std::int64_t holders) const {

@@ -21,8 +21,7 @@ Fp8Numerics::Fp8Numerics(const core::JobSpec& job, const ProcessGroups& groups,
                          std::int32_t experts)
     : fp8_(job.plan.fp8), groups_(groups), layers_(std::move(layers)),
       first_layers_(std::move(first_layers)), experts_(experts) {
-    if (fp8_.recipe != core::Fp8Recipe::tensorwise && fp8_.recipe != core::Fp8Recipe::delayed &&
-        fp8_.recipe != core::Fp8Recipe::blockwise)
+    if (fp8_.recipe == core::Fp8Recipe::none)
         throw core::InternalError("Fp8Numerics: recipe " + core::precision_name(fp8_.recipe));
     for (std::int32_t n : layers_) {
         chunk_base_.push_back(dense_slots_);
@@ -73,6 +72,10 @@ Vec Fp8Numerics::quantized(const Site& site, Operand operand, const float* x, st
                            std::int64_t cols, bool contract_rows) {
     Vec out(static_cast<std::size_t>(rows * cols));
     const k::Fp8Kind f = kind(operand);
+    if (fp8_.recipe == core::Fp8Recipe::mxfp8) {
+        k::fake_quantize_mx(out.data(), x, rows, cols, contract_rows, f);
+        return out;
+    }
     if (fp8_.recipe == core::Fp8Recipe::blockwise) {
         const bool tile = operand == Operand::weight;
         const std::int64_t block_rows = tile || contract_rows ? kBlock : 1,

@@ -16,7 +16,12 @@
 //   history when the step ends;
 // - blockwise (DeepSeek-V3 §3.3.1; TE's Float8BlockScaling): a scale per 1×128 block along the
 //   GEMM's contraction dimension for inputs and gradients, per 128×128 tile for weights; no
-//   reduction (a block on a tensor rank is the block of that rank's piece).
+//   reduction (a block on a tensor rank is the block of that rank's piece);
+// - mxfp8 (OCP Microscaling; TE's MXFP8BlockScaling): a power-of-two (E8M0) scale per 32
+//   consecutive values along the GEMM's contraction dimension for every operand, weights
+//   included (1-D blocks only); the format as --fp8-format says (TE's default for MXFP8 is
+//   e4m3 throughout). Blackwell runs these GEMMs natively; here they are quantize → dequantize
+//   like the others, the reference a device path is tested against.
 #include "trident/core/job.h"
 #include "trident/executor/gpt_chunk.h"
 #include "trident/executor/process_groups.h"

@@ -135,6 +135,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         aux_coeff_ = m.moe->aux_loss_coeff;
         z_coeff_ = m.moe->z_loss_coeff;
         capacity_factor_ = m.moe->capacity_factor.value_or(0.0);
+        pad_to_capacity_ = m.moe->pad_to_capacity;
         gather_dispatch_ = plan.token_dispatcher == core::TokenDispatcher::allgather;
     }
     // MLA: one key/value group per head, of the queries' and keys' width (values padded).

@@ -140,6 +140,20 @@ Vec GptChunk::moe_dispatch(Layer& L, const ChunkComms& comms) const {
         s.slot_rank[std::size_t(slot)] = r;
         s.slot_row[std::size_t(slot)] = std::int32_t(s.sent[std::size_t(r)]++);
     }
+    // Padded to capacity (Megatron's --moe-pad-expert-input-to-capacity): each expert's rows
+    // made up to exactly `capacity` by zero rows of routing weight 0 after the routed ones.
+    struct Padding {
+        std::int32_t rank;
+        std::int64_t row;   // among the rows sent there
+        std::int32_t local; // its expert, local to that rank
+    };
+    std::vector<Padding> padding;
+    if (pad_to_capacity_)
+        for (std::int64_t e = 0; e < E; ++e)
+            for (std::int64_t n = std::min(taken[std::size_t(e)], capacity); n < capacity; ++n) {
+                const auto r = std::int32_t(e / El);
+                padding.push_back({r, s.sent[std::size_t(r)]++, std::int32_t(e % El)});
+            }
     Vec counts_out(static_cast<std::size_t>(R)), counts_in(static_cast<std::size_t>(R));
     for (std::int64_t r = 0; r < R; ++r) counts_out[std::size_t(r)] = float(s.sent[std::size_t(r)]);
     ep.all_to_all(counts_out.data(), counts_in.data(), 1);
@@ -159,6 +173,11 @@ Vec GptChunk::moe_dispatch(Layer& L, const ChunkComms& comms) const {
         std::copy_n(in.data() + (slot / K) * shape_.hidden, shape_.hidden, dst);
         dst[shape_.hidden] = float(s.topk[std::size_t(slot)] % El);
         dst[shape_.hidden + 1] = s.gates[std::size_t(slot)];
+    }
+    for (const Padding& pad : padding) {
+        float* dst = out_buf.data() + (send_at[std::size_t(pad.rank)] + pad.row) * row;
+        std::fill_n(dst, row, 0.0f);
+        dst[shape_.hidden] = float(pad.local);
     }
     ep.all_to_allv(out_buf.data(), element_counts(s.sent, row), in_buf.data(),
                    element_counts(s.received, row));
@@ -285,6 +304,7 @@ Vec GptChunk::moe_send_gradients(Layer& L, const Vec& dy, const ChunkComms& comm
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     Vec to_experts(static_cast<std::size_t>(total_rows(s.sent) * h)),
         at_experts(static_cast<std::size_t>(total_rows(s.received) * h));
+    if (pad_to_capacity_) std::fill(to_experts.begin(), to_experts.end(), 0.0f); // padding rows
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
         std::copy_n(dy.data() + (slot / K) * h, h,

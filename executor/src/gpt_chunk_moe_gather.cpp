@@ -6,7 +6,8 @@
 // outputs summed in the same collective). The backward gathers the output gradients and
 // reduce-scatters the input and routing-weight gradients the same way. The experts and the
 // router are the all-to-all dispatcher's (gpt_chunk_moe.cpp); only the exchanges differ, so
-// both train the same numbers up to the order of the sums.
+// both train the same numbers up to the order of the sums. Padding to capacity pads each local
+// expert per source rank, as the all-to-all dispatcher's senders do.
 #include "moe_rows.h"
 #include "trident/executor/gpt_chunk.h"
 
@@ -16,6 +17,10 @@
 namespace trident::executor {
 
 using namespace moe_rows;
+
+namespace {
+constexpr std::int64_t kPaddingSlot = -1; // a row padding an expert to its capacity
+} // namespace
 
 Vec GptChunk::moe_gather_dispatch(Layer& L, const ChunkComms& comms) const {
     const std::int64_t E = experts_, K = top_k_, El = shape_.local_experts, N = shape_.rows,
@@ -55,6 +60,14 @@ Vec GptChunk::moe_gather_dispatch(Layer& L, const ChunkComms& comms) const {
                 rows.push_back(src[h + K + j]);
             }
         }
+        if (!pad_to_capacity_) continue;
+        for (std::int64_t e = first; e < first + El; ++e) // zero rows of routing weight 0
+            for (std::int64_t n = std::min(taken[std::size_t(e)], capacity); n < capacity; ++n) {
+                s.local_slots.push_back(kPaddingSlot);
+                rows.insert(rows.end(), std::size_t(h), 0.0f);
+                rows.push_back(float(e - first));
+                rows.push_back(0.0f);
+            }
     }
     return rows;
 }
@@ -64,6 +77,7 @@ void GptChunk::moe_gather_combine(Layer& L, const Vec& out, Vec& y, const ChunkC
     MoeState& s = L.moe;
     Vec sums(static_cast<std::size_t>(total_rows(s.gathered_rows) * h), 0.0f);
     for (std::size_t r = 0; r < s.local_slots.size(); ++r) {
+        if (s.local_slots[r] == kPaddingSlot) continue;
         float* to = sums.data() + (s.local_slots[r] / K) * h;
         const float* o = out.data() + std::int64_t(r) * h;
         for (std::int64_t c = 0; c < h; ++c) to[c] += o[c];
@@ -77,9 +91,13 @@ Vec GptChunk::moe_gather_gradients(Layer& L, const Vec& dy, const ChunkComms& co
     std::vector<std::int64_t> counts;
     const Vec all = gather_row_blocks(dy, h, comms.tensor_expert, counts);
     Vec at_experts(s.local_slots.size() * std::size_t(h));
-    for (std::size_t r = 0; r < s.local_slots.size(); ++r)
-        std::copy_n(all.data() + (s.local_slots[r] / K) * h, h,
-                    at_experts.data() + std::int64_t(r) * h);
+    for (std::size_t r = 0; r < s.local_slots.size(); ++r) {
+        float* to = at_experts.data() + std::int64_t(r) * h;
+        if (s.local_slots[r] == kPaddingSlot)
+            std::fill_n(to, h, 0.0f);
+        else
+            std::copy_n(all.data() + (s.local_slots[r] / K) * h, h, to);
+    }
     return at_experts;
 }
 
@@ -91,6 +109,7 @@ void GptChunk::moe_gather_return(Layer& L, const Vec& ret, Vec& d_in, Vec& d_gat
     // rank's expert or none took the slot).
     Vec sums(static_cast<std::size_t>(total_rows(s.gathered_rows) * width), 0.0f);
     for (std::size_t r = 0; r < s.local_slots.size(); ++r) {
+        if (s.local_slots[r] == kPaddingSlot) continue;
         const std::int64_t token = s.local_slots[r] / K, j = s.local_slots[r] % K;
         float* to = sums.data() + token * width;
         const float* d = ret.data() + std::int64_t(r) * (h + 1);

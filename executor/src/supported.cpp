@@ -36,10 +36,6 @@ void require_supported(const core::JobSpec& job) {
            std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +
                std::to_string(p.zero_stage()) + ") under schedule \"" +
                core::to_string(p.schedule) + "\" (its twin copies trade whole gradients)");
-    // FP8 runs as quantize → dequantize around the linear layers' GEMMs (fp8_numerics.h).
-    if (p.fp8.recipe == core::Fp8Recipe::mxfp8)
-        no("parallel.fp8.recipe", "FP8 recipe mxfp8 (Blackwell's 1×32 blocks; delayed, "
-                                  "tensorwise and blockwise run; simulate and plan model it)");
 }
 
 std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda_backend) {

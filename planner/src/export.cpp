@@ -103,6 +103,7 @@ void moe_and_mla_arguments(const core::ModelSpec& m, const Arg& arg) {
                 number(m.moe->shared_expert_ffn_hidden_size));
         if (m.moe->capacity_factor)
             arg("--moe-expert-capacity-factor", std::to_string(*m.moe->capacity_factor));
+        if (m.moe->pad_to_capacity) arg("--moe-pad-expert-input-to-capacity", "");
         arg("--moe-aux-loss-coeff", std::to_string(m.moe->aux_loss_coeff));
         if (m.moe->z_loss_coeff > 0) arg("--moe-z-loss-coeff", std::to_string(m.moe->z_loss_coeff));
         if (m.moe->router_num_groups > 0) {

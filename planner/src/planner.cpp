@@ -385,6 +385,7 @@ PlanResult plan(const JobSpec& specs, const core::Profile& profile, const Search
     for (const std::optional<double>& capacity : space.capacity_factors) {
         JobSpec with = specs;
         with.model.moe->capacity_factor = capacity;
+        with.model.moe->pad_to_capacity = capacity && specs.model.moe->pad_to_capacity;
         PlanResult one = search(with, profile, space, options);
         merge_checks(one, result);
         result.feasible += one.feasible;

@@ -9,8 +9,9 @@ namespace trident::simulator::detail {
 namespace {
 
 // What one MoE layer's token exchange moves on this rank: the hidden states it routes
-// (norm_tokens × hidden), the routed copies its experts take (the tp group's tokens × top-k,
-// padded to capacity, or the busiest rank's load: core::MoeSpec::expert_load), and that factor.
+// (norm_tokens × hidden), the routed copies its experts take (the tp group's tokens × top-k
+// times the busiest rank's load: capacity-capped or padded, core::MoeSpec::expert_load), and
+// that factor.
 struct Exchange {
     double rank_bytes = 0, received_bytes = 0, norm_tokens = 0, load = 1;
 };
@@ -83,7 +84,8 @@ void moe(Builder& b, const core::ModelSpec& m, const LayerView& v, std::int64_t 
     if (e.z_loss_coeff > 0)
         b.memory("router z-loss", MemoryKernel::elementwise, scores_b, 2 * scores_b);
     // Token copies routed to experts: the busiest expert-parallel rank receives `load` times
-    // the mean — the capacity factor when one is set (padded to it), else moe.load_balance's.
+    // the mean — moe.load_balance's, each expert capped at a capacity factor when one is set,
+    // or exactly the factor when padded to it.
     const double copies = routed_copies(e, v);
     const Exchange x{.rank_bytes = double(norm_tokens) * double(h) * element_bytes(m),
                      .received_bytes = copies * double(h) * element_bytes(m),

@@ -95,3 +95,48 @@ TEST(Fp8, BlocksTakeTheirOwnScales) {
     EXPECT_NEAR(out[3], 3.0f, 3.0f / 16); // 336 on the 448 scale: a tie, rounded to 320
     EXPECT_NE(out[3], 3.0f);
 }
+
+TEST(Fp8, MxScalesArePowersOfTwoRoundedUp) {
+    // 448 fits E4M3 at scale 1; anything above needs the next power of two.
+    EXPECT_EQ(mx_decode_scale(448.0f, Fp8Kind::e4m3), 1.0f);
+    EXPECT_EQ(mx_decode_scale(449.0f, Fp8Kind::e4m3), 2.0f);
+    EXPECT_EQ(mx_decode_scale(224.0f, Fp8Kind::e4m3), 0.5f);
+    EXPECT_EQ(mx_decode_scale(300.0f, Fp8Kind::e4m3), 1.0f);
+    EXPECT_EQ(mx_decode_scale(57344.0f * 4, Fp8Kind::e5m2), 4.0f);
+    EXPECT_EQ(mx_decode_scale(0.0f, Fp8Kind::e4m3), 1.0f);
+    // E8M0 holds 2^-127 … 2^127.
+    EXPECT_EQ(mx_decode_scale(1e-45f, Fp8Kind::e4m3), std::ldexp(1.0f, -127));
+}
+
+TEST(Fp8, MxBlocksRunAlongTheContraction) {
+    // A 32 × 64 matrix: row 0 holds one large value in its first 32 columns, so contracting
+    // over columns (1×32 blocks) only that block is coarse; contracting over rows (32×1
+    // blocks) it coarsens its column only.
+    const std::int64_t rows = 32, cols = 64;
+    std::vector<float> x(static_cast<std::size_t>(rows * cols));
+    for (std::int64_t i = 0; i < rows * cols; ++i) x[std::size_t(i)] = 0.001f * float(1 + i % 7);
+    x[0] = 1000.0f;
+    std::vector<float> by_row(x.size()), by_column(x.size());
+    fake_quantize_mx(by_row.data(), x.data(), rows, cols, false, Fp8Kind::e4m3);
+    fake_quantize_mx(by_column.data(), x.data(), rows, cols, true, Fp8Kind::e4m3);
+    // Largest values keep their 3 mantissa bits: 1000 → 1024 (step 64 at scale 4: 250 → 256).
+    EXPECT_EQ(by_row[0], 1024.0f);
+    EXPECT_EQ(by_column[0], 1024.0f);
+    // Row 0's first block at scale 4: 0.002 is under half E4M3's smallest subnormal · 4.
+    EXPECT_EQ(by_row[1], 0.0f);
+    EXPECT_NEAR(by_row[32], x[32], x[32] / 16); // row 0's second block: its own scale
+    EXPECT_NEAR(by_row[cols + 1], x[std::size_t(cols + 1)], x[std::size_t(cols + 1)] / 16);
+    // Column 0 shares the coarse scale (row 1's value lost), column 1 does not.
+    EXPECT_EQ(by_column[std::size_t(cols)], 0.0f);
+    EXPECT_NEAR(by_column[1], x[1], x[1] / 16);
+    // Every value is an E4M3 value times its block's power of two: quantizing again changes
+    // nothing.
+    std::vector<float> again(x.size());
+    fake_quantize_mx(again.data(), by_row.data(), rows, cols, false, Fp8Kind::e4m3);
+    EXPECT_EQ(again, by_row);
+    // A NaN stays in its block.
+    x[5] = std::nanf("");
+    fake_quantize_mx(by_row.data(), x.data(), rows, cols, false, Fp8Kind::e4m3);
+    EXPECT_TRUE(std::isnan(by_row[5]));
+    EXPECT_FALSE(std::isnan(by_row[32]));
+}

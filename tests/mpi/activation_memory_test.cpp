@@ -132,6 +132,27 @@ TEST(ActivationMemory, MixtureOfExpertsFollowsTheSimulator) {
     }
 }
 
+// A capacity factor over the routing's load drops little and, unpadded, costs about what
+// dropless does; padded (--moe-pad-expert-input-to-capacity) every expert holds its whole
+// capacity of rows, 1.5 × the mean here, as the simulator's expert load says.
+TEST(ActivationMemory, PaddingToCapacityCostsWhatTheSimulatorSays) {
+    const std::string job = "--model qwen-moe-tiny --cluster localhost --devices-per-node 2 "
+                            "--dp 2 --ep 2 --mbs 8 --gbs 32 --seq-length 128 "
+                            "--moe-expert-capacity-factor 1.5";
+    double unpadded = 0.0;
+    for (const char* padding : {"", " --moe-pad-expert-input-to-capacity"}) {
+        const double measured = measured_peak(2, job + padding),
+                     predicted = predicted_peak(job + padding);
+        ASSERT_GT(measured, 0.0) << padding;
+        EXPECT_LE(measured, 1.1 * predicted) << padding;
+        EXPECT_GE(measured, 0.9 * predicted) << padding;
+        if (unpadded == 0.0)
+            unpadded = measured;
+        else
+            EXPECT_GT(measured, 1.15 * unpadded);
+    }
+}
+
 TEST(ActivationMemory, MeasuredPeakFollowsTheSimulatorWithFlashAttention) {
     expect_measured_follows_prediction("");
 }

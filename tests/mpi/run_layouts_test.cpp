@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -117,6 +118,26 @@ TEST(ExpertTensorParallel, QwenMoeTinyAtEp4Etp2OnEightRanks) {
     ASSERT_EQ(losses.size(), reference.size());
     for (std::size_t i = 0; i < losses.size(); ++i)
         EXPECT_NEAR(losses[i], reference[i], 1e-5 * reference[i]) << "step " << i + 1;
+}
+
+// Padding each expert to its capacity (Megatron's --moe-pad-expert-input-to-capacity) adds
+// rows of routing weight 0: the numbers of the unpadded run, through both dispatchers and
+// expert tensor parallelism.
+TEST(CapacityPadding, PaddedExpertsTrainTheNumbersOfUnpaddedOnes) {
+    const std::string model = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-capacity.json";
+    const auto reference = run(1, model, "--tp 1 --pp 1 --dp 1");
+    ASSERT_EQ(reference.size(), 10u);
+    for (const auto& [ranks, layout] :
+         {std::pair{1, "--tp 1 --pp 1 --dp 1"}, std::pair{2, "--tp 1 --pp 1 --dp 2 --ep 2"},
+          std::pair{4, "--tp 1 --pp 1 --dp 4 --ep 2 --etp 2"},
+          std::pair{2, "--tp 1 --pp 1 --dp 2 --ep 2 --moe-token-dispatcher-type allgather"}}) {
+        const auto losses =
+            run(ranks, model, std::string(layout) + " --moe-pad-expert-input-to-capacity");
+        ASSERT_EQ(losses.size(), reference.size()) << layout;
+        for (std::size_t i = 0; i < losses.size(); ++i)
+            EXPECT_NEAR(losses[i], reference[i], 1e-5 * std::fabs(reference[i]))
+                << layout << " step " << i + 1;
+    }
 }
 
 const std::string kEight = std::string(TRIDENT_FIXTURES) + "/models/gpt-tiny-8-layers.json";
@@ -300,7 +321,8 @@ INSTANTIATE_TEST_SUITE_P(
 // sharp check of the scaling: tensorwise scales reduce each amax over the ranks holding a
 // tensor's pieces, so tp2 matches one process within 1.5e-5 (measured 4.9e-6; without the
 // tensor-group reduction 5e-5); delayed scaling starts at scale 1 on every layout; blockwise
-// blocks straddle gpt-tiny's 64-wide rows under tp2 (measured 2.9e-5, bound 1e-4).
+// blocks straddle gpt-tiny's 64-wide rows under tp2 (measured 2.9e-5, bound 1e-4); MXFP8's
+// 32-wide blocks fit the tp2 pieces (measured equal; the same bound).
 TEST(Fp8, EachRecipeFollowsFullPrecisionAndEveryLayoutFollowsOneProcess) {
     const auto fp32 = run(1, "gpt-tiny", "--tp 1 --pp 1 --dp 1");
     ASSERT_EQ(fp32.size(), 10u);
@@ -309,7 +331,7 @@ TEST(Fp8, EachRecipeFollowsFullPrecisionAndEveryLayoutFollowsOneProcess) {
         int ranks;
         double first_step;
     };
-    for (const char* recipe : {"tensorwise", "delayed", "blockwise"}) {
+    for (const char* recipe : {"tensorwise", "delayed", "blockwise", "mxfp8"}) {
         const std::string fp8 = std::string(" --fp8-format hybrid --fp8-recipe ") + recipe;
         const auto one = run(1, "gpt-tiny", "--tp 1 --pp 1 --dp 1" + fp8);
         ASSERT_EQ(one.size(), fp32.size()) << recipe;
@@ -320,7 +342,7 @@ TEST(Fp8, EachRecipeFollowsFullPrecisionAndEveryLayoutFollowsOneProcess) {
         }
         EXPECT_GT(largest, 1e-6 * fp32[0]) << recipe << ": no quantization happened";
         EXPECT_LT(one.back(), one.front() - 0.05) << recipe; // it learns as fp32 does
-        const bool blocks = std::string(recipe) == "blockwise";
+        const bool blocks = std::string(recipe) == "blockwise" || std::string(recipe) == "mxfp8";
         for (const Case& c :
              {Case{"--tp 2 --pp 1 --dp 1 --sequence-parallel", 2, blocks ? 1e-4 : 1.5e-5},
               Case{"--tp 1 --pp 2 --dp 2", 4, 1.5e-5}}) {

@@ -385,3 +385,30 @@ TEST(MoeLoad, ACapacityFactorReplacesTheImbalanceItCaps) {
     m.moe->capacity_factor = 1.0;
     EXPECT_NEAR(simulator::routed_copies(*m.moe, v), tokens_k, 1e-6);
 }
+
+TEST(MoeLoad, OnlyPaddingMakesEveryExpertTakeItsWholeCapacity) {
+    // A capacity factor over the routing's load drops nothing and, without padding, costs
+    // nothing; padded (--moe-pad-expert-input-to-capacity) every expert computes its capacity.
+    core::MoeSpec e;
+    e.num_experts = 8;
+    e.top_k = 2;
+    e.capacity_factor = 1.5;
+    EXPECT_DOUBLE_EQ(e.expert_load(2), 1.0); // forced balance: nothing over capacity
+    e.pad_to_capacity = true;
+    EXPECT_DOUBLE_EQ(e.expert_load(2), 1.5);
+    // A histogram, each expert capped at 1.5 × the mean expert's 11/8 tokens (2.0625): expert 0's
+    // 4 tokens become 2.0625, so rank {0-3} takes 5.0625 of the mean rank's 5.5.
+    e.pad_to_capacity = false;
+    e.load_balance = core::LoadBalance::histogram;
+    e.tokens_per_expert = {4, 1, 1, 1, 1, 1, 1, 1};
+    EXPECT_DOUBLE_EQ(e.expert_load(2), (1.5 * 11.0 / 8.0 + 3.0) / 5.5);
+    EXPECT_DOUBLE_EQ(e.slowest_rank_load(2), 7.0 / 5.5); // dropless: all of them
+    // A factor under 1 drops even balanced tokens: a rank computes the factor.
+    e.load_balance = core::LoadBalance::forced;
+    e.capacity_factor = 0.75;
+    EXPECT_DOUBLE_EQ(e.expert_load(2), 0.75);
+    // Under the auxiliary loss at 4 experts a rank, only the hottest expert is capped.
+    e.load_balance = core::LoadBalance::aux_loss;
+    e.capacity_factor = 1.25;
+    EXPECT_DOUBLE_EQ(e.expert_load(2), (1.25 + 3.0) / 4.0);
+}

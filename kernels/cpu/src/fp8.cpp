@@ -75,4 +75,38 @@ void fake_quantize_blocks(float* out, const float* x, std::int64_t rows, std::in
         }
 }
 
+float mx_decode_scale(float amax, Fp8Kind kind) {
+    if (!(amax > 0.0f) || !std::isfinite(amax)) return 1.0f;
+    int e = 0;
+    // In double: a subnormal amax over 448 would underflow a float.
+    const double m = std::frexp(double(amax) / double(fp8_max(kind)), &e); // m in [0.5, 1)
+    // log2 rounded up: e − 1 when the ratio is a power of two (m = 0.5), else e.
+    const int exponent = std::clamp(m == 0.5f ? e - 1 : e, -127, 127);
+    return std::ldexp(1.0f, exponent);
+}
+
+void fake_quantize_mx(float* out, const float* x, std::int64_t rows, std::int64_t cols,
+                      bool contract_rows, Fp8Kind kind) {
+    // Block b of line l (a row, or a column when contracting over rows): element i at
+    // x[l·line_stride + i·step].
+    const std::int64_t lines = contract_rows ? cols : rows, length = contract_rows ? rows : cols;
+    const std::int64_t line_stride = contract_rows ? 1 : cols, step = contract_rows ? cols : 1;
+    for (std::int64_t l = 0; l < lines; ++l)
+        for (std::int64_t b0 = 0; b0 < length; b0 += kMxBlock) {
+            const std::int64_t b1 = std::min(length, b0 + kMxBlock);
+            float amax = 0.0f;
+            for (std::int64_t i = b0; i < b1; ++i) {
+                const float v = x[l * line_stride + i * step];
+                amax = std::isnan(v) ? v : std::max(amax, std::fabs(v));
+                if (std::isnan(amax)) break;
+            }
+            // Dividing by a power of two is exact: the stored value times the scale.
+            const float scale = mx_decode_scale(amax, kind);
+            for (std::int64_t i = b0; i < b1; ++i) {
+                const std::int64_t at = l * line_stride + i * step;
+                out[at] = fp8_round(x[at] / scale, kind) * scale;
+            }
+        }
+}
+
 } // namespace trident::kernels::cpu

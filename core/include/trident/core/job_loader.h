@@ -25,6 +25,7 @@ struct JobInputs {
     std::optional<double> moe_aux_loss_coeff;              // --moe-aux-loss-coeff
     std::optional<double> moe_z_loss_coeff;                // --moe-z-loss-coeff
     std::optional<std::string> moe_expert_capacity_factor; // a number, or none (dropless)
+    std::optional<bool> moe_pad_expert_input_to_capacity;  // --moe-pad-expert-input-to-capacity
     std::optional<std::int64_t> mtp_num_layers;            // --mtp-num-layers
     std::optional<double> mtp_loss_scaling_factor;         // --mtp-loss-scaling-factor
     // Megatron's precision-aware optimizer: --use-precision-aware-optimizer with

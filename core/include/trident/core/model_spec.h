@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +43,10 @@ struct MoeSpec {
     std::int64_t layer_frequency = 1;      // every n-th layer (after the dense ones) is MoE
     std::int64_t first_dense_layers = 0;   // leading layers that keep a dense MLP
     std::optional<double> capacity_factor; // nullopt: dropless
+    // Every expert's input padded to exactly its capacity (Megatron's
+    // --moe-pad-expert-input-to-capacity; needs a capacity factor): fixed shapes, paid for in
+    // compute, all-to-all bytes and activations.
+    bool pad_to_capacity = false;
     double aux_loss_coeff = 0.01;          // load-balancing loss weight (Switch Transformer)
     double z_loss_coeff = 0.0; // router z-loss weight (ST-MoE; Megatron --moe-z-loss-coeff)
     LoadBalance load_balance = LoadBalance::forced;
@@ -53,14 +58,19 @@ struct MoeSpec {
     std::int64_t router_num_groups = 0;
     std::int64_t router_group_topk = 0;
     // Routed tokens of the busiest of `ep` expert-parallel ranks over the mean rank's (>= 1);
-    // experts sit on ranks in contiguous blocks of num_experts / ep, as in Megatron-Core.
-    double slowest_rank_load(std::int64_t ep) const;
-    // What the busiest expert-parallel rank's experts compute and receive, over the mean: the
-    // capacity factor when one is set — every expert padded to exactly that many copies, the
-    // rest dropped (Megatron's --moe-expert-capacity-factor with --moe-pad-expert-input-to-
-    // capacity) — else the routing's imbalance (slowest_rank_load).
+    // experts sit on ranks in contiguous blocks of num_experts / ep, as in Megatron-Core. With
+    // `expert_cap` each expert takes at most that many times the mean expert's tokens (the rest
+    // dropped), so the result may fall under 1.
+    double slowest_rank_load(std::int64_t ep,
+                             double expert_cap = std::numeric_limits<double>::infinity()) const;
+    // What the busiest expert-parallel rank's experts compute and receive, over the mean
+    // dropless rank's: with a capacity factor padded to capacity, exactly the factor (every
+    // expert takes that many copies whatever the routing); with a factor and no padding, the
+    // routing's load with each expert capped at the factor (Megatron's
+    // --moe-expert-capacity-factor: the rest dropped); dropless, the routing's imbalance.
     double expert_load(std::int64_t ep) const {
-        return capacity_factor ? *capacity_factor : slowest_rank_load(ep);
+        if (!capacity_factor) return slowest_rank_load(ep);
+        return pad_to_capacity ? *capacity_factor : slowest_rank_load(ep, *capacity_factor);
     }
     // Expected number of `holders` (ranks or nodes holding num_experts / holders contiguous
     // experts each) that receive at least one of a token's top-k experts, with routing limited

@@ -294,7 +294,9 @@ private:
     Vec moe_dispatch(Layer& L, const ChunkComms& comms) const;
     // With a capacity factor each expert takes at most ⌈cf · N·k / E⌉ of the slots a rank with
     // N rows routes, in token order; the rest are dropped (their output is zero, as in GShard
-    // and Switch). Dropless: every slot.
+    // and Switch), and with pad_to_capacity_ zero rows of routing weight 0 make each expert's
+    // up to exactly that many (Megatron pads with tokens of probability 0: the same numbers).
+    // Dropless: every slot.
     std::int64_t expert_capacity(std::int64_t rows) const {
         return capacity_factor_ > 0
                    ? std::int64_t(
@@ -411,6 +413,7 @@ private:
     std::int64_t proj_in_ = 0; // the output projection's input width on this rank
     double aux_coeff_ = 0.0, z_coeff_ = 0.0;
     double capacity_factor_ = 0.0; // 0: dropless
+    bool pad_to_capacity_ = false; // every expert's rows made up to its capacity
     bool gather_dispatch_ = false; // the allgather token dispatcher (else all-to-all)
     std::vector<LayerParams> layers_;
     std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk

@@ -34,4 +34,16 @@ void fake_quantize(float* out, const float* x, std::int64_t n, float scale, Fp8K
 void fake_quantize_blocks(float* out, const float* x, std::int64_t rows, std::int64_t cols,
                           std::int64_t block_rows, std::int64_t block_cols, Fp8Kind kind);
 
+// MXFP8 (OCP Microscaling Formats v1.0; Transformer Engine's MXFP8BlockScaling): one E8M0
+// scale, a power of two, per 32 consecutive values along the GEMM's contraction dimension —
+// 1×32 blocks of a row when contracting over columns, 32×1 of a column when over rows — so a
+// tensor read both ways is quantized twice, differently, as TE's rowwise and columnwise copies.
+inline constexpr std::int64_t kMxBlock = 32;
+// The decoding scale 2^e of a block whose largest magnitude is amax: e is log2(amax / max)
+// rounded up (TE's float_to_e8m0, round toward +inf), so the block's largest value fits
+// without saturating; e within E8M0's [-127, 127]; 1 when amax is 0 or not finite.
+float mx_decode_scale(float amax, Fp8Kind kind);
+void fake_quantize_mx(float* out, const float* x, std::int64_t rows, std::int64_t cols,
+                      bool contract_rows, Fp8Kind kind);
+
 } // namespace trident::kernels::cpu
