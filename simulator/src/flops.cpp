@@ -23,9 +23,9 @@ void add(StepFlops& total, const StepFlops& more) {
     total.model += more.model;
 }
 
-} // namespace
-
-StepFlops step_flops(const core::JobSpec& job) {
+// The FLOPs of the operations the job runs: with a capacity factor, of the copies its experts
+// compute (padded, or capped with the rest dropped).
+StepFlops operation_flops(const core::JobSpec& job) {
     StepFlops total;
     LayerView v = LayerView::global(job.training.global_batch_size, job.training.seq_length);
     v.recompute_modules = job.plan.recompute.modules;
@@ -47,6 +47,18 @@ StepFlops step_flops(const core::JobSpec& job) {
     for (std::int64_t d = 0; d < job.model.mtp_num_layers; ++d)
         add(total, of(mtp_ops(job.model, mtp_view(job, v, d), vocab, d)));
     return total;
+}
+
+} // namespace
+
+StepFlops step_flops(const core::JobSpec& job) {
+    if (!job.model.moe || !job.model.moe->capacity_factor) return operation_flops(job);
+    // Model FLOPs count every token's top-k expert copies, as Megatron's formula does: what a
+    // capacity factor pads is work the hardware does (HFU), what it drops is not done.
+    core::JobSpec nominal = job;
+    nominal.model.moe->capacity_factor.reset();
+    nominal.model.moe->pad_to_capacity = false;
+    return {.model = operation_flops(nominal).model, .hardware = operation_flops(job).hardware};
 }
 
 } // namespace trident::simulator

@@ -4,6 +4,7 @@
 #include "trident/core/job_loader.h"
 #include "trident/core/presets.h"
 #include "trident/core/spec_error.h"
+#include "trident/simulator/flops.h"
 #include "trident/simulator/layer_ops.h"
 #include "trident/simulator/report.h"
 #include "trident/simulator/simulate.h"
@@ -384,6 +385,24 @@ TEST(MoeLoad, ACapacityFactorReplacesTheImbalanceItCaps) {
     m.moe->load_balance = core::LoadBalance::forced;
     m.moe->capacity_factor = 1.0;
     EXPECT_NEAR(simulator::routed_copies(*m.moe, v), tokens_k, 1e-6);
+}
+
+TEST(MoeLoad, PaddingIsHardwareWorkNotModelWork) {
+    // Mixtral at ep 8 padded to 1.25: the step is slower and the hardware does more, but the
+    // model FLOPs (MFU's numerator) stay every token's top-2, as dropless.
+    const core::JobSpec dropless = moe_job("mixtral-8x7b", 1, 8);
+    core::JobSpec padded = dropless;
+    padded.model.moe->capacity_factor = 1.25;
+    padded.model.moe->pad_to_capacity = true;
+    const auto& h100 = test::preset_profile("h100-sxm5-80gb");
+    const simulator::Report a = simulator::simulate(dropless, h100),
+                            b = simulator::simulate(padded, h100);
+    EXPECT_GT(b.step_time_s, a.step_time_s);
+    EXPECT_DOUBLE_EQ(b.model_flops, a.model_flops);
+    const simulator::StepFlops fa = simulator::step_flops(dropless),
+                               fb = simulator::step_flops(padded);
+    EXPECT_GT(fb.hardware, fa.hardware);
+    EXPECT_LT(b.mfu, a.mfu);
 }
 
 TEST(MoeLoad, OnlyPaddingMakesEveryExpertTakeItsWholeCapacity) {
