@@ -424,9 +424,9 @@ SizeSearch search_size(const PlanCommandOptions& o, const planner::SearchSpace& 
     if (!space.capacity_factors.empty()) {
         // The search sets each factor in turn; the specs take a listed number where there is
         // one, so a padding request (which needs a factor) survives loading.
-        const auto number = std::find_if(space.capacity_factors.begin(),
-                                         space.capacity_factors.end(),
-                                         [](const std::optional<double>& f) { return bool(f); });
+        const auto number =
+            std::find_if(space.capacity_factors.begin(), space.capacity_factors.end(),
+                         [](const std::optional<double>& f) { return bool(f); });
         inputs.moe_expert_capacity_factor =
             number == space.capacity_factors.end() ? "none" : exact_number(**number);
     }

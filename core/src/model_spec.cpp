@@ -61,8 +61,9 @@ MoeSpec moe_from_json(const Json& j, const std::string& path) {
     }
     m.pad_to_capacity = r.boolean_or("pad_to_capacity", false);
     if (m.pad_to_capacity && !m.capacity_factor)
-        throw SpecError(r.field("pad_to_capacity"),
-                        "true needs a capacity_factor (dropless experts have no capacity to pad to)");
+        throw SpecError(
+            r.field("pad_to_capacity"),
+            "true needs a capacity_factor (dropless experts have no capacity to pad to)");
     m.aux_loss_coeff = r.number_or("aux_loss_coeff", m.aux_loss_coeff, 0.0, 1.0e3);
     m.z_loss_coeff = r.number_or("z_loss_coeff", m.z_loss_coeff, 0.0, 1.0e3);
     if (const Json* lb = r.get("load_balance")) read_load_balance(*lb, r.field("load_balance"), m);

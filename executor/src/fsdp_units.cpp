@@ -20,6 +20,7 @@ FsdpUnits::FsdpUnits(const core::JobSpec& job, ParameterStore& store,
         return expert ? groups.expert_data_shard.get() : groups.data_shard.get();
     };
     for (const GptChunk& chunk : chunks) {
+        chunk_sets_.push_back(sets_.size());
         const std::size_t first = chunk.first_tensor();
         const std::vector<std::int32_t>& of = chunk.tensor_units();
         chunk_tensors_.push_back({first, first + of.size()});
@@ -56,6 +57,7 @@ FsdpUnits::FsdpUnits(const core::JobSpec& job, ParameterStore& store,
                 unit.others += sets_[s].elements - sets_[s].owned_elements();
         }
     }
+    chunk_sets_.push_back(sets_.size());
     std::int64_t owned = 0;
     for (const ShardedSet& s : sets_) {
         set_at_.push_back(owned);
@@ -135,6 +137,35 @@ void FsdpUnits::gather_all() {
         for (std::size_t u = 0; u < units_[c].size(); ++u)
             acquire(std::int32_t(c), std::int32_t(u));
     peak_held_ = peak;
+}
+
+ChunkRanges FsdpUnits::owned_chunk_ranges() const {
+    if (chunk_sets_.size() != 3)
+        throw core::InternalError("FsdpUnits: chunk ranges need exactly two chunks");
+    const auto at = [&](std::size_t set) {
+        return set < sets_.size() ? set_at_[set] : std::int64_t(owned_grads_.size());
+    };
+    return {at(chunk_sets_[0]), at(chunk_sets_[1]), at(chunk_sets_[1]), at(chunk_sets_[2])};
+}
+
+Vec FsdpUnits::owned_values(std::int32_t chunk) const {
+    Vec packed;
+    const float* values = store_.values.data();
+    for (std::size_t s = chunk_sets_.at(std::size_t(chunk));
+         s < chunk_sets_[std::size_t(chunk) + 1]; ++s)
+        for (const FlatRun& r : sets_[s].owned())
+            packed.insert(packed.end(), values + r.begin, values + r.begin + r.length);
+    return packed;
+}
+
+void FsdpUnits::set_owned_values(std::int32_t chunk, const float* packed) {
+    float* values = store_.values.data();
+    for (std::size_t s = chunk_sets_.at(std::size_t(chunk));
+         s < chunk_sets_[std::size_t(chunk) + 1]; ++s)
+        for (const FlatRun& r : sets_[s].owned()) {
+            std::copy_n(packed, r.length, values + r.begin);
+            packed += r.length;
+        }
 }
 
 } // namespace trident::executor

@@ -15,6 +15,7 @@
 //   forward, and again before its backward — and the other ranks' slices are dropped (pages
 //   given back) when the pass is done with it. The gathers are blocking: MPI on the CPU makes
 //   no progress in the background, so fsdp_prefetch_units is the simulator's alone here.
+#include "model_copies.h"
 #include "sharded_sets.h"
 #include "trident/core/job.h"
 #include "trident/executor/gpt_chunk.h"
@@ -42,6 +43,12 @@ public:
     float* finish_gradients();
     // ZeRO-3: every unit's parameters present (a checkpoint, the whole model's gather).
     void gather_all();
+    // DualPipe's two chunks (model_copies.h): where each chunk's slices sit among the owned
+    // gradients finish_gradients returns, and this rank's slices of a chunk's values, packed
+    // in order — the twin's chunk 0 is sharded element for element as this rank's chunk 1.
+    ChunkRanges owned_chunk_ranges() const;
+    Vec owned_values(std::int32_t chunk) const;
+    void set_owned_values(std::int32_t chunk, const float* packed);
     // The most parameters this rank held at once so far (its slices and the gathered units),
     // in elements.
     std::int64_t peak_held_elements() const { return peak_held_; }
@@ -66,8 +73,9 @@ private:
     bool shard_parameters_ = false;
     std::vector<std::vector<Unit>> units_;                           // [chunk][unit]
     std::vector<std::pair<std::size_t, std::size_t>> chunk_tensors_; // [first, end) per chunk
-    std::vector<bool> whole_;          // per set: a tied embedding's, reduced at the step's end
-    std::vector<std::int64_t> set_at_; // each set's first slice element in owned order
+    std::vector<bool> whole_;             // per set: a tied embedding's, reduced at the step's end
+    std::vector<std::int64_t> set_at_;    // each set's first slice element in owned order
+    std::vector<std::size_t> chunk_sets_; // each chunk's first set, and the end
     Vec owned_grads_;
     std::int64_t held_ = 0, peak_held_ = 0;
 };

@@ -51,11 +51,11 @@ void DualPipeTwins::swap_with_twin(const float* send, std::int64_t n_send, float
 
 // This rank's chunk 1 is the twin's chunk 0 and the other way round: what one sends (its n1)
 // is what the other receives (its n0).
-void DualPipeTwins::sum_gradients(float* grads) {
-    const std::int64_t n0 = ranges_.end0 - ranges_.begin0, n1 = ranges_.end1 - ranges_.begin1;
+void DualPipeTwins::sum_gradients(float* buffer, const ChunkRanges& at) {
+    const std::int64_t n0 = at.end0 - at.begin0, n1 = at.end1 - at.begin1;
     std::vector<float> twin(static_cast<std::size_t>(n0));
-    swap_with_twin(grads + ranges_.begin1, n1, twin.data(), n0);
-    for (std::int64_t i = 0; i < n0; ++i) grads[ranges_.begin0 + i] += twin[std::size_t(i)];
+    swap_with_twin(buffer + at.begin1, n1, twin.data(), n0);
+    for (std::int64_t i = 0; i < n0; ++i) buffer[at.begin0 + i] += twin[std::size_t(i)];
 }
 
 void DualPipeTwins::copy_parameters(float* values) {

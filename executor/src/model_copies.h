@@ -33,14 +33,19 @@ public:
     // tensors duplicates.
     DualPipeTwins(ParameterStore& store, std::size_t first_chunk1_tensor, Communicator& pipeline,
                   std::int64_t pipeline_rank, std::int64_t stages);
-    // Chunk 0's gradients += the twin's chunk 1's (before the norm and the optimizer).
-    void sum_gradients(float* grads);
+    // Chunk 0's gradients += the twin's chunk 1's (before the norm and the optimizer), in the
+    // flat buffer or, `at`, in another buffer whose chunk ranges line up with the twin's (the
+    // owned gradient slices of ZeRO-2/3: the twin's chunk 0 is sharded as this chunk 1).
+    void sum_gradients(float* grads) { sum_gradients(grads, ranges_); }
+    void sum_gradients(float* buffer, const ChunkRanges& at);
     // Chunk 1's values = the twin's chunk 0's (after the optimizer; full values on every rank).
     void copy_parameters(float* values);
-
-private:
+    // Sends `send` to the twin and receives what it sent (pipeline messages after the schedule
+    // walk has completed all of its).
     void swap_with_twin(const float* send, std::int64_t n_send, float* receive,
                         std::int64_t n_receive);
+
+private:
     ChunkRanges ranges_;
     Communicator* pipeline_ = nullptr;
     int twin_ = 0;

@@ -30,12 +30,6 @@ void require_supported(const core::JobSpec& job) {
         no("model.mtp_num_layers", "multi-token prediction (" +
                                        std::to_string(job.model.mtp_num_layers) +
                                        " module(s); simulate and plan model it)");
-    // DualPipe's twins swap whole gradients and copy whole parameters between the copies.
-    if (p.zero_stage() >= 2 && core::placement_of(p.schedule) == core::StagePlacement::two_copies)
-        no("parallel.data_parallel_sharding_strategy",
-           std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]) + " (ZeRO-" +
-               std::to_string(p.zero_stage()) + ") under schedule \"" +
-               core::to_string(p.schedule) + "\" (its twin copies trade whole gradients)");
 }
 
 std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda_backend) {

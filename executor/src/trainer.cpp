@@ -410,7 +410,7 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
         if (core::placement_of(p.schedule) == core::StagePlacement::v_shape)
             sum_tied_embedding_locally(job_, store_, grads);
     }
-    if (twins_) twins_->sum_gradients(grads);
+    if (twins_ && !fsdp_) twins_->sum_gradients(grads);
     // Data parallelism: gradients summed over the data ranks, in buckets (Megatron's DDP), or
     // reduce-scattered so each rank gets the sum over its slices (distributed optimizer; with
     // ZeRO-2/3 every micro-batch's were already, fsdp_units.h).
@@ -419,6 +419,8 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
     float* g = grads; // this rank's owned elements, in the moments' order
     if (fsdp_) {
         g = fsdp_->finish_gradients();
+        // DualPipe: the twins' chunks are sharded alike, so their slices sum as whole ones do.
+        if (twins_) twins_->sum_gradients(g, fsdp_->owned_chunk_ranges());
     } else if (p.distributed_optimizer) {
         owned_grads = reduce_scatter_sets(grads);
         g = owned_grads.data();
@@ -477,8 +479,23 @@ double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {
                                    *clipping);
     // ZeRO-1/2 give the stepped slices back to every rank; ZeRO-3 gathers each unit when used.
     if (p.distributed_optimizer && !(fsdp_ && fsdp_->shards_parameters())) all_gather_sets();
-    if (twins_) twins_->copy_parameters(store_.values.data());
+    if (twins_) copy_twin_parameters();
     return stats.grad_norm;
+}
+
+// DualPipe's chunk 1 takes its twin's stepped chunk 0: whole values, or under ZeRO-3 this
+// rank's slices of them (the other slices arrive with the units' gathers).
+void CpuTrainer::copy_twin_parameters() {
+    if (!fsdp_ || !fsdp_->shards_parameters()) {
+        twins_->copy_parameters(store_.values.data());
+        return;
+    }
+    const Vec mine = fsdp_->owned_values(0);
+    const ChunkRanges at = fsdp_->owned_chunk_ranges();
+    Vec twin(static_cast<std::size_t>(at.end1 - at.begin1));
+    twins_->swap_with_twin(mine.data(), std::int64_t(mine.size()), twin.data(),
+                           std::int64_t(twin.size()));
+    fsdp_->set_owned_values(1, twin.data());
 }
 
 Communicator& CpuTrainer::group_of_set(std::size_t set) {

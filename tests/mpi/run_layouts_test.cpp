@@ -50,15 +50,20 @@ std::vector<double> losses_of(const std::string& output) {
     return losses;
 }
 
-std::vector<double> run(int ranks, const std::string& model, const std::string& layout,
-                        const std::string& save_params = "") {
+std::vector<double> run_job(int ranks, const std::string& model, const std::string& common,
+                            const std::string& layout, const std::string& save_params = "") {
     std::string command = "mpirun --allow-run-as-root --oversubscribe -np " +
                           std::to_string(ranks) + " " + TRIDENT_BINARY + " run --model " + model +
-                          kCommon + " --devices-per-node " + std::to_string(ranks) + " " + layout +
+                          common + " --devices-per-node " + std::to_string(ranks) + " " + layout +
                           (save_params.empty() ? "" : " --save-params " + save_params);
     const auto r = trident::test::run_shell(command);
     EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.err;
     return losses_of(r.out);
+}
+
+std::vector<double> run(int ranks, const std::string& model, const std::string& layout,
+                        const std::string& save_params = "") {
+    return run_job(ranks, model, kCommon, layout, save_params);
 }
 
 struct Layout {
@@ -137,6 +142,38 @@ TEST(CapacityPadding, PaddedExpertsTrainTheNumbersOfUnpaddedOnes) {
         for (std::size_t i = 0; i < losses.size(); ++i)
             EXPECT_NEAR(losses[i], reference[i], 1e-5 * std::fabs(reference[i]))
                 << layout << " step " << i + 1;
+    }
+}
+
+// DualPipe's twin copies under ZeRO-2 and ZeRO-3: the twins sum their chunk-1 gradient slices
+// into chunk 0's and chunk 1 takes the twin's stepped slices (DualPipe at pp 2 needs 4
+// micro-batches a data rank, hence one sequence each: the losses of one process all the same).
+TEST(DualPipeSharded, ZeroTwoAndThreeMatchOneProcess) {
+    const std::string common = " --cluster localhost --mbs 1 --gbs 8 --steps 10 --seed 7";
+    const std::string reference_params = testing::TempDir() + "trident-dualpipe-reference.params";
+    const auto reference = run_job(1, "gpt-tiny", common, "", reference_params);
+    ASSERT_EQ(reference.size(), 10u);
+    const auto expected = read_parameters(reference_params);
+    for (const char* sharding : {"optim_grads", "optim_grads_params"}) {
+        const std::string params = testing::TempDir() + "trident-dualpipe.params";
+        const auto losses = run_job(4, "gpt-tiny", common,
+                                    std::string("--pp 2 --dp 2 --schedule dualpipe "
+                                                "--use-megatron-fsdp "
+                                                "--data-parallel-sharding-strategy ") +
+                                        sharding,
+                                    params);
+        ASSERT_EQ(losses.size(), reference.size()) << sharding;
+        for (std::size_t i = 0; i < losses.size(); ++i)
+            EXPECT_NEAR(losses[i], reference[i], 1e-5 * std::fabs(reference[i]))
+                << sharding << " step " << i + 1;
+        const auto actual = read_parameters(params);
+        ASSERT_EQ(actual.size(), expected.size()) << sharding;
+        for (const auto& [name, values] : expected) {
+            ASSERT_TRUE(actual.contains(name)) << name;
+            for (std::size_t i = 0; i < values.size(); ++i)
+                ASSERT_NEAR(actual.at(name)[i], values[i], 1e-5)
+                    << sharding << " " << name << "[" << i << "]";
+        }
     }
 }
 

@@ -47,8 +47,8 @@ struct MoeSpec {
     // --moe-pad-expert-input-to-capacity; needs a capacity factor): fixed shapes, paid for in
     // compute, all-to-all bytes and activations.
     bool pad_to_capacity = false;
-    double aux_loss_coeff = 0.01;          // load-balancing loss weight (Switch Transformer)
-    double z_loss_coeff = 0.0; // router z-loss weight (ST-MoE; Megatron --moe-z-loss-coeff)
+    double aux_loss_coeff = 0.01; // load-balancing loss weight (Switch Transformer)
+    double z_loss_coeff = 0.0;    // router z-loss weight (ST-MoE; Megatron --moe-z-loss-coeff)
     LoadBalance load_balance = LoadBalance::forced;
     std::vector<double> tokens_per_expert; // the histogram (load_balance histogram)
     // Group-limited routing (DeepSeek-V2 §2.1.3 device-limited, DeepSeek-V3 §2.1.2 node-limited;

@@ -211,8 +211,9 @@ private:
     // Every rank's stepped slices back into the flat parameters.
     void all_gather_sets();
     std::unique_ptr<DualPipeTwins> twins_; // DualPipe: chunk 1 is a copy of a twin's
-    std::unique_ptr<FsdpUnits> fsdp_;      // ZeRO-2/3: gradients (and parameters) by unit
-    std::unique_ptr<Fp8Numerics> fp8_;     // FP8 training: the linear layers' operands
+    void copy_twin_parameters();
+    std::unique_ptr<FsdpUnits> fsdp_;  // ZeRO-2/3: gradients (and parameters) by unit
+    std::unique_ptr<Fp8Numerics> fp8_; // FP8 training: the linear layers' operands
     std::int64_t skipped_ = 0;
 };
 
