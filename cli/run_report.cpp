@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace trident::cli {
@@ -16,7 +17,21 @@ namespace {
 struct Interval {
     std::int64_t steps = 0, skipped = 0;
     double loss_sum = 0.0, seconds = 0.0, tokens = 0.0, flops = 0.0;
+    std::vector<double> mtp_loss_sums; // per multi-token-prediction module
 };
+
+// " | mtp_1 loss 5.61 | mtp_2 loss 5.63": each MTP module's loss (as Megatron logs them), the
+// step's or the interval's mean.
+std::string mtp_losses_text(const Interval& in) {
+    std::string out;
+    for (std::size_t d = 0; d < in.mtp_loss_sums.size(); ++d) {
+        char text[64];
+        std::snprintf(text, sizeof text, " | mtp_%zu loss %.9g", d + 1,
+                      in.mtp_loss_sums[d] / double(in.steps));
+        out += text;
+    }
+    return out;
+}
 
 void print_interval(const executor::StepReport& last, const Interval& in, std::int64_t total) {
     const executor::StepStats& st = last.stats;
@@ -36,12 +51,13 @@ void print_interval(const executor::StepReport& last, const Interval& in, std::i
                                  : count_of(in.skipped, "of these steps", "of these steps") + " ") +
                   "(non-finite gradients; " + std::to_string(last.skipped_so_far) + " so far)";
     // One step: its own loss, exactly (%.9g reads back as the float). More: their mean.
-    std::printf("step %lld/%lld | loss %.9g%s | lr %.3e | grad norm %.4f | %.3f s%s | "
+    std::printf("step %lld/%lld | loss %.9g%s%s | lr %.3e | grad norm %.4f | %.3f s%s | "
                 "%.0f tokens/s | %s%s%s\n",
                 (long long)(st.step + 1), (long long)total,
                 in.steps == 1 ? st.loss : in.loss_sum / n,
-                in.steps == 1 ? "" : (" (mean of " + std::to_string(in.steps) + ")").c_str(), st.lr,
-                st.grad_norm, in.seconds / n, in.steps == 1 ? "" : " per step", tokens_per_s,
+                in.steps == 1 ? "" : (" (mean of " + std::to_string(in.steps) + ")").c_str(),
+                mtp_losses_text(in).c_str(), st.lr, st.grad_norm, in.seconds / n,
+                in.steps == 1 ? "" : " per step", tokens_per_s,
                 core::flop_rate_text(flops_per_s, 2).c_str(), mfu, skipped.c_str());
     std::fflush(stdout);
 }
@@ -91,6 +107,9 @@ executor::TrainingLoopHooks report_hooks(ProgressBar& bar, const std::string& sa
         ++in.steps;
         in.skipped += st.skipped ? 1 : 0;
         in.loss_sum += st.loss;
+        in.mtp_loss_sums.resize(st.mtp_losses.size(), 0.0);
+        for (std::size_t d = 0; d < st.mtp_losses.size(); ++d)
+            in.mtp_loss_sums[d] += st.mtp_losses[d];
         in.seconds += st.seconds;
         in.tokens += r.tokens_per_s * st.seconds;
         in.flops += r.flops_per_device_s * st.seconds;

@@ -239,7 +239,11 @@ ChunkLayout::ChunkLayout(const JobSpec& job, std::int32_t pipeline_rank, std::in
       shape_(ChunkShape::of(job, pipeline_rank, chunk, tp_rank, ep_rank, cp, etp_rank)) {
     const ModelSpec& m = job.model;
     if (shape_.first) {
-        add_vocab_table(TensorRole::word_embedding, false, m.tied_embeddings);
+        // Summed with its last-stage copy when tied, or when MTP looks the next tokens up there
+        // (a last stage on another rank: the loop placement at pp > 1).
+        const bool mtp_copy = m.mtp_num_layers > 0 && job.plan.pp > 1 &&
+                              placement_of(job.plan.schedule) == StagePlacement::loop;
+        add_vocab_table(TensorRole::word_embedding, false, m.tied_embeddings || mtp_copy);
         if (m.position_embedding == PositionEmbedding::learned) {
             add(replicated(TensorRole::position_embedding, -1, m.max_position_embeddings,
                            m.hidden_size));

@@ -28,6 +28,7 @@ void require_supported_on_cuda(const core::JobSpec& job) {
     };
     if (m.moe) no("model.moe", "mixture of experts");
     if (m.mla) no("model.mla", "multi-head latent attention");
+    if (m.mtp_num_layers > 0) no("model.mtp_num_layers", "multi-token prediction");
     if (p.recompute.granularity == core::RecomputeGranularity::selective &&
         p.recompute.modules != core::module_bit(core::RecomputeModule::core_attn))
         no("parallel.recompute.modules",

@@ -131,11 +131,12 @@ void load_own(const checkpoint_detail::Shard& shard, const TrainerState& state, 
     *state.skipped_steps = shard.skipped_steps;
 }
 
-// The name a tensor's values come from: a tied embedding's copy on the last stage is rebuilt
-// from the embedding itself.
+// The name a tensor's values come from: the last stage's copies of the word embedding (tied
+// to the head, or read by multi-token prediction) are rebuilt from the embedding itself.
 std::string source_of(const std::string& name) {
-    const std::string suffix = ".tied_copy";
-    return name.ends_with(suffix) ? name.substr(0, name.size() - suffix.size()) : name;
+    for (const std::string suffix : {".tied_copy", ".mtp_copy"})
+        if (name.ends_with(suffix)) return name.substr(0, name.size() - suffix.size());
+    return name;
 }
 
 // Another layout: every full tensor this rank needs is rebuilt from all the saved shards (each

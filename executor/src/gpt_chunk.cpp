@@ -38,6 +38,11 @@ double GptChunk::Activations::bytes() const {
         for (const auto* experts : {&s.x, &s.fc, &s.act, &s.d_fc, &s.d_out, &s.gate})
             for (const Vec& v : *experts) n += double(v.size());
     }
+    for (const Mtp& d : mtp) {
+        add({&d.emb, &d.e_mean, &d.e_rstd, &d.h_prev, &d.h_mean, &d.h_rstd, &d.cat, &d.out,
+             &d.lnf_mean, &d.lnf_rstd, &d.lnf, &d.logits, &d.row_max, &d.sum_exp});
+        n += double(d.tokens.size() + d.targets.size() + d.counted.size() / 4);
+    }
     return n * sizeof(float);
 }
 
@@ -164,46 +169,10 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
     }
     for (std::int64_t layer = shape_.first_layer;
          layer < shape_.first_layer + layout.shape().layers; ++layer) {
-        LayerParams lp{};
-        lp.index = std::int32_t(layers_.size());
-        lp.fp8 = plan.fp8.enabled() && job.layer_fp8(layer) != core::Fp8Recipe::none;
-        lp.ln1_w = at(R::norm1_weight, layer);
-        lp.ln1_b = at(R::norm1_bias, layer);
-        lp.qkv_w = at(R::qkv_weight, layer);
-        lp.qkv_b = at(R::qkv_bias, layer);
-        lp.q_down = at(R::mla_q_down, layer);
-        lp.q_norm_w = at(R::mla_q_norm, layer);
-        lp.q_norm_b = at(R::mla_q_norm_bias, layer);
-        lp.q_up = at(R::mla_q_up, layer);
-        lp.kv_down = at(R::mla_kv_down, layer);
-        lp.kv_norm_w = at(R::mla_kv_norm, layer);
-        lp.kv_norm_b = at(R::mla_kv_norm_bias, layer);
-        lp.kv_up = at(R::mla_kv_up, layer);
-        lp.proj_w = at(R::proj_weight, layer);
-        lp.proj_b = at(R::proj_bias, layer);
-        lp.ln2_w = at(R::norm2_weight, layer);
-        lp.ln2_b = at(R::norm2_bias, layer);
-        lp.moe = m.is_moe_layer(layer);
-        if (lp.moe) {
-            lp.router_w = at(R::router_weight, layer);
-            for (std::int64_t e = shape_.first_expert;
-                 e < shape_.first_expert + shape_.local_experts; ++e)
-                lp.experts.push_back(
-                    {at(R::expert_fc1_weight, layer, e), at(R::expert_fc1_bias, layer, e),
-                     at(R::expert_fc2_weight, layer, e), at(R::expert_fc2_bias, layer, e)});
-        }
-        const bool shared = lp.moe && m.moe->shared_expert_ffn_hidden_size > 0;
-        if (!lp.moe || shared) {
-            lp.fc_w = at(shared ? R::shared_fc1_weight : R::fc1_weight, layer);
-            lp.fc_b = at(shared ? R::shared_fc1_bias : R::fc1_bias, layer);
-            lp.fc2_w = at(shared ? R::shared_fc2_weight : R::fc2_weight, layer);
-            lp.fc2_b = at(shared ? R::shared_fc2_bias : R::fc2_bias, layer);
-            lp.mlp_width =
-                shared ? m.moe->shared_expert_ffn_hidden_size / plan.tp : shape_.local_ffn;
-        }
-        layers_.push_back(lp);
+        layers_.push_back(layer_params(job, layout, offsets, layer));
         recompute_.push_back(job.recompute_at(layer - shape_.first_layer));
     }
+    main_layers_ = layers_.size();
     if (last_) {
         lnf_w_ = at(R::final_norm_weight);
         lnf_b_ = at(R::final_norm_bias);
@@ -211,7 +180,58 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         head_ = m.tied_embeddings && first_ ? wte_ : at(R::output_weight);
         head_units_ = {layout.unit_of(std::size_t(layout.find(R::final_norm_weight)))};
         if (head_ == wte_) head_units_.push_back(0);
+        add_mtp_modules(job, layout, offsets);
     }
+}
+
+GptChunk::LayerParams GptChunk::layer_params(const core::JobSpec& job,
+                                             const core::ChunkLayout& layout,
+                                             const std::vector<std::int64_t>& offsets,
+                                             std::int64_t layer) const {
+    const core::ModelSpec& m = job.model;
+    const auto at = [&](core::TensorRole role, std::int64_t expert = -1) {
+        const std::int64_t i = layout.find(role, layer, expert);
+        return i < 0 ? std::int64_t(-1) : offsets[std::size_t(i)];
+    };
+    using R = core::TensorRole;
+    LayerParams lp{};
+    lp.index = std::int32_t(layers_.size());
+    lp.unit = layout.unit_of(std::size_t(layout.find(R::norm1_weight, layer)));
+    lp.fp8 = job.plan.fp8.enabled() && job.layer_fp8(layer) != core::Fp8Recipe::none;
+    lp.ln1_w = at(R::norm1_weight);
+    lp.ln1_b = at(R::norm1_bias);
+    lp.qkv_w = at(R::qkv_weight);
+    lp.qkv_b = at(R::qkv_bias);
+    lp.q_down = at(R::mla_q_down);
+    lp.q_norm_w = at(R::mla_q_norm);
+    lp.q_norm_b = at(R::mla_q_norm_bias);
+    lp.q_up = at(R::mla_q_up);
+    lp.kv_down = at(R::mla_kv_down);
+    lp.kv_norm_w = at(R::mla_kv_norm);
+    lp.kv_norm_b = at(R::mla_kv_norm_bias);
+    lp.kv_up = at(R::mla_kv_up);
+    lp.proj_w = at(R::proj_weight);
+    lp.proj_b = at(R::proj_bias);
+    lp.ln2_w = at(R::norm2_weight);
+    lp.ln2_b = at(R::norm2_bias);
+    lp.moe = m.is_moe_layer(layer);
+    if (lp.moe) {
+        lp.router_w = at(R::router_weight);
+        for (std::int64_t e = shape_.first_expert; e < shape_.first_expert + shape_.local_experts;
+             ++e)
+            lp.experts.push_back({at(R::expert_fc1_weight, e), at(R::expert_fc1_bias, e),
+                                  at(R::expert_fc2_weight, e), at(R::expert_fc2_bias, e)});
+    }
+    const bool shared = lp.moe && m.moe->shared_expert_ffn_hidden_size > 0;
+    if (!lp.moe || shared) {
+        lp.fc_w = at(shared ? R::shared_fc1_weight : R::fc1_weight);
+        lp.fc_b = at(shared ? R::shared_fc1_bias : R::fc1_bias);
+        lp.fc2_w = at(shared ? R::shared_fc2_weight : R::fc2_weight);
+        lp.fc2_b = at(shared ? R::shared_fc2_bias : R::fc2_bias);
+        lp.mlp_width =
+            shared ? m.moe->shared_expert_ffn_hidden_size / job.plan.tp : shape_.local_ffn;
+    }
+    return lp;
 }
 
 void GptChunk::norm_forward(const float* in, float* out, float* mean, float* rstd, std::int64_t w,
@@ -324,17 +344,64 @@ void GptChunk::drop_units(const ChunkComms& comms, const std::vector<std::int32_
         for (std::int32_t u : units) comms.units->release(chunk_, u);
 }
 
+Vec GptChunk::embed(const std::int32_t* tokens, std::int64_t table, Communicator& tp) const {
+    // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them (into
+    // this rank's rows under sequence parallelism).
+    Vec all(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
+    k::embedding_forward(all.data(), tokens, p(table), shape_.tokens, shape_.hidden,
+                         shape_.vocab_start, shape_.local_vocab);
+    return reduce_rows(std::move(all), tp);
+}
+
+void GptChunk::settle_layer(std::size_t i, Layer& L, Activations& a) const {
+    a.router_loss += L.moe.router_loss;
+    // Here, not in layer_forward: a fully recomputed layer runs that again in B.
+    if (a.training && layers_[i].moe) count_routed_slots(L.moe);
+    if (recompute_[i] == core::RecomputeGranularity::full) {
+        Vec input = std::move(L.x_in);
+        L = Layer{};
+        L.x_in = std::move(input); // only the layer's input stays until B
+    } else if (recompute_[i] == core::RecomputeGranularity::selective) {
+        drop_recomputed(layers_[i], L); // rebuilt in B
+    }
+}
+
+double GptChunk::head_loss(const Vec& lnf, Vec& logits, Vec& row_max, Vec& sum_exp,
+                           const std::int32_t* targets, const std::uint8_t* counted,
+                           Communicator& tp) const {
+    logits.resize(std::size_t(shape_.tokens * shape_.local_vocab));
+    k::matmul_forward(logits.data(), lnf.data(), p(head_), nullptr, shape_.tokens, shape_.hidden,
+                      shape_.local_vocab);
+    // Padding rows of the vocabulary are not classes: they get no probability.
+    for (std::int64_t v = std::max<std::int64_t>(0, shape_.vocab - shape_.vocab_start);
+         v < shape_.local_vocab; ++v)
+        for (std::int64_t n = 0; n < shape_.tokens; ++n)
+            logits[std::size_t(n * shape_.local_vocab + v)] = -1e30f;
+    row_max.resize(std::size_t(shape_.tokens));
+    sum_exp.resize(std::size_t(shape_.tokens));
+    Vec target(static_cast<std::size_t>(shape_.tokens));
+    k::cross_entropy_row_max(row_max.data(), logits.data(), shape_.tokens, shape_.local_vocab);
+    tp.all_reduce_max(row_max.data(), std::size_t(shape_.tokens));
+    k::cross_entropy_target_logit(target.data(), logits.data(), targets, shape_.tokens,
+                                  shape_.local_vocab, shape_.vocab_start);
+    tp.all_reduce_sum(target.data(), std::size_t(shape_.tokens));
+    k::cross_entropy_exp(logits.data(), sum_exp.data(), row_max.data(), shape_.tokens,
+                         shape_.local_vocab); // logits → exps
+    tp.all_reduce_sum(sum_exp.data(), std::size_t(shape_.tokens));
+    double loss = 0.0;
+    for (std::int64_t n = 0; n < shape_.tokens; ++n)
+        if (!counted || counted[n])
+            loss += std::log(double(sum_exp[std::size_t(n)])) + row_max[std::size_t(n)] -
+                    target[std::size_t(n)];
+    return loss;
+}
+
 void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
     Communicator& tp = comms.tensor;
     Vec x;
     if (first_) {
         hold_units(comms, embedding_units_);
-        // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them
-        // (into this rank's rows under sequence parallelism).
-        Vec all(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
-        k::embedding_forward(all.data(), a.tokens, p(wte_), shape_.tokens, shape_.hidden,
-                             shape_.vocab_start, shape_.local_vocab);
-        x = reduce_rows(std::move(all), tp);
+        x = embed(a.tokens, wte_, tp);
         const std::int64_t row0 = sp_ ? tp.rank() * shape_.rows : 0;
         const auto& position = positions_[std::size_t(cp_rank_)];
         if (wpe_ >= 0)
@@ -350,21 +417,12 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
         x = std::move(a.input); // layer 0 keeps it as its x_in
     }
     a.layers.assign(layers_.size(), Layer{});
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
+    for (std::size_t i = 0; i < main_layers_; ++i) {
         Layer& L = a.layers[i];
         hold_units(comms, layer_unit(i));
         layer_forward(i, L, x, comms, a);
         drop_units(comms, layer_unit(i));
-        a.router_loss += L.moe.router_loss;
-        // Here, not in layer_forward: a fully recomputed layer runs that again in B.
-        if (a.training && layers_[i].moe) count_routed_slots(L.moe);
-        if (recompute_[i] == core::RecomputeGranularity::full) {
-            Vec input = std::move(L.x_in);
-            L = Layer{};
-            L.x_in = std::move(input); // only the layer's input stays until B
-        } else if (recompute_[i] == core::RecomputeGranularity::selective) {
-            drop_recomputed(layers_[i], L); // rebuilt in B
-        }
+        settle_layer(i, L, a);
     }
     if (!last_) {
         a.output = std::move(x);
@@ -378,31 +436,10 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
     norm_forward(a.hidden_out.data(), normed.data(), a.lnf_mean.data(), a.lnf_rstd.data(), lnf_w_,
                  lnf_b_);
     a.lnf = gather_rows(std::move(normed), tp);
-    a.logits.resize(std::size_t(shape_.tokens * shape_.local_vocab));
-    k::matmul_forward(a.logits.data(), a.lnf.data(), p(head_), nullptr, shape_.tokens,
-                      shape_.hidden, shape_.local_vocab);
-    // Padding rows of the vocabulary are not classes: they get no probability.
-    for (std::int64_t v = std::max<std::int64_t>(0, shape_.vocab - shape_.vocab_start);
-         v < shape_.local_vocab; ++v)
-        for (std::int64_t n = 0; n < shape_.tokens; ++n)
-            a.logits[std::size_t(n * shape_.local_vocab + v)] = -1e30f;
-    a.row_max.resize(std::size_t(shape_.tokens));
-    a.sum_exp.resize(std::size_t(shape_.tokens));
-    Vec target(static_cast<std::size_t>(shape_.tokens));
-    k::cross_entropy_row_max(a.row_max.data(), a.logits.data(), shape_.tokens, shape_.local_vocab);
-    tp.all_reduce_max(a.row_max.data(), std::size_t(shape_.tokens));
-    k::cross_entropy_target_logit(target.data(), a.logits.data(), a.targets, shape_.tokens,
-                                  shape_.local_vocab, shape_.vocab_start);
-    tp.all_reduce_sum(target.data(), std::size_t(shape_.tokens));
-    k::cross_entropy_exp(a.logits.data(), a.sum_exp.data(), a.row_max.data(), shape_.tokens,
-                         shape_.local_vocab); // logits → exps
-    tp.all_reduce_sum(a.sum_exp.data(), std::size_t(shape_.tokens));
+    a.loss = head_loss(a.lnf, a.logits, a.row_max, a.sum_exp, a.targets, nullptr, tp) /
+             double(loss_tokens_);
     drop_units(comms, head_units_);
-    double loss = 0.0;
-    for (std::int64_t n = 0; n < shape_.tokens; ++n)
-        loss += std::log(double(a.sum_exp[std::size_t(n)])) + a.row_max[std::size_t(n)] -
-                target[std::size_t(n)];
-    a.loss = loss / double(loss_tokens_);
+    if (!mtp_.empty()) mtp_forward(a, comms);
 }
 
 } // namespace trident::executor

@@ -18,10 +18,6 @@ namespace k = kernels::cpu;
 
 namespace {
 
-void release(Vec& v) {
-    Vec().swap(v);
-}
-
 // Runs `work`, adding the seconds it takes to `total`.
 template <typename F>
 void timed(double& total, F&& work) {
@@ -233,6 +229,9 @@ void GptChunk::backward_pass(Activations& a, const float* dout, float loss_scale
     a.peak_bytes = a.bytes();
     Vec dx(static_cast<std::size_t>(NLH), 0.0f); // gradient of this rank's rows
     if (last_) {
+        // MTP first (its units released before the main head's are held): the gradient its
+        // module 0 sends to the main final norm's output rows.
+        const Vec d_mtp = mtp_.empty() ? Vec{} : mtp_backward(a, loss_scale, comms, fused);
         hold_units(comms, head_units_);
         // The forward left the exponentials in `logits`: they become the gradient in place.
         k::cross_entropy_backward(a.logits.data(), a.sum_exp.data(), a.targets,
@@ -244,6 +243,7 @@ void GptChunk::backward_pass(Activations& a, const float* dout, float loss_scale
                                  shape_.hidden, shape_.local_vocab);
         if (fused) timed(a.weight_gradient_s, [&] { head_weight_gradient(a, true); });
         dlnf = reduce_rows(std::move(dlnf), tp); // the LM head is column-parallel
+        for (std::size_t j = 0; j < d_mtp.size(); ++j) dlnf[j] += d_mtp[j];
         norm_backward(dx.data(), dlnf.data(), a.hidden_out.data(), a.lnf_mean.data(),
                       a.lnf_rstd.data(), lnf_w_, lnf_b_);
         drop_units(comms, head_units_);
@@ -252,7 +252,7 @@ void GptChunk::backward_pass(Activations& a, const float* dout, float loss_scale
     } else {
         std::copy(dout, dout + NLH, dx.begin());
     }
-    for (std::size_t i = layers_.size(); i-- > 0;) {
+    for (std::size_t i = main_layers_; i-- > 0;) {
         hold_units(comms, layer_unit(i));
         layer_backward(i, a, dx, loss_scale, comms, fused);
         drop_units(comms, layer_unit(i));

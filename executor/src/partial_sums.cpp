@@ -5,7 +5,8 @@
 namespace trident::executor {
 
 bool summed_across_stages(const core::JobSpec& job, const ParameterStore::Tensor& t) {
-    return t.tied_embedding && job.model.tied_embeddings && job.plan.pp > 1;
+    // Tied to the head, or the word embedding and the copy MTP reads on the last stage.
+    return t.tied_embedding && job.plan.pp > 1;
 }
 
 void sum_tied_embedding_gradients(const core::JobSpec& job, const ParameterStore& store,

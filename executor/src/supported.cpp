@@ -26,10 +26,16 @@ void require_supported(const core::JobSpec& job) {
                std::to_string(job.model.mla->v_head_dim) + " > " +
                std::to_string(job.model.mla->qk_head_dim + job.model.mla->qk_pos_emb_head_dim) +
                ")");
-    if (job.model.mtp_num_layers > 0)
-        no("model.mtp_num_layers", "multi-token prediction (" +
-                                       std::to_string(job.model.mtp_num_layers) +
-                                       " module(s); simulate and plan model it)");
+    if (job.model.mtp_num_layers > 0) {
+        // The modules shift the tokens by whole positions of one sequence on one rank.
+        if (p.cp > 1)
+            no("parallel.cp", "multi-token prediction with context parallelism (the shifted "
+                              "tokens cross context ranks)");
+        if (job.model.position_embedding == core::PositionEmbedding::learned)
+            no("model.position_embedding",
+               "multi-token prediction with learned position embeddings (Megatron shifts the "
+               "position ids too; the executor's MTP runs RoPE models such as DeepSeek-V3)");
+    }
 }
 
 std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda_backend) {

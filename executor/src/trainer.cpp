@@ -203,6 +203,10 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
         chunks_.emplace_back(job, pp_rank, c, int(groups.coord.tp), int(groups.coord.ep),
                              int(groups.coord.cp), store_, seed, int(groups.coord.etp));
     }
+    for (GptChunk& c : chunks_)
+        if (c.needs_mtp_table())
+            for (const GptChunk& other : chunks_)
+                if (other.first()) c.share_mtp_table(other);
     if (job.plan.fp8.enabled()) {
         std::vector<std::int32_t> layers;
         std::vector<std::int64_t> first_layers;
@@ -286,6 +290,7 @@ public:
     } // cp shares already add up
 
     double loss_sum() const { return loss_sum_; }
+    const std::vector<double>& mtp_loss_sums() const { return mtp_sums_; }
 
     void forward(const WalkAction& w, CpuSlot& slot) override {
         const GptChunk& chunk = chunks_[std::size_t(w.action.chunk)];
@@ -300,7 +305,12 @@ public:
         slot.acts.training = !w.forward_only;
         if (!chunk.first()) slot.acts.input = std::move(slot.received_activation);
         chunk.forward(slot.acts, comms_);
-        if (chunk.last()) loss_sum_ += slot.acts.loss;
+        if (chunk.last()) {
+            loss_sum_ += slot.acts.loss;
+            mtp_sums_.resize(std::max(mtp_sums_.size(), slot.acts.mtp.size()), 0.0);
+            for (std::size_t d = 0; d < slot.acts.mtp.size(); ++d)
+                mtp_sums_[d] += slot.acts.mtp[d].loss;
+        }
     }
     double backward_input(const WalkAction& w, CpuSlot& slot) override {
         const GptChunk& chunk = chunks_[std::size_t(w.action.chunk)];
@@ -377,6 +387,7 @@ private:
     FsdpUnits* fsdp_; // ZeRO-2/3: each chunk's gradients reduced every micro-batch
     float loss_scale_;
     double loss_sum_ = 0.0;
+    std::vector<double> mtp_sums_; // per MTP module, over the micro-batches
 };
 
 } // namespace
@@ -399,6 +410,12 @@ void CpuTrainer::run_schedule(const SampleSource& samples, std::int64_t first_sa
         std::any_of(chunks_.begin(), chunks_.end(), [](const GptChunk& c) { return c.last(); });
     stats.loss = step_loss(bodies.loss_sum() / double(m), last, groups_.coord.tp, job_.plan.dp,
                            *groups_.world);
+    // Every rank takes part in each module's sum; the last stage's hold the values.
+    stats.mtp_losses.assign(std::size_t(job_.model.mtp_num_layers), 0.0);
+    const std::vector<double>& sums = bodies.mtp_loss_sums();
+    for (std::size_t d = 0; d < stats.mtp_losses.size(); ++d)
+        stats.mtp_losses[d] = step_loss((d < sums.size() ? sums[d] : 0.0) / double(m), last,
+                                        groups_.coord.tp, job_.plan.dp, *groups_.world);
 }
 
 double CpuTrainer::reduce_and_update(std::int64_t index, StepStats& stats) {

@@ -255,6 +255,7 @@ core::Json metrics_json(const core::JobSpec& job, const TrainingSummary& summary
                         {"skipped", r.stats.skipped},
                         {"peak_activation_bytes_rank0", r.stats.peak_activation_bytes}};
         if (r.mfu) j["mfu"] = *r.mfu;
+        if (!r.stats.mtp_losses.empty()) j["mtp_losses"] = r.stats.mtp_losses;
         steps.push_back(std::move(j));
     }
     core::Json validations = core::Json::array();

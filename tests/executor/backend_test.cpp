@@ -118,8 +118,8 @@ TEST(Backend, CudaRefusesWhatItDoesNotRunNamingTheField) {
         "parallel.num_distributed_optimizer_instances");
 }
 
-// ZeRO-2/3 run beside every schedule but DualPipe, whose twin copies trade whole gradients.
-TEST(CpuExecutor, ShardedGradientsRefuseDualPipeOnly) {
+// ZeRO-2/3 run beside every schedule, DualPipe's twin copies included (their slices line up).
+TEST(CpuExecutor, ShardedGradientsRunUnderEverySchedule) {
     core::JobInputs in;
     in.model = "gpt-tiny";
     in.seq_length = 32;
@@ -127,15 +127,43 @@ TEST(CpuExecutor, ShardedGradientsRefuseDualPipeOnly) {
     in.devices_per_node = 2;
     in.global_batch_size = 4;
     in.data_parallel_sharding_strategy = "optim_grads";
-    for (const char* schedule : {"1f1b", "zero-bubble-v", "dualpipev"}) {
+    for (const char* schedule : {"1f1b", "zero-bubble-v", "dualpipev", "dualpipe"}) {
         in.schedule = schedule;
         EXPECT_NO_THROW(executor::require_supported(job_with(in))) << schedule;
     }
-    in.schedule = "dualpipe";
-    EXPECT_NE(field_of([&] {
-                  executor::require_supported(job_with(in));
-              }).find("optim_grads (ZeRO-2) under schedule \"dualpipe\""),
-              std::string::npos);
+}
+
+// Multi-token prediction runs on RoPE models in every pipeline layout; it is refused with
+// context parallelism (the shifted tokens cross context ranks) and with learned positions
+// (Megatron shifts those too), and on the CUDA backend.
+TEST(CpuExecutor, MultiTokenPredictionRefusals) {
+    core::JobInputs in;
+    in.model = "deepseek-tiny";
+    in.seq_length = 32;
+    in.mtp_num_layers = 1;
+    in.pp = 2;
+    in.devices_per_node = 2;
+    in.global_batch_size = 4;
+    in.first_stage_layers = 3;
+    EXPECT_NO_THROW(executor::require_supported(job_with(in)));
+    EXPECT_EQ(field_of([&] { executor::require_supported_on_cuda(job_with(in)); }).substr(0, 9),
+              "model.moe");
+    in.pp = 1;
+    in.first_stage_layers.reset();
+    in.cp = 2;
+    EXPECT_EQ(field_of([&] { executor::require_supported(job_with(in)); }).substr(0, 12),
+              "parallel.cp:");
+    core::JobInputs learned;
+    learned.model = "gpt-tiny";
+    learned.seq_length = 32;
+    learned.mtp_num_layers = 1;
+    EXPECT_EQ(field_of([&] { executor::require_supported(job_with(learned)); }).substr(0, 25),
+              "model.position_embedding:");
+    learned.model = std::string(TRIDENT_FIXTURES) + "/models/llama-tiny-mtp.json";
+    EXPECT_NO_THROW(executor::require_supported(job_with(learned)));
+    EXPECT_EQ(
+        field_of([&] { executor::require_supported_on_cuda(job_with(learned)); }).substr(0, 21),
+        "model.mtp_num_layers:");
 }
 
 // What the CPU executor refuses of MoE layouts, on any machine (the run checks this before

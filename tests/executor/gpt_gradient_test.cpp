@@ -41,7 +41,8 @@ struct Harness {
         a.tokens = tokens.data();
         a.targets = targets.data();
         chunk->forward(a, {*self, *self, *self, *self, *self});
-        return a.loss + (with_router_loss ? a.router_loss : 0.0);
+        // Multi-token prediction's weighted losses are always in the gradient.
+        return a.loss + a.mtp_loss + (with_router_loss ? a.router_loss : 0.0);
     }
     bool with_router_loss = false; // the function the gradient differentiates includes them
     void gradients() {
@@ -141,6 +142,19 @@ TEST(GptGradient, MultiHeadLatentAttention) {
           {"layer.0.mla.q_down.weight", "layer.2.mla.kv_down.weight", "layer.4.mla.kv_up.weight",
            "layer.2.shared.fc1.weight", "layer.3.expert.1.fc1.weight"},
           0.1, true);
+}
+
+TEST(GptGradient, MultiTokenPrediction) {
+    // Two MTP modules (DeepSeek-V3 §2.2): each one's embedding lookup of the shifted tokens
+    // (the word embedding's gradient), its two norms, eh_proj, its transformer layer and final
+    // norm, and the shared head; module 1 reads module 0's output, module 0 the main model's.
+    const std::string model = std::string(TRIDENT_FIXTURES) + "/models/llama-tiny-mtp.json";
+    check(model,
+          {"embedding.word", "layer.4.mtp.enorm.weight", "layer.5.mtp.hnorm.weight",
+           "layer.4.mtp.eh_proj.weight", "layer.5.mtp.eh_proj.weight", "layer.4.qkv.weight",
+           "layer.5.fc2.weight", "layer.5.norm1.weight", "layer.4.mtp.final_norm.weight",
+           "output.weight", "layer.3.fc1.weight", "final_norm.weight"},
+          0.05, false, 7);
 }
 
 int main(int argc, char** argv) {

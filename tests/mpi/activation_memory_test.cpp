@@ -153,6 +153,25 @@ TEST(ActivationMemory, PaddingToCapacityCostsWhatTheSimulatorSays) {
     }
 }
 
+// Multi-token prediction: each module's shifted embeddings, norms, the 2h-wide projection
+// input, its layer and its head on the last stage (measured 1.05 and 1.03 of the prediction on
+// 2026-12-05).
+TEST(ActivationMemory, MultiTokenPredictionFollowsTheSimulator) {
+    const std::string fixtures = std::string(TRIDENT_FIXTURES) + "/models/";
+    for (const auto& [ranks, job] :
+         {std::pair{1, "--model " + fixtures +
+                           "deepseek-tiny-mtp.json --cluster localhost "
+                           "--devices-per-node 1 --mbs 2 --gbs 8 --seq-length 32"},
+          std::pair{2, "--model " + fixtures +
+                           "llama-tiny-mtp.json --cluster localhost "
+                           "--devices-per-node 2 --pp 2 --mbs 4 --gbs 16 --seq-length 32"}}) {
+        const double measured = measured_peak(ranks, job), predicted = predicted_peak(job);
+        ASSERT_GT(measured, 0.0) << job;
+        EXPECT_LE(measured, 1.1 * predicted) << job;
+        EXPECT_GE(measured, 0.9 * predicted) << job;
+    }
+}
+
 TEST(ActivationMemory, MeasuredPeakFollowsTheSimulatorWithFlashAttention) {
     expect_measured_follows_prediction("");
 }

@@ -289,6 +289,31 @@ TEST(Checkpoint, ZeroThreeSlicesReshard) {
         expect_resumes(job, dir, ranks, target, reference, 4);
 }
 
+// deepseek-tiny with an MTP module saved at pp2·dp2·ep2 (3 + 2 layers; the last stage holds
+// the word embedding's copy MTP reads, a duplicate saved by no shard), resumed on one process
+// and at tp2·dp2·ep2 with sequence parallelism: the copy is rebuilt from the embedding and the
+// losses continue as one process's.
+TEST(Checkpoint, MultiTokenPredictionCopyIsRebuiltFromTheEmbedding) {
+    const std::string job = std::string(" ") + TRIDENT_BINARY + " run --model " + TRIDENT_FIXTURES +
+                            "/models/deepseek-tiny-mtp.json --cluster localhost --mbs 2 "
+                            "--gbs 8 --seq-length 32 --train-iters 8 --seed 5";
+    const auto one = run_shell(job + " --devices-per-node 1");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const auto reference = losses_of(one.out);
+    ASSERT_EQ(reference.size(), 8u);
+    const std::string dir = fresh_dir("mtp");
+    const auto saved = run_shell("mpirun --allow-run-as-root --oversubscribe -np 4" + job +
+                                 " --devices-per-node 4 --pp 2 --dp 2 --ep 2 "
+                                 "--decoder-first-pipeline-num-layers 3 --save " +
+                                 dir + " --exit-interval 4");
+    ASSERT_EQ(saved.exit_code, 0) << saved.err;
+    for (const auto& [ranks, target] :
+         {std::pair{1, std::string(" --devices-per-node 1")},
+          std::pair{4, std::string(" --devices-per-node 4 --tp 2 --dp 2 --ep 2 "
+                                   "--sequence-parallel")}})
+        expect_resumes(job, dir, ranks, target, reference, 4);
+}
+
 TEST(Checkpoint, RefusesDamagedOrMismatchedCheckpoints) {
     const std::string dir = fresh_dir("refuse");
     const auto saved = run_shell(kMpirun + kJob + " --steps 2 --save " + dir);

@@ -177,6 +177,27 @@ TEST(DualPipeSharded, ZeroTwoAndThreeMatchOneProcess) {
     }
 }
 
+// DeepSeek-V3's as-trained shape at toy scale: MLA, shared and routed experts, one MTP module,
+// DualPipe over two stages (3 + 2 layers, the MTP module on the last) with expert parallelism,
+// and the same under ZeRO-3: the losses of one process.
+TEST(MultiTokenPrediction, DeepSeekUnderDualPipeMatchesOneProcess) {
+    const std::string model = std::string(TRIDENT_FIXTURES) + "/models/deepseek-tiny-mtp.json";
+    const std::string common =
+        " --cluster localhost --mbs 1 --gbs 8 --steps 10 --seed 7 --seq-length 32";
+    const auto reference = run_job(1, model, common, "");
+    ASSERT_EQ(reference.size(), 10u);
+    for (const char* layout : {"--pp 2 --dp 2 --ep 2 --schedule dualpipe "
+                               "--pipeline-model-parallel-layout 'Ettt|ttmL'",
+                               "--pp 2 --dp 2 --ep 2 --schedule dualpipev --zero-stage 3 "
+                               "--pipeline-model-parallel-layout 'Et|t|t|ttmL'"}) {
+        const auto losses = run_job(4, model, common, layout);
+        ASSERT_EQ(losses.size(), reference.size()) << layout;
+        for (std::size_t i = 0; i < losses.size(); ++i)
+            EXPECT_NEAR(losses[i], reference[i], 1e-5 * std::fabs(reference[i]))
+                << layout << " step " << i + 1;
+    }
+}
+
 const std::string kEight = std::string(TRIDENT_FIXTURES) + "/models/gpt-tiny-8-layers.json";
 const std::string kCapacity =
     std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-capacity.json"; // drops tokens
@@ -191,6 +212,11 @@ const std::string kBias = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-bias
 const std::string kGroups = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-groups.json";
 // RoPE: each rank turns its tokens by their own positions (context parallelism: not 0..T/cp).
 const std::string kRope = std::string(TRIDENT_FIXTURES) + "/models/llama-tiny-rope.json";
+// Multi-token prediction (two modules, RoPE, untied): the last stage's copy of the word
+// embedding, summed with the first stage's, or the rank's other chunk's under V-shaped
+// schedules; and DeepSeek's blocks with one MoE MTP module.
+const std::string kMtp = std::string(TRIDENT_FIXTURES) + "/models/llama-tiny-mtp.json";
+const std::string kDeepSeekMtp = std::string(TRIDENT_FIXTURES) + "/models/deepseek-tiny-mtp.json";
 // Dropout: masks keyed by position, never by rank, so every layout drops the same elements.
 const std::string kDropout = std::string(TRIDENT_FIXTURES) + "/models/gpt-tiny-dropout.json";
 
@@ -304,6 +330,17 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{4, kDropout.c_str(), "--tp 1 --pp 1 --dp 2 --cp 2"},
         Layout{2, kDropout.c_str(), "--tp 1 --pp 2 --dp 1 --recompute selective"},
         Layout{2, kRope.c_str(), "--tp 1 --pp 1 --dp 2 --recompute full --recompute-num-layers 4"},
+        // Multi-token prediction: eh_proj column-parallel and gathered, sequence parallel;
+        // the table copy on the last stage (its W in B while ZB-H1 holds the layers' back);
+        // recomputed MTP layers; ZeRO-3 units; the embedding of the V's other chunk.
+        Layout{2, kMtp.c_str(), "--tp 2 --pp 1 --dp 1 --sequence-parallel"},
+        Layout{2, kMtp.c_str(), "--tp 1 --pp 2 --dp 1 --schedule zero-bubble-h1"},
+        Layout{4, kMtp.c_str(), "--tp 2 --pp 2 --dp 1 --sequence-parallel --recompute full"},
+        Layout{4, kMtp.c_str(), "--tp 1 --pp 2 --dp 2 --zero-stage 3"},
+        Layout{2, kMtp.c_str(), "--tp 1 --pp 2 --dp 1 --vpp 2 --recompute selective"},
+        Layout{2, kMtp.c_str(), "--tp 1 --pp 2 --dp 1 --schedule dualpipev"},
+        Layout{4, kDeepSeekMtp.c_str(),
+               "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --distributed-optimizer"},
         // Uneven stages: a listed layout, Megatron's first-stage count, Megatron's layout
         // string with virtual stages, and block recomputation over chunks of unequal length.
         Layout{2, "gpt-tiny", "--tp 1 --pp 2 --dp 1 --pipeline-layout 1,3"},

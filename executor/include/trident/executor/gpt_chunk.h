@@ -63,6 +63,11 @@ struct UninitializedAllocator : std::allocator<T> {
 
 using Vec = std::vector<float, UninitializedAllocator<float>>;
 
+// Frees a buffer's memory (clear() would keep its capacity).
+inline void release(Vec& v) {
+    Vec().swap(v);
+}
+
 // All parameters of one rank in one flat buffer (and one for their gradients), so data
 // parallelism and the sharded optimizer see a single array.
 struct ParameterStore {
@@ -140,6 +145,11 @@ public:
     // its training forwards so far (recomputation and evaluation not counted); under sequence
     // parallelism already summed over the tensor group, so every tensor rank holds the same.
     const std::vector<double>& routed_slots() const { return routed_slots_; }
+    // Multi-token prediction on a last chunk whose rank holds the first stage in its other
+    // chunk (V-shaped schedules, DualPipe) with untied embeddings: the next tokens are looked
+    // up in that chunk's word embedding (`first`), as DeepSeek-V3 shares it (§3.2.3).
+    bool needs_mtp_table() const { return !mtp_.empty() && mtp_table_ < 0; }
+    void share_mtp_table(const GptChunk& first);
     // FP8 training: the linear layers' GEMMs of the FP8 layers read their operands through
     // `fp8` (fp8_numerics.h); null: full precision.
     void use_fp8(Fp8Numerics* fp8) { fp8_ = fp8; }
@@ -206,6 +216,18 @@ public:
         // Not in `loss` (which Megatron reports as the language-model loss alone); the
         // gradients include them.
         double router_loss = 0.0;
+        // Multi-token prediction (last chunk; gpt_chunk_mtp.cpp): per depth its inputs, state
+        // and loss; mtp_loss is their weighted sum (λ/D · Σ), in the gradient, not in `loss`.
+        struct Mtp {
+            std::vector<std::int32_t> tokens, targets; // rolled: position t reads t + depth + 1
+            std::vector<std::uint8_t> counted;         // whether t's label is in the sequence
+            std::int64_t labels = 0;                   // how many are, over the micro-batch
+            Vec emb, e_mean, e_rstd, h_prev, h_mean, h_rstd, cat;       // prelude (cat: all rows)
+            Vec out, lnf_mean, lnf_rstd, lnf, logits, row_max, sum_exp; // layer output, head
+            double loss = 0.0; // mean cross-entropy over the counted labels
+        };
+        std::vector<Mtp> mtp;
+        double mtp_loss = 0.0;
         Vec dinput;                     // B's result (not the first chunk)
         double weight_gradient_s = 0.0; // a fused backward: the seconds its weight gradients took
         double peak_bytes = 0.0;        // the most bytes() reached inside the last backward
@@ -232,6 +254,7 @@ private:
         std::int64_t fc_w, fc_b, fc2_w, fc2_b;
     };
     struct LayerParams {
+        std::int32_t unit = 0; // its FSDP unit in this chunk
         std::int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w,
             fc2_b;
         // The dense MLP (fc_*) is the layer's MLP, or an MoE layer's shared experts as one MLP
@@ -367,9 +390,39 @@ private:
     // The units' parameters present (ZeRO-3) until drop_units.
     void hold_units(const ChunkComms& comms, const std::vector<std::int32_t>& units) const;
     void drop_units(const ChunkComms& comms, const std::vector<std::int32_t>& units) const;
-    std::vector<std::int32_t> layer_unit(std::size_t i) const {
-        return {std::int32_t(first_ ? i + 1 : i)};
-    }
+    std::vector<std::int32_t> layer_unit(std::size_t i) const { return {layers_[i].unit}; }
+    // After a layer's forward: its router loss and routing counted, and what its
+    // recomputation drops dropped.
+    void settle_layer(std::size_t i, Layer& L, Activations& a) const;
+    void add_mtp_modules(const core::JobSpec& job, const core::ChunkLayout& layout,
+                         const std::vector<std::int64_t>& offsets);
+    LayerParams layer_params(const core::JobSpec& job, const core::ChunkLayout& layout,
+                             const std::vector<std::int64_t>& offsets, std::int64_t layer) const;
+    // Multi-token prediction (DeepSeek-V3 §2.2; Megatron-Core's MultiTokenPredictionBlock):
+    // module d embeds the tokens d + 1 ahead, normalises them and the previous depth's hidden
+    // state, projects the pair 2h → h (column-parallel, gathered), runs its transformer layer
+    // (layers_[main_layers_ + d]) and its final norm, and the shared head scores the token
+    // d + 2 ahead. Forward after the main loss; B before the main head's, returning the
+    // gradient of the main final norm's output rows.
+    struct MtpParams {
+        std::int64_t enorm_w, enorm_b, hnorm_w, hnorm_b, eh_proj, lnf_w, lnf_b;
+        std::vector<std::int32_t> units; // its own, the head's and the table's
+    };
+    void mtp_forward(Activations& a, const ChunkComms& comms) const;
+    void hold_mtp_units(const ChunkComms& comms, std::size_t d) const;
+    void drop_mtp_units(const ChunkComms& comms, std::size_t d) const;
+    Vec mtp_backward(Activations& a, float loss_scale, const ChunkComms& comms, bool fused) const;
+    void mtp_prelude(std::size_t d, Activations& a, Vec& x, Communicator& tp) const;
+    Vec mtp_prelude_backward(std::size_t d, Activations& a, const Vec& dx, Communicator& tp) const;
+    // The vocabulary-parallel lookup of `tokens` in `table`, summed over the tensor group (this
+    // rank's rows under sequence parallelism).
+    Vec embed(const std::int32_t* tokens, std::int64_t table, Communicator& tp) const;
+    // The head over `lnf` (all rows): logits → exponentials in place, the row maxima and sums
+    // (reduced over the tensor group); returns the cross-entropy summed over the rows `counted`
+    // marks (every row when null).
+    double head_loss(const Vec& lnf, Vec& logits, Vec& row_max, Vec& sum_exp,
+                     const std::int32_t* targets, const std::uint8_t* counted,
+                     Communicator& tp) const;
     // A linear layer's GEMMs (matmul_forward, _backward_input, _backward_weight), through FP8
     // numerics when the layer runs in FP8 (gpt_chunk_fp8.cpp); `expert`: a local routed
     // expert's (fc1, fc2), -1 otherwise.
@@ -412,10 +465,15 @@ private:
     core::MlaSpec mla_;
     std::int64_t proj_in_ = 0; // the output projection's input width on this rank
     double aux_coeff_ = 0.0, z_coeff_ = 0.0;
-    double capacity_factor_ = 0.0; // 0: dropless
-    bool pad_to_capacity_ = false; // every expert's rows made up to its capacity
-    bool gather_dispatch_ = false; // the allgather token dispatcher (else all-to-all)
-    std::vector<LayerParams> layers_;
+    double capacity_factor_ = 0.0;    // 0: dropless
+    bool pad_to_capacity_ = false;    // every expert's rows made up to its capacity
+    bool gather_dispatch_ = false;    // the allgather token dispatcher (else all-to-all)
+    std::vector<LayerParams> layers_; // the chunk's, then (last chunk) the MTP modules'
+    std::size_t main_layers_ = 0;
+    std::vector<MtpParams> mtp_;
+    std::int64_t mtp_table_ = -1;       // the word embedding MTP looks the next tokens up in
+    std::int32_t mtp_table_chunk_ = -1; // the chunk whose embedding unit holds it (-1: this)
+    double mtp_scale_ = 0.0; // λ / D (Megatron's mtp_loss_scaling_factor / mtp_num_layers)
     std::vector<core::RecomputeGranularity> recompute_; // per layer of this chunk
     std::int32_t chunk_ = 0;                            // this rank's chunk index
     Fp8Numerics* fp8_ = nullptr;

@@ -41,7 +41,10 @@ std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda
 
 struct StepStats {
     std::int64_t step = 0;
-    double loss = 0.0;      // mean over the global batch's tokens
+    double loss = 0.0; // mean over the global batch's tokens
+    // Per multi-token-prediction module: its mean cross-entropy over the step, unweighted
+    // (Megatron's "mtp_1 loss", …; the gradient weighs them by λ / D).
+    std::vector<double> mtp_losses;
     double grad_norm = 0.0; // before clipping
     double lr = 0.0;
     double seconds = 0.0;
