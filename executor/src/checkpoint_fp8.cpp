@@ -1,5 +1,6 @@
 #include "checkpoint_fp8.h"
 
+#include "fp8_numerics.h"
 #include "trident/core/json_io.h"
 #include "trident/core/spec_error.h"
 
@@ -12,7 +13,7 @@ namespace trident::executor::checkpoint_fp8 {
 namespace {
 
 constexpr const char* kOperandNames[] = {"input", "weight", "gradient"};
-constexpr std::int64_t kLinears = 8; // GptChunk::Linear
+constexpr auto kLinears = std::int64_t(kFp8DenseLinears);
 
 // Entries as floats for one MPI gather: layer, linear, expert, operand, count, amaxes… (the
 // keys are small integers, exact in a float).

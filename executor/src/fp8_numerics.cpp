@@ -10,8 +10,8 @@ namespace k = kernels::cpu;
 
 namespace {
 
-// QKV, projection, fc1, fc2 and MLA's four projections (GptChunk::Linear); experts' fc1, fc2.
-constexpr std::size_t kOperands = 3, kDenseLinears = 8, kExpertLinears = 2;
+// Input, weight, gradient; every linear (kFp8DenseLinears); experts' fc1, fc2.
+constexpr std::size_t kOperands = 3, kDenseLinears = kFp8DenseLinears, kExpertLinears = 2;
 constexpr std::int64_t kBlock = 128; // DeepSeek-V3's 1×128 and 128×128
 
 } // namespace

@@ -1,10 +1,11 @@
 #pragma once
 // FP8 training numerics in the CPU executor: every GEMM of a linear layer that runs in FP8
-// (QKV or MLA's projections, output projection, MLP or shared experts, routed experts; not the
-// router, embedding or head; not the BF16 first/last layers of --first-last-layers-bf16) reads
-// its operands quantized → dequantized (kernels/cpu fp8.h), as Transformer Engine's FP8 GEMMs
-// read them: inputs and weights in E4M3, output gradients in E5M2 under the hybrid format
-// (E4M3 under e4m3). Accumulation stays fp32, as the tensor cores' does. Recipes (--fp8-recipe):
+// (QKV or MLA's projections, output projection, MLP or shared experts, routed experts, an MTP
+// module's eh_proj with its layer; not the router, embedding or head; not the BF16 first/last
+// layers of --first-last-layers-bf16) reads its operands quantized → dequantized (kernels/cpu
+// fp8.h), as Transformer Engine's FP8 GEMMs read them: inputs and weights in E4M3, output gradients
+// in E5M2 under the hybrid format (E4M3 under e4m3). Accumulation stays fp32, as the tensor cores'
+// does. Recipes (--fp8-recipe):
 // - tensorwise (current scaling): each operand's scale from its own amax at the GEMM; the
 //   amax is the whole tensor's, max-reduced over the tensor (expert-tensor) ranks that hold
 //   its pieces and, for activations and gradients, the context ranks — so every layout scales
@@ -34,11 +35,16 @@
 
 namespace trident::executor {
 
+// The linear layers a layer's FP8 sites are numbered by (GptChunk::Linear): QKV, projection,
+// fc1, fc2, MLA's four projections and an MTP module's eh_proj.
+inline constexpr std::size_t kFp8DenseLinears = 9;
+
 class Fp8Numerics {
 public:
     enum class Operand { input, weight, gradient };
     // Where a quantized operand belongs: its chunk, layer (in the chunk), GEMM
-    // (GptChunk::Linear: QKV, projection, fc1, fc2, MLA's q_down, q_up, kv_down, kv_up) and
+    // (GptChunk::Linear: QKV, projection, fc1, fc2, MLA's q_down, q_up, kv_down, kv_up, MTP's
+    // eh_proj) and
     // local routed expert (-1: none).
     struct Site {
         std::int32_t chunk = 0, layer = 0, linear = 0, expert = -1;

@@ -67,6 +67,8 @@ void GptChunk::linear_weight_gradient(const LayerParams& lp, Layer& L, Linear wh
     case Linear::mla_kv_down:
     case Linear::mla_kv_up:
         return mla_weight_gradients(lp, L, release_inputs);
+    case Linear::mtp_eh_proj: // taken in B (gpt_chunk_mtp.cpp)
+        return;
     }
 }
 

@@ -13,9 +13,10 @@
 // next tokens are looked up in is the word embedding: this chunk's (pp 1), the tied head
 // (the table itself), the last stage's copy summed with the first stage's over the embedding
 // group (partial_sums.h), or, where the rank holds the first stage in its other chunk
-// (V-shaped schedules, DualPipe), that chunk's (share_mtp_table). The module's own weight gradients
-// (eh_proj, the shared head's share, the table's) are taken in B; its transformer layer's W follows
-// the schedule.
+// (V-shaped schedules, DualPipe), that chunk's (share_mtp_table). eh_proj runs in its layer's
+// precision (FP8 when the layer does, as a Transformer Engine linear). The module's own weight
+// gradients (eh_proj, the shared head's share, the table's) are taken in B; its transformer layer's
+// W follows the schedule.
 #include "trident/core/internal_error.h"
 #include "trident/executor/gpt_chunk.h"
 #include "trident/kernels/cpu.h"
@@ -103,7 +104,8 @@ void GptChunk::mtp_prelude(std::size_t d, Activations& a, Vec& x, Communicator& 
         D.cat = std::move(cat);
     }
     Vec part(static_cast<std::size_t>(N * hl));
-    k::matmul_forward(part.data(), D.cat.data(), p(mp.eh_proj), nullptr, N, 2 * h, hl);
+    gemm_forward(layers_[main_layers_ + d], Linear::mtp_eh_proj, -1, part.data(), D.cat.data(),
+                 p(mp.eh_proj), nullptr, N, 2 * h, hl);
     // Every rank's output columns side by side, then (sequence parallel) this rank's rows.
     Vec blocks(static_cast<std::size_t>(N * h));
     if (tp.size() > 1)
@@ -176,8 +178,11 @@ Vec GptChunk::mtp_prelude_backward(std::size_t d, Activations& a, const Vec& dx,
         std::copy_n(all.data() + n * h + tp.rank() * hl, hl, d_part.data() + n * hl);
     release(all);
     Vec d_cat(static_cast<std::size_t>(N * 2 * h), 0.0f);
-    k::matmul_backward_input(d_cat.data(), d_part.data(), p(mp.eh_proj), N, 2 * h, hl);
-    k::matmul_backward_weight(g(mp.eh_proj), nullptr, d_part.data(), D.cat.data(), N, 2 * h, hl);
+    const LayerParams& lp = layers_[main_layers_ + d]; // eh_proj runs in its layer's precision
+    gemm_input_gradient(lp, Linear::mtp_eh_proj, -1, d_cat.data(), d_part.data(), p(mp.eh_proj), N,
+                        2 * h, hl);
+    gemm_weight_gradient(lp, Linear::mtp_eh_proj, -1, g(mp.eh_proj), nullptr, d_part.data(),
+                         D.cat.data(), N, 2 * h, hl);
     release(D.cat);
     // Partial over the tensor group (each rank's columns): summed into this rank's rows.
     Vec mine(static_cast<std::size_t>(rows * 2 * h));

@@ -269,7 +269,17 @@ private:
                      kv_norm_w = -1, kv_norm_b = -1, kv_up = -1;
         std::vector<ExpertParams> experts; // this rank's experts
     };
-    enum class Linear { qkv, proj, fc1, fc2, mla_q_down, mla_q_up, mla_kv_down, mla_kv_up };
+    enum class Linear {
+        qkv,
+        proj,
+        fc1,
+        fc2,
+        mla_q_down,
+        mla_q_up,
+        mla_kv_down,
+        mla_kv_up,
+        mtp_eh_proj // an MTP module's 2h → h projection (on its layer's LayerParams)
+    };
     // The norms' outputs (L.ln1 from x_in; L.ln2 — and moe_in — from x_mid) and the dense MLP's
     // hidden state (L.fc, L.act from L.ln2); the selective recomputation by module that drops
     // and rebuilds them (gpt_chunk_recompute.cpp).
