@@ -6,16 +6,25 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 trident=build/cli/trident
 mpi="mpirun --allow-run-as-root --oversubscribe -np 2"
-profile=build/cpu-host.json
+# Not build/cpu-host.json: the tests run in build/ and would take that as the machine's profile.
+profile=build/bench-cpu-host.json
 $mpi $trident profile --backend cpu --quick --out $profile >/dev/null
 echo "| model | layout | simulated step s | measured step s | error | simulated activation MiB | measured activation MiB | error |"
 echo "|---|---|---|---|---|---|---|---|"
-compare() { # model, layout
+compare() { # model, layout [replay: simulate with the run's own routing, per pass]
     local common="--model bench/models/$1.json --cluster localhost --devices-per-node 2 --mbs 4 --gbs 32"
+    local label="$2"
     # Both with the plan's default flash attention (the CPU executor's tiled kernels).
-    $trident simulate $common $2 --profile $profile --json build/sim.json >/dev/null
-    $mpi $trident run $common $2 --steps 8 > build/run.log
-    python3 - "$1" "$2" <<'PY'
+    if [ "${3:-}" = replay ]; then
+        $mpi $trident run $common $2 --steps 8 --moe-routing-out build/routing.json > build/run.log
+        $trident simulate $common $2 --profile $profile --json build/sim.json \
+            --moe-load-balance build/routing.json >/dev/null
+        label="$2, the run's routing"
+    else
+        $trident simulate $common $2 --profile $profile --json build/sim.json >/dev/null
+        $mpi $trident run $common $2 --steps 8 > build/run.log
+    fi
+    python3 - "$1" "$label" <<'PY'
 import json, re, statistics, sys
 r = json.load(open("build/sim.json"))
 sim_s = r["step_time_s"]
@@ -44,3 +53,5 @@ for layout in "--tp 1 --pp 1 --dp 2 --ep 2" "--tp 1 --pp 1 --dp 2 --ep 1" \
               "--tp 1 --pp 1 --dp 2 --zero-stage 3 --fsdp-prefetch-units 0"; do
     compare moe-bench "$layout"
 done
+# Dropless expert parallelism with the routing the run measured (each pass's busiest rank).
+compare moe-bench "--tp 1 --pp 1 --dp 2 --ep 2" replay

@@ -176,6 +176,10 @@ void add_spec_options(CLI::App& app, core::JobInputs& in, std::string* nodes_lis
          "Capacity factor of every expert (overrides the model's; none: dropless; plan: a "
          "list such as none,1.0,1.25 to search)",
          job);
+    text(app, "--moe-load-balance", in.moe_load_balance,
+         "How routed tokens fall on the experts (overrides the model's moe.load_balance): "
+         "forced, aux-loss, or a .json file `run --moe-routing-out` wrote",
+         job);
     app.add_flag_function(
            "--moe-pad-expert-input-to-capacity",
            [&in](std::int64_t n) { in.moe_pad_expert_input_to_capacity = n > 0; },

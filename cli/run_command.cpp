@@ -268,8 +268,9 @@ Command add_run_command(CLI::App& app) {
         "After training, write the full parameters (shards reassembled) to this file");
     c.app->add_option("--moe-routing-out", o->moe_routing_out,
                       "After training, write the routed tokens per expert (every MoE layer, "
-                      "every training micro-batch) as {\"tokens_per_expert\": [...]}, the "
-                      "histogram moe.load_balance takes");
+                      "every training micro-batch) as {\"tokens_per_expert\": [...], "
+                      "\"passes\": [...]} (passes: each layer's micro-batch over its expert "
+                      "group), what moe.load_balance and --moe-load-balance take");
     c.app
         ->add_option("--backend", o->backend,
                      "auto (cuda when a GPU is visible and the job runs there), cpu or cuda")
@@ -469,8 +470,8 @@ Command add_run_command(CLI::App& app) {
                         o->save_params, executor::serialize_parameters(full), "--save-params");
             }
             if (!o->moe_routing_out.empty()) {
-                const core::Json routing = {
-                    {"tokens_per_expert", trainer.routed_tokens_per_expert()}};
+                core::Json routing = {{"tokens_per_expert", trainer.routed_tokens_per_expert()}};
+                routing["passes"] = trainer.routed_passes();
                 if (rank == 0)
                     core::write_file_atomically(o->moe_routing_out, routing.dump(1) + "\n",
                                                 "--moe-routing-out");

@@ -196,6 +196,12 @@ void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
             // Dropless has no capacity to pad to: the override clears the model's padding.
             if (!factor) model["moe"].erase("pad_to_capacity");
         }
+        if (in.moe_load_balance) {
+            if (!model.contains("moe") || !model["moe"].is_object())
+                throw SpecError("model.moe.load_balance",
+                                "--moe-load-balance needs a mixture-of-experts model");
+            model["moe"]["load_balance"] = *in.moe_load_balance;
+        }
         if (in.moe_pad_expert_input_to_capacity) {
             if (!model.contains("moe") || !model["moe"].is_object())
                 throw SpecError("model.moe.pad_to_capacity",

@@ -4,27 +4,44 @@
 #include "trident/core/spec_error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace trident::core {
 namespace {
 
-std::vector<double> histogram_from(const Json& j, const std::string& path) {
-    ObjectReader r(j, path);
-    const Json& counts = r.require("tokens_per_expert");
+// One histogram: a non-empty array of non-negative counts that counts something.
+std::vector<double> counts_from(const Json& counts, const std::string& field) {
     if (!counts.is_array() || counts.empty())
-        throw SpecError(r.field("tokens_per_expert"), "must be a non-empty array of numbers");
+        throw SpecError(field, "must be a non-empty array of numbers");
     std::vector<double> h;
     for (std::size_t i = 0; i < counts.size(); ++i) {
         if (!counts[i].is_number() || counts[i].get<double>() < 0)
-            throw SpecError(r.field("tokens_per_expert") + "[" + std::to_string(i) + "]",
-                            "must be a non-negative number");
+            throw SpecError(field + "[" + std::to_string(i) + "]", "must be a non-negative number");
         h.push_back(counts[i].get<double>());
     }
-    if (std::accumulate(h.begin(), h.end(), 0.0) <= 0)
-        throw SpecError(r.field("tokens_per_expert"), "counts no tokens");
-    r.finish();
+    if (std::accumulate(h.begin(), h.end(), 0.0) <= 0) throw SpecError(field, "counts no tokens");
     return h;
+}
+
+void histogram_from(const Json& j, const std::string& path, MoeSpec& m) {
+    ObjectReader r(j, path);
+    m.tokens_per_expert = counts_from(r.require("tokens_per_expert"), r.field("tokens_per_expert"));
+    m.tokens_per_expert_passes.clear();
+    if (const Json* passes = r.get("passes")) {
+        if (!passes->is_array())
+            throw SpecError(r.field("passes"), "must be an array of per-pass histograms");
+        for (std::size_t i = 0; i < passes->size(); ++i) {
+            const std::string field = r.field("passes") + "[" + std::to_string(i) + "]";
+            m.tokens_per_expert_passes.push_back(counts_from((*passes)[i], field));
+            if (m.tokens_per_expert_passes.back().size() != m.tokens_per_expert.size())
+                throw SpecError(field,
+                                "has " + std::to_string(m.tokens_per_expert_passes.back().size()) +
+                                    " entries, tokens_per_expert " +
+                                    std::to_string(m.tokens_per_expert.size()));
+        }
+    }
+    r.finish();
 }
 
 // The chance that k distinct experts drawn from `pool` all avoid `excluded` of them:
@@ -49,10 +66,10 @@ double choose(std::int64_t n, std::int64_t r) {
 void read_load_balance(const Json& j, const std::string& path, MoeSpec& m) {
     if (j.is_object()) {
         m.load_balance = LoadBalance::histogram;
-        m.tokens_per_expert = histogram_from(j, path);
+        histogram_from(j, path, m);
     } else if (j.is_string() && j.get<std::string>().ends_with(".json")) {
         m.load_balance = LoadBalance::histogram;
-        m.tokens_per_expert = histogram_from(read_json_file(j.get<std::string>(), path), path);
+        histogram_from(read_json_file(j.get<std::string>(), path), path, m);
     } else if (j.is_string()) {
         // A histogram is given as {"tokens_per_expert": [...]} or a .json file holding it.
         static constexpr std::array<std::string_view, 2> names = {kLoadBalanceNames[0],
@@ -67,11 +84,20 @@ void read_load_balance(const Json& j, const std::string& path, MoeSpec& m) {
         throw SpecError(path, "tokens_per_expert has " +
                                   std::to_string(m.tokens_per_expert.size()) + " entries for " +
                                   std::to_string(m.num_experts) + " experts");
+    m.busiest_by_ep.clear();
+    if (m.tokens_per_expert_passes.empty()) return;
+    std::vector<std::pair<std::int64_t, double>> loads;
+    for (std::int64_t ep = 1; ep <= m.num_experts; ++ep)
+        if (m.num_experts % ep == 0) loads.emplace_back(ep, m.slowest_rank_load(ep));
+    m.busiest_by_ep = std::move(loads);
 }
 
 Json load_balance_json(const MoeSpec& m) {
-    if (m.load_balance == LoadBalance::histogram)
-        return {{"tokens_per_expert", m.tokens_per_expert}};
+    if (m.load_balance == LoadBalance::histogram) {
+        Json j = {{"tokens_per_expert", m.tokens_per_expert}};
+        if (!m.tokens_per_expert_passes.empty()) j["passes"] = m.tokens_per_expert_passes;
+        return j;
+    }
     return std::string(kLoadBalanceNames[int(m.load_balance)]);
 }
 
@@ -89,16 +115,27 @@ double MoeSpec::slowest_rank_load(std::int64_t ep, double expert_cap) const {
     case LoadBalance::histogram:
         break;
     }
-    const double total = std::accumulate(tokens_per_expert.begin(), tokens_per_expert.end(), 0.0);
-    const double mean_expert = total / double(num_experts);
-    double busiest = 0.0;
-    for (std::int64_t r = 0; r < ep; ++r) {
-        double rank = 0.0;
-        for (std::int64_t e = r * local; e < (r + 1) * local; ++e)
-            rank += capped(tokens_per_expert[std::size_t(e)] / mean_expert);
-        busiest = std::max(busiest, rank);
-    }
-    return busiest / double(local);
+    // A histogram's busiest rank over its mean, each expert capped.
+    const auto busiest_of = [&](const std::vector<double>& counts) {
+        const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
+        const double mean_expert = total / double(num_experts);
+        double busiest = 0.0;
+        for (std::int64_t r = 0; r < ep; ++r) {
+            double rank = 0.0;
+            for (std::int64_t e = r * local; e < (r + 1) * local; ++e)
+                rank += capped(counts[std::size_t(e)] / mean_expert);
+            busiest = std::max(busiest, rank);
+        }
+        return busiest / double(local);
+    };
+    if (tokens_per_expert_passes.empty()) return busiest_of(tokens_per_expert);
+    if (std::isinf(expert_cap))
+        for (const auto& [holders, load] : busiest_by_ep)
+            if (holders == ep) return load;
+    // Each pass waits for its own busiest rank: the mean of those.
+    double sum = 0.0;
+    for (const std::vector<double>& pass : tokens_per_expert_passes) sum += busiest_of(pass);
+    return sum / double(tokens_per_expert_passes.size());
 }
 
 double MoeSpec::expected_destinations(std::int64_t holders) const {

@@ -90,6 +90,9 @@ public:
         // `run` refuses MoE models on this backend before a trainer exists.
         throw core::InternalError("the CUDA backend trains no MoE layers to count");
     }
+    std::vector<std::vector<double>> routed_passes() override {
+        throw core::InternalError("the CUDA backend trains no MoE layers to count");
+    }
 
 private:
     struct Timed { // a trace event's device-side start and end

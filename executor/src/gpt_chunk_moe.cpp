@@ -120,6 +120,10 @@ void GptChunk::count_routed_slots(const MoeState& s) const {
     routed_slots_.resize(std::size_t(experts_), 0.0);
     for (std::size_t e = 0; e < routed_slots_.size(); ++e)
         routed_slots_[e] += std::round(double(s.load[e]) * slots);
+    std::vector<double> mine(static_cast<std::size_t>(experts_), 0.0);
+    for (const std::int32_t e : s.topk) mine[std::size_t(e)] += 1.0;
+    routed_passes_.push_back(std::move(mine));
+    if (routed_passes_.size() > kRoutedPasses) routed_passes_.pop_front();
 }
 
 Vec GptChunk::moe_dispatch(Layer& L, const ChunkComms& comms) const {

@@ -569,24 +569,6 @@ const ParameterStore& CpuTrainer::parameters() {
     return store_;
 }
 
-std::vector<double> CpuTrainer::routed_tokens_per_expert() {
-    std::vector<double> slots(std::size_t(job_.model.moe ? job_.model.moe->num_experts : 0), 0.0);
-    // Every tensor rank routes the same rows (or holds the group's sum under sequence
-    // parallelism): tensor rank 0 speaks for its group. Pipeline, data, context and expert
-    // ranks route different tokens or layers, so their counts add.
-    if (groups_.coord.tp == 0)
-        for (const GptChunk& chunk : chunks_)
-            for (std::size_t e = 0; e < chunk.routed_slots().size(); ++e)
-                slots[e] += chunk.routed_slots()[e];
-    // In doubles (floats stop counting at 2^24): exact below 2^53, summed in any order.
-    MpiCommunicator& world = *groups_.world;
-    const auto watched = world.watch_collective("all-reduce of the routed-slot counts");
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, slots.data(), int(slots.size()), MPI_DOUBLE, MPI_SUM,
-                            world.handle()),
-              "MPI_Allreduce");
-    return slots;
-}
-
 std::vector<Fp8AmaxHistory> CpuTrainer::fp8_amax_histories() const {
     return fp8_ ? fp8_->histories() : std::vector<Fp8AmaxHistory>{};
 }

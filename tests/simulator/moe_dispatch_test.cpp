@@ -387,6 +387,41 @@ TEST(MoeLoad, ACapacityFactorReplacesTheImbalanceItCaps) {
     EXPECT_NEAR(simulator::routed_copies(*m.moe, v), tokens_k, 1e-6);
 }
 
+TEST(MoeLoad, EachPassWaitsForItsOwnBusiestRank) {
+    // Two passes, each with one hot expert on a different rank: the run's histogram is even
+    // (ranks 6 and 6), but each pass's busiest rank takes 4 of its 6 (4/3 of the mean 3).
+    core::MoeSpec e;
+    e.num_experts = 4;
+    e.top_k = 2;
+    const core::Json measured = {{"tokens_per_expert", {4, 2, 2, 4}},
+                                 {"passes", {{3, 1, 1, 1}, {1, 1, 1, 3}}}};
+    core::read_load_balance(measured, "moe.load_balance", e);
+    EXPECT_DOUBLE_EQ(e.slowest_rank_load(2), 4.0 / 3.0);
+    EXPECT_DOUBLE_EQ(e.slowest_rank_load(1), 1.0);
+    EXPECT_DOUBLE_EQ(e.slowest_rank_load(4), 2.0); // 3 of the mean 1.5
+    // Without the passes: the summed histogram, even.
+    e.tokens_per_expert_passes.clear();
+    e.busiest_by_ep.clear();
+    EXPECT_DOUBLE_EQ(e.slowest_rank_load(2), 1.0);
+    // Capped at 1.25 × each pass's mean expert (1.5): the hot expert computes 1.875 of its 3,
+    // its rank (1.875 + 1) / (2 · 1.5).
+    core::read_load_balance(measured, "moe.load_balance", e);
+    e.capacity_factor = 1.25;
+    EXPECT_DOUBLE_EQ(e.expert_load(2), (1.25 + 1.0 / 1.5) / 2.0);
+    // Written back as read.
+    EXPECT_EQ(core::load_balance_json(e), measured);
+    // A pass of another width is refused, naming it.
+    const core::Json bad = {{"tokens_per_expert", {4, 2, 2, 4}},
+                            {"passes", {{3, 1, 1, 1}, {1, 1}}}};
+    try {
+        core::read_load_balance(bad, "moe.load_balance", e);
+        ADD_FAILURE() << "accepted a pass of 2 entries";
+    } catch (const core::SpecError& error) {
+        EXPECT_NE(std::string(error.what()).find("moe.load_balance.passes[1]"), std::string::npos)
+            << error.what();
+    }
+}
+
 TEST(MoeLoad, PaddingIsHardwareWorkNotModelWork) {
     // Mixtral at ep 8 padded to 1.25: the step is slower and the hardware does more, but the
     // model FLOPs (MFU's numerator) stay every token's top-2, as dropless.

@@ -26,8 +26,9 @@ struct JobInputs {
     std::optional<double> moe_z_loss_coeff;                // --moe-z-loss-coeff
     std::optional<std::string> moe_expert_capacity_factor; // a number, or none (dropless)
     std::optional<bool> moe_pad_expert_input_to_capacity;  // --moe-pad-expert-input-to-capacity
-    std::optional<std::int64_t> mtp_num_layers;            // --mtp-num-layers
-    std::optional<double> mtp_loss_scaling_factor;         // --mtp-loss-scaling-factor
+    std::optional<std::string> moe_load_balance;   // --moe-load-balance forced|aux-loss|FILE.json
+    std::optional<std::int64_t> mtp_num_layers;    // --mtp-num-layers
+    std::optional<double> mtp_loss_scaling_factor; // --mtp-loss-scaling-factor
     // Megatron's precision-aware optimizer: --use-precision-aware-optimizer with
     // --main-grads-dtype, --exp-avg-dtype, --exp-avg-sq-dtype (and --main-params-dtype fp32)
     std::optional<bool> use_precision_aware_optimizer;

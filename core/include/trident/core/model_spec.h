@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace trident::core {
@@ -51,6 +52,14 @@ struct MoeSpec {
     double z_loss_coeff = 0.0;    // router z-loss weight (ST-MoE; Megatron --moe-z-loss-coeff)
     LoadBalance load_balance = LoadBalance::forced;
     std::vector<double> tokens_per_expert; // the histogram (load_balance histogram)
+    // Optionally the histogram of each pass — one MoE layer's forward of one micro-batch over
+    // an expert-parallel group, as `trident run --moe-routing-out` records them: the busiest
+    // rank is then the mean over passes of each pass's busiest, as a step pays it (each pass's
+    // all-to-all waits for its own busiest rank; a histogram summed over the run evens out).
+    std::vector<std::vector<double>> tokens_per_expert_passes;
+    // Derived from the passes when read (read_load_balance), not saved: the uncapped busiest
+    // load for each ep dividing num_experts, so a search does not walk every pass per layout.
+    std::vector<std::pair<std::int64_t, double>> busiest_by_ep;
     // Group-limited routing (DeepSeek-V2 §2.1.3 device-limited, DeepSeek-V3 §2.1.2 node-limited;
     // Megatron --moe-router-num-groups / --moe-router-group-topk): the experts form
     // router_num_groups contiguous groups and a token takes its top-k from the best
@@ -78,8 +87,8 @@ struct MoeSpec {
     // holder (DeepEP) sends.
     double expected_destinations(std::int64_t holders) const;
 };
-// moe.load_balance: "forced", "aux-loss", {"tokens_per_expert": [...]} or the path of a JSON
-// file holding that object.
+// moe.load_balance: "forced", "aux-loss", {"tokens_per_expert": [...], "passes": [[...], ...]}
+// ("passes" optional) or the path of a JSON file holding that object.
 void read_load_balance(const Json& j, const std::string& path, MoeSpec& m);
 Json load_balance_json(const MoeSpec& m);
 

@@ -29,6 +29,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <new>
 #include <string>
@@ -145,6 +146,10 @@ public:
     // its training forwards so far (recomputation and evaluation not counted); under sequence
     // parallelism already summed over the tensor group, so every tensor rank holds the same.
     const std::vector<double>& routed_slots() const { return routed_slots_; }
+    // Per pass (one MoE layer's training forward of one micro-batch), the slots this rank's
+    // own rows route to each expert, before any capacity drop; the most recent kRoutedPasses.
+    static constexpr std::size_t kRoutedPasses = 4096;
+    const std::deque<std::vector<double>>& routed_passes() const { return routed_passes_; }
     // Multi-token prediction on a last chunk whose rank holds the first stage in its other
     // chunk (V-shaped schedules, DualPipe) with untied embeddings: the next tokens are looked
     // up in that chunk's word embedding (`first`), as DeepSeek-V3 shares it (§3.2.3).
@@ -495,6 +500,7 @@ private:
     core::Recompute recompute_plan_; // which modules selective rebuilds
     // A statistic of the run (routed_slots()), not model state: counted from const forwards.
     mutable std::vector<double> routed_slots_;
+    mutable std::deque<std::vector<double>> routed_passes_;
 };
 
 } // namespace trident::executor

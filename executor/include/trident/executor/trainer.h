@@ -104,6 +104,10 @@ public:
     // over all ranks: the measured histogram moe.load_balance takes. Collective over
     // MPI_COMM_WORLD; the same on every rank.
     virtual std::vector<double> routed_tokens_per_expert() = 0;
+    // Per pass (an MoE layer's training forward of a micro-batch) what each expert received
+    // from the ranks that feed it (the etp·ep group), as moe.load_balance's "passes" reads
+    // them; on world rank 0 (empty elsewhere). Collective.
+    virtual std::vector<std::vector<double>> routed_passes() = 0;
     // Delayed FP8 scaling's amax histories that this rank speaks for — each operand once over
     // the ranks sharing it (they hold the same history) — for a checkpoint; none without the
     // delayed recipe.
@@ -188,6 +192,7 @@ public:
     std::int64_t skipped_steps() const override { return skipped_; }
     TrainerState state() override;
     std::vector<double> routed_tokens_per_expert() override;
+    std::vector<std::vector<double>> routed_passes() override;
     std::vector<Fp8AmaxHistory> fp8_amax_histories() const override;
     void restore_fp8_amax_histories(const std::vector<Fp8AmaxHistory>& saved) override;
 
