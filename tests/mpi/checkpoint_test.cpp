@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace fs = std::filesystem;
 using trident::test::run_shell;
@@ -71,6 +72,35 @@ const std::map<int, std::string>& reference_losses() {
         return losses_of(r.out);
     }();
     return reference;
+}
+
+struct Resume {
+    int ranks;
+    std::string layout;
+};
+
+// `job` (` run …` with --train-iters `steps`) on one process, the reference; then on 4 ranks
+// in `save_layout`, saved at half-way and stopped; then resumed from that save in each target
+// layout, whose losses must continue as the reference's (expect_resumes). The resumed outputs.
+std::vector<std::string> save_then_resume(const std::string& job, std::size_t steps,
+                                          const std::string& name, const std::string& save_layout,
+                                          const std::vector<Resume>& targets) {
+    const auto one = run_shell(job + " --devices-per-node 1");
+    EXPECT_EQ(one.exit_code, 0) << one.err;
+    const auto reference = losses_of(one.out);
+    EXPECT_EQ(reference.size(), steps) << one.out;
+    const std::string dir = fresh_dir(name);
+    const auto saved = run_shell("mpirun --allow-run-as-root --oversubscribe -np 4" + job +
+                                 " --devices-per-node 4 " + save_layout + " --save " + dir +
+                                 " --exit-interval " + std::to_string(steps / 2));
+    EXPECT_EQ(saved.exit_code, 0) << saved.err;
+    std::vector<std::string> outputs;
+    if (reference.size() != steps || saved.exit_code != 0) return outputs;
+    for (const Resume& t : targets)
+        outputs.push_back(expect_resumes(
+            job, dir, t.ranks, " --devices-per-node " + std::to_string(t.ranks) + " " + t.layout,
+            reference, steps - steps / 2));
+    return outputs;
 }
 
 // The pids of mpirun's direct children (the ranks).
@@ -218,23 +248,10 @@ TEST(Checkpoint, ExpertAndDenseSlicesReshard) {
                             " run --model moe-tiny --cluster localhost --mbs 2 --gbs 8 "
                             "--seq-length 16 --train-iters 10 --seed 11 --lr 1e-3 "
                             "--lr-warmup-iters 2";
-    const auto one = run_shell(job + " --devices-per-node 1");
-    ASSERT_EQ(one.exit_code, 0) << one.err;
-    const auto reference = losses_of(one.out);
-    ASSERT_EQ(reference.size(), 10u);
-    const std::string dir = fresh_dir("moe-zero1");
-    const auto saved = run_shell("mpirun --allow-run-as-root --oversubscribe -np 4" + job +
-                                 " --devices-per-node 4 --dp 4 --ep 2 --distributed-optimizer "
-                                 "--save " +
-                                 dir + " --exit-interval 5");
-    ASSERT_EQ(saved.exit_code, 0) << saved.err;
-    for (const auto& [ranks, target] :
-         {std::pair{1, std::string(" --devices-per-node 1")},
-          std::pair{2,
-                    std::string(" --devices-per-node 2 --dp 2 --ep 2 --distributed-optimizer")}}) {
-        const std::string out = expect_resumes(job, dir, ranks, target, reference, 5);
+    for (const std::string& out :
+         save_then_resume(job, 10, "moe-zero1", "--dp 4 --ep 2 --distributed-optimizer",
+                          {{1, ""}, {2, "--dp 2 --ep 2 --distributed-optimizer"}}))
         EXPECT_NE(out.find("resharded from tp 1 · cp 1 · ep 2 · dp 4"), std::string::npos) << out;
-    }
 }
 
 // deepseek-tiny (MLA, shared and routed experts) saved under DualPipe (two copies, an uneven
@@ -245,22 +262,12 @@ TEST(Checkpoint, DualPipeExpertCheckpointResumesUnderTensorParallelism) {
     const std::string job = std::string(" ") + TRIDENT_BINARY +
                             " run --model deepseek-tiny --cluster localhost --mbs 2 --gbs 16 "
                             "--seq-length 32 --train-iters 10 --seed 7";
-    const auto one = run_shell(job + " --devices-per-node 1");
-    ASSERT_EQ(one.exit_code, 0) << one.err;
-    const auto reference = losses_of(one.out);
-    const std::string dir = fresh_dir("dualpipe-moe");
-    const std::string mpirun = "mpirun --allow-run-as-root --oversubscribe -np 4";
-    const auto saved = run_shell(mpirun + job +
-                                 " --devices-per-node 4 --pp 2 --dp 2 --ep 2 --schedule dualpipe "
-                                 "--distributed-optimizer --pipeline-model-parallel-layout "
-                                 "'Ettt|ttL' --save " +
-                                 dir + " --exit-interval 5");
-    ASSERT_EQ(saved.exit_code, 0) << saved.err;
-    const std::string out = expect_resumes(job, dir, 4,
-                                           " --devices-per-node 4 --tp 2 --dp 2 --ep 2 "
-                                           "--sequence-parallel --distributed-optimizer",
-                                           reference, 5);
-    EXPECT_NE(out.find("two_copies stages · layers 3 2"), std::string::npos) << out;
+    for (const std::string& out : save_then_resume(
+             job, 10, "dualpipe-moe",
+             "--pp 2 --dp 2 --ep 2 --schedule dualpipe --distributed-optimizer "
+             "--pipeline-model-parallel-layout 'Ettt|ttL'",
+             {{4, "--tp 2 --dp 2 --ep 2 --sequence-parallel --distributed-optimizer"}}))
+        EXPECT_NE(out.find("two_copies stages · layers 3 2"), std::string::npos) << out;
 }
 
 // deepseek-tiny saved under ZeRO-3 at dp4·ep2 (each rank holding its slices of every FSDP
@@ -271,22 +278,13 @@ TEST(Checkpoint, ZeroThreeSlicesReshard) {
     const std::string job = std::string(" ") + TRIDENT_BINARY +
                             " run --model deepseek-tiny --cluster localhost --mbs 2 --gbs 8 "
                             "--seq-length 32 --train-iters 8 --seed 5";
-    const auto one = run_shell(job + " --devices-per-node 1");
-    ASSERT_EQ(one.exit_code, 0) << one.err;
-    const auto reference = losses_of(one.out);
-    ASSERT_EQ(reference.size(), 8u);
-    const std::string dir = fresh_dir("zero3");
-    const auto saved = run_shell("mpirun --allow-run-as-root --oversubscribe -np 4" + job +
-                                 " --devices-per-node 4 --dp 4 --ep 2 --zero-stage 3 --save " +
-                                 dir + " --exit-interval 4");
-    ASSERT_EQ(saved.exit_code, 0) << saved.err;
-    for (const auto& [ranks, target] :
-         {std::pair{1, std::string(" --devices-per-node 1")},
-          std::pair{2, std::string(" --devices-per-node 2 --dp 2 --ep 2 --use-megatron-fsdp "
-                                   "--data-parallel-sharding-strategy optim_grads_params")},
-          std::pair{4, std::string(" --devices-per-node 4 --dp 4 --ep 2 --zero-stage 2 "
-                                   "--num-distributed-optimizer-instances 2")}})
-        expect_resumes(job, dir, ranks, target, reference, 4);
+    const auto outputs = save_then_resume(
+        job, 8, "zero3", "--dp 4 --ep 2 --zero-stage 3",
+        {{1, ""},
+         {2, "--dp 2 --ep 2 --use-megatron-fsdp --data-parallel-sharding-strategy "
+             "optim_grads_params"},
+         {4, "--dp 4 --ep 2 --zero-stage 2 --num-distributed-optimizer-instances 2"}});
+    EXPECT_EQ(outputs.size(), 3u);
 }
 
 // deepseek-tiny with an MTP module saved at pp2·dp2·ep2 (3 + 2 layers; the last stage holds
@@ -297,21 +295,10 @@ TEST(Checkpoint, MultiTokenPredictionCopyIsRebuiltFromTheEmbedding) {
     const std::string job = std::string(" ") + TRIDENT_BINARY + " run --model " + TRIDENT_FIXTURES +
                             "/models/deepseek-tiny-mtp.json --cluster localhost --mbs 2 "
                             "--gbs 8 --seq-length 32 --train-iters 8 --seed 5";
-    const auto one = run_shell(job + " --devices-per-node 1");
-    ASSERT_EQ(one.exit_code, 0) << one.err;
-    const auto reference = losses_of(one.out);
-    ASSERT_EQ(reference.size(), 8u);
-    const std::string dir = fresh_dir("mtp");
-    const auto saved = run_shell("mpirun --allow-run-as-root --oversubscribe -np 4" + job +
-                                 " --devices-per-node 4 --pp 2 --dp 2 --ep 2 "
-                                 "--decoder-first-pipeline-num-layers 3 --save " +
-                                 dir + " --exit-interval 4");
-    ASSERT_EQ(saved.exit_code, 0) << saved.err;
-    for (const auto& [ranks, target] :
-         {std::pair{1, std::string(" --devices-per-node 1")},
-          std::pair{4, std::string(" --devices-per-node 4 --tp 2 --dp 2 --ep 2 "
-                                   "--sequence-parallel")}})
-        expect_resumes(job, dir, ranks, target, reference, 4);
+    const auto outputs = save_then_resume(
+        job, 8, "mtp", "--pp 2 --dp 2 --ep 2 --decoder-first-pipeline-num-layers 3",
+        {{1, ""}, {4, "--tp 2 --dp 2 --ep 2 --sequence-parallel"}});
+    EXPECT_EQ(outputs.size(), 2u);
 }
 
 TEST(Checkpoint, RefusesDamagedOrMismatchedCheckpoints) {
