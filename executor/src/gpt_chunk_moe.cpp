@@ -349,16 +349,10 @@ Vec GptChunk::moe_experts_backward(const LayerParams& lp, MoeState& s,
         gemm_input_gradient(lp, Linear::fc2, std::int32_t(e), d_act.data(),
                             s.d_out[std::size_t(e)].data(), p(x.fc2_w), n, F, h);
         // fc2 read gate · act: the weight's gradient is Σ d ∘ act, the activation's gate · d.
-        const Vec& act = s.act[std::size_t(e)];
         Vec& d_g = d_gates[std::size_t(e)];
-        d_g.assign(std::size_t(n), 0.0f);
-        for (std::int64_t r = 0; r < n; ++r) {
-            const float g = s.gate[std::size_t(e)][std::size_t(r)];
-            for (std::int64_t f = 0; f < F; ++f) {
-                d_g[std::size_t(r)] += d_act[std::size_t(r * F + f)] * act[std::size_t(r * F + f)];
-                d_act[std::size_t(r * F + f)] *= g;
-            }
-        }
+        d_g.resize(std::size_t(n));
+        k::gated_rows_backward(d_g.data(), d_act.data(), s.act[std::size_t(e)].data(),
+                               s.gate[std::size_t(e)].data(), n, F);
         Vec& d_fc = s.d_fc[std::size_t(e)];
         d_fc.assign(std::size_t(n * gate * F), 0.0f);
         if (swiglu_)

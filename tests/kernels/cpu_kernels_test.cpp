@@ -89,6 +89,22 @@ TEST(CpuKernels, GeluAndSwiglu) {
     check_gradient(in2, d2, s, "swiglu");
 }
 
+TEST(CpuKernels, GatedRowsBackward) {
+    // y[n, f] = gate[n] · act[n, f]; L = Σ y ⊙ R: ∂L/∂gate[n] = Σ_f R · act, ∂L/∂act = gate · R.
+    const int N = 4, F = 21;
+    Vec act = random_vec(N * F, 31), gate = random_vec(N, 32), r = random_vec(N * F, 33);
+    const auto loss = [&] {
+        double l = 0.0;
+        for (int n = 0; n < N; ++n)
+            for (int f = 0; f < F; ++f) l += double(gate[n]) * act[n * F + f] * r[n * F + f];
+        return l;
+    };
+    Vec d_gate(N), d_act = r;
+    gated_rows_backward(d_gate.data(), d_act.data(), act.data(), gate.data(), N, F);
+    check_gradient(gate, d_gate, loss, "gate");
+    check_gradient(act, d_act, loss, "gated activation");
+}
+
 TEST(CpuKernels, CausalAttentionWithAndWithoutGqa) {
     for (auto [H, KV] : {std::pair{4, 4}, std::pair{4, 2}, std::pair{4, 1}}) {
         const int B = 2, T = 5, D = 3, W = (H + 2 * KV) * D;

@@ -1,5 +1,6 @@
 // Passes over every parameter of the optimizer step (10^8 of them for GPT-2 124M): the global
-// gradient norm's sum of squares, and zeroing the gradients.
+// gradient norm's sum of squares, and zeroing the gradients. And the routed experts' gate
+// backward, a per-row sum kept in strict IEEE order.
 // One double accumulator in order was a serial chain of dependent adds — about 0.3 s of a
 // GPT-2 step on this machine, a fifth of its non-GEMM time at sequence 1024.
 #include "simd_clones.h"
@@ -46,6 +47,29 @@ double sum_of_squares(const float* x, std::int64_t n) {
 void fill(float* x, std::int64_t n, float value) {
     parallel_for(n, 1024, [=](std::int64_t first, std::int64_t last) {
         std::fill(x + first, x + last, value);
+    });
+}
+
+namespace {
+
+// Here, not in activation.cpp: under that file's -ffast-math GCC vectorises the sum with an
+// alignment-dependent peel, so the bits would depend on where the buffers sit (layouts would
+// differ); and not target_clones, whose AVX2 clone would fuse the products into FMAs.
+void gated_row_backward(float* d_gate, float* d, const float* act, float gate, std::int64_t F) {
+    // In order, in a register (not through d_gate: stores in the chain cost more than the adds).
+    float sum = 0.0f;
+    for (std::int64_t f = 0; f < F; ++f) sum += d[f] * act[f];
+    *d_gate = sum;
+    for (std::int64_t f = 0; f < F; ++f) d[f] *= gate;
+}
+
+} // namespace
+
+void gated_rows_backward(float* d_gate, float* d_act, const float* act, const float* gate,
+                         std::int64_t N, std::int64_t F) {
+    parallel_for(N, 16, [=](std::int64_t first, std::int64_t last) {
+        for (std::int64_t n = first; n < last; ++n)
+            gated_row_backward(d_gate + n, d_act + n * F, act + n * F, gate[n], F);
     });
 }
 

@@ -50,6 +50,13 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_
 void swiglu_forward(float* out, const float* inp, std::int64_t N, std::int64_t F);
 void swiglu_backward(float* dinp, const float* inp, const float* dout, std::int64_t N,
                      std::int64_t F);
+// A routed expert's activation scaled row by row by its routing weight (fc2 reads gate[n] ·
+// act[n, :], Megatron-Core applying the probabilities inside the activation), backward: given
+// d = ∂L/∂(gate · act) in `d_act`, d_gate[n] = Σ_f d[n, f] · act[n, f] and d_act becomes
+// gate[n] · d. The sum runs in column order (the same bits at any thread count, and as the
+// executor summed before this kernel: MoE routing near ties stay where they were).
+void gated_rows_backward(float* d_gate, float* d_act, const float* act, const float* gate,
+                         std::int64_t N, std::int64_t F);
 
 // Dropout (Srivastava et al. 2014) whose mask is a pure function of where an element sits: the
 // caller gives each row a key (the run's seed mixed with the layer, the site, the sample and
