@@ -254,7 +254,7 @@ void GptChunk::norm_backward(float* dinp, const float* dout, const float* in, co
 
 Vec GptChunk::gather_rows(Vec local, Communicator& tp) const {
     if (!sp_) return local;
-    Vec all(static_cast<std::size_t>(shape_.tokens * shape_.hidden));
+    Vec all(local.size() * std::size_t(tp.size())); // rows of any width (MTP's are 2h)
     tp.all_gather(local.data(), all.data(), local.size());
     return all;
 }
@@ -264,7 +264,7 @@ Vec GptChunk::reduce_rows(Vec partial, Communicator& tp) const {
         tp.all_reduce_sum(partial.data(), partial.size());
         return partial;
     }
-    Vec mine(static_cast<std::size_t>(shape_.rows * shape_.hidden));
+    Vec mine(partial.size() / std::size_t(tp.size()));
     tp.reduce_scatter_sum(partial.data(), mine.data(), mine.size());
     return mine;
 }

@@ -97,12 +97,7 @@ void GptChunk::mtp_prelude(std::size_t d, Activations& a, Vec& x, Communicator& 
         std::copy_n(en.data() + r * h, h, cat.data() + r * 2 * h);
         std::copy_n(hn.data() + r * h, h, cat.data() + r * 2 * h + h);
     }
-    if (sp_) { // the projection sees every row
-        D.cat.resize(std::size_t(N * 2 * h));
-        tp.all_gather(cat.data(), D.cat.data(), cat.size());
-    } else {
-        D.cat = std::move(cat);
-    }
+    D.cat = gather_rows(std::move(cat), tp); // the projection sees every row
     Vec part(static_cast<std::size_t>(N * hl));
     gemm_forward(layers_[main_layers_ + d], Linear::mtp_eh_proj, -1, part.data(), D.cat.data(),
                  p(mp.eh_proj), nullptr, N, 2 * h, hl);
@@ -171,8 +166,7 @@ Vec GptChunk::mtp_prelude_backward(std::size_t d, Activations& a, const Vec& dx,
     const MtpParams& mp = mtp_[d];
     const std::int64_t N = shape_.tokens, rows = shape_.rows, h = shape_.hidden, hl = h / tp.size();
     // The gradient of this rank's output columns of eh_proj, over every row.
-    Vec all = sp_ ? Vec(static_cast<std::size_t>(N * h)) : dx;
-    if (sp_) tp.all_gather(dx.data(), all.data(), dx.size());
+    Vec all = gather_rows(dx, tp);
     Vec d_part(static_cast<std::size_t>(N * hl));
     for (std::int64_t n = 0; n < N; ++n)
         std::copy_n(all.data() + n * h + tp.rank() * hl, hl, d_part.data() + n * hl);
@@ -185,12 +179,7 @@ Vec GptChunk::mtp_prelude_backward(std::size_t d, Activations& a, const Vec& dx,
                          D.cat.data(), N, 2 * h, hl);
     release(D.cat);
     // Partial over the tensor group (each rank's columns): summed into this rank's rows.
-    Vec mine(static_cast<std::size_t>(rows * 2 * h));
-    if (sp_)
-        tp.reduce_scatter_sum(d_cat.data(), mine.data(), mine.size());
-    else if (tp.size() > 1)
-        tp.all_reduce_sum(d_cat.data(), d_cat.size());
-    const Vec& d_rows = sp_ ? mine : d_cat;
+    const Vec d_rows = reduce_rows(std::move(d_cat), tp);
     Vec d_en(static_cast<std::size_t>(rows * h)), d_hn(static_cast<std::size_t>(rows * h));
     for (std::int64_t r = 0; r < rows; ++r) {
         std::copy_n(d_rows.data() + r * 2 * h, h, d_en.data() + r * h);
