@@ -40,17 +40,14 @@ PY
 }
 for layout in "--tp 1 --pp 2 --dp 1 --schedule 1f1b" "--tp 2 --pp 1 --dp 1" "--tp 1 --pp 1 --dp 2" \
               "--tp 1 --pp 2 --dp 1 --schedule dualpipev" \
-              "--tp 1 --pp 1 --dp 2 --zero-stage 2 --fsdp-prefetch-units 0" \
-              "--tp 1 --pp 1 --dp 2 --zero-stage 3 --fsdp-prefetch-units 0"; do
-    # ZeRO-2/3 without prefetch: the CPU executor gathers each unit when its pass reaches it
-    # (no background progress in MPI here), so the simulator is asked for the same.
+              "--tp 1 --pp 1 --dp 2 --zero-stage 2" "--tp 1 --pp 1 --dp 2 --zero-stage 3"; do
     compare gpt-bench "$layout"
 done
 # Mixture of experts (8 experts top-2): expert parallelism, experts replicated, and tensor
 # parallelism with sequence parallelism (each rank routes its own rows).
 for layout in "--tp 1 --pp 1 --dp 2 --ep 2" "--tp 1 --pp 1 --dp 2 --ep 1" \
               "--tp 2 --pp 1 --dp 1 --sequence-parallel" \
-              "--tp 1 --pp 1 --dp 2 --zero-stage 3 --fsdp-prefetch-units 0"; do
+              "--tp 1 --pp 1 --dp 2 --zero-stage 3"; do
     compare moe-bench "$layout"
 done
 # Dropless expert parallelism with the routing the run measured (each pass's busiest rank).

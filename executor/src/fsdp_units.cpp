@@ -113,20 +113,43 @@ float* FsdpUnits::finish_gradients() {
 
 void FsdpUnits::acquire(std::int32_t chunk, std::int32_t unit) {
     Unit& u = units_.at(std::size_t(chunk)).at(std::size_t(unit));
-    if (u.gathered) return;
+    if (u.presence == Presence::arriving) arrive(u);
+    if (u.presence == Presence::gathered) return;
     for (std::size_t s : u.sets) all_gather_set(sets_[s], group_of(sets_[s]), store_.values.data());
-    u.gathered = true;
+    u.presence = Presence::gathered;
     held_ += u.others;
     peak_held_ = std::max(peak_held_, held_);
 }
 
+void FsdpUnits::prefetch(std::int32_t chunk, std::int32_t unit) {
+    Unit& u = units_.at(std::size_t(chunk)).at(std::size_t(unit));
+    if (u.presence != Presence::dropped) return;
+    // Its memory is taken from now: the gathers write into it while the current unit computes.
+    for (std::size_t s : u.sets)
+        u.arriving.emplace_back(sets_[s], group_of(sets_[s]), store_.values.data());
+    u.presence = Presence::arriving;
+    held_ += u.others;
+    peak_held_ = std::max(peak_held_, held_);
+}
+
+void FsdpUnits::arrive(Unit& u) {
+    for (SetGather& g : u.arriving) g.finish();
+    u.arriving.clear();
+    u.presence = Presence::gathered;
+}
+
+std::int64_t FsdpUnits::prefetch_depth() const {
+    return shard_parameters_ ? job_.plan.sharding.prefetch_units : 0;
+}
+
 void FsdpUnits::release(std::int32_t chunk, std::int32_t unit) {
     Unit& u = units_.at(std::size_t(chunk)).at(std::size_t(unit));
-    if (!shard_parameters_ || !u.gathered) return;
+    if (!shard_parameters_ || u.presence == Presence::dropped) return;
+    if (u.presence == Presence::arriving) arrive(u); // MPI must be done writing into it
     for (std::size_t s : u.sets)
         for (const FlatRun& r : sets_[s].others()) // the next gather overwrites them whole
             offer_pages(store_.values.data() + r.begin, std::size_t(r.length));
-    u.gathered = false;
+    u.presence = Presence::dropped;
     held_ -= u.others;
 }
 

@@ -13,8 +13,9 @@
 //   and reduce-scattered then, as a set of its own.
 // - Parameters (ZeRO-3): a unit is all-gathered when a pass first reads it — before its
 //   forward, and again before its backward — and the other ranks' slices are dropped (pages
-//   given back) when the pass is done with it. The gathers are blocking: MPI on the CPU makes
-//   no progress in the background, so fsdp_prefetch_units is the simulator's alone here.
+//   given back) when the pass is done with it. With fsdp_prefetch_units k, holding a unit
+//   begins the gathers of the pass's next k units (MPI_Iallgather), completed when each is
+//   reached, so k + 1 units are gathered at once, as the simulator's memory model says.
 #include "model_copies.h"
 #include "sharded_sets.h"
 #include "trident/core/job.h"
@@ -54,14 +55,20 @@ public:
     std::int64_t peak_held_elements() const { return peak_held_; }
 
     void acquire(std::int32_t chunk, std::int32_t unit) override;
+    void prefetch(std::int32_t chunk, std::int32_t unit) override;
     void release(std::int32_t chunk, std::int32_t unit) override;
+    std::int64_t prefetch_depth() const override;
 
 private:
+    enum class Presence { dropped, arriving, gathered };
     struct Unit {
         std::vector<std::size_t> sets; // into sets_
         std::int64_t others = 0;       // the other ranks' elements of those sets
-        bool gathered = true;
+        Presence presence = Presence::gathered;
+        std::vector<SetGather> arriving; // a prefetch's gathers in flight, one per set
     };
+    // A prefetched unit's gathers completed.
+    void arrive(Unit& u);
     Communicator& group_of(const ShardedSet& set) const;
     // Set s's gradients reduce-scattered into this rank's slice, the whole gradients released.
     void reduce_set(std::size_t s);

@@ -344,6 +344,29 @@ void GptChunk::drop_units(const ChunkComms& comms, const std::vector<std::int32_
         for (std::int32_t u : units) comms.units->release(chunk_, u);
 }
 
+std::vector<std::int32_t> GptChunk::step_units(PassOrder order, std::size_t step) const {
+    const bool forward = order == PassOrder::forward;
+    if (forward ? first_ : last_) {
+        if (step == 0) return forward ? embedding_units_ : head_units_;
+        --step;
+    }
+    if (step < main_layers_) return layer_unit(forward ? step : main_layers_ - 1 - step);
+    if (forward && last_ && step == main_layers_) return head_units_;
+    return {};
+}
+
+void GptChunk::hold_step(const ChunkComms& comms, PassOrder order, std::size_t step) const {
+    if (!comms.units) return;
+    hold_units(comms, step_units(order, step));
+    const std::size_t depth = std::size_t(comms.units->prefetch_depth());
+    for (std::size_t next = step + 1; next <= step + depth; ++next)
+        for (std::int32_t u : step_units(order, next)) comms.units->prefetch(chunk_, u);
+}
+
+void GptChunk::drop_step(const ChunkComms& comms, PassOrder order, std::size_t step) const {
+    drop_units(comms, step_units(order, step));
+}
+
 Vec GptChunk::embed(const std::int32_t* tokens, std::int64_t table, Communicator& tp) const {
     // Vocabulary-parallel lookup: each shard fills its rows, the tensor group sums them (into
     // this rank's rows under sequence parallelism).
@@ -400,7 +423,7 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
     Communicator& tp = comms.tensor;
     Vec x;
     if (first_) {
-        hold_units(comms, embedding_units_);
+        hold_step(comms, PassOrder::forward, 0);
         x = embed(a.tokens, wte_, tp);
         const std::int64_t row0 = sp_ ? tp.rank() * shape_.rows : 0;
         const auto& position = positions_[std::size_t(cp_rank_)];
@@ -412,16 +435,16 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
                                     shape_.hidden +
                                 c];
         if (dropping(a)) drop_rows(x, embedding_out, -1, a);
-        drop_units(comms, embedding_units_);
+        drop_step(comms, PassOrder::forward, 0);
     } else {
         x = std::move(a.input); // layer 0 keeps it as its x_in
     }
     a.layers.assign(layers_.size(), Layer{});
     for (std::size_t i = 0; i < main_layers_; ++i) {
         Layer& L = a.layers[i];
-        hold_units(comms, layer_unit(i));
+        hold_step(comms, PassOrder::forward, forward_step(i));
         layer_forward(i, L, x, comms, a);
-        drop_units(comms, layer_unit(i));
+        drop_step(comms, PassOrder::forward, forward_step(i));
         settle_layer(i, L, a);
     }
     if (!last_) {
@@ -429,7 +452,7 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
         return;
     }
     a.hidden_out = std::move(x);
-    hold_units(comms, head_units_);
+    hold_step(comms, PassOrder::forward, forward_step(main_layers_));
     Vec normed(static_cast<std::size_t>(shape_.rows * shape_.hidden));
     a.lnf_mean.resize(std::size_t(shape_.rows));
     a.lnf_rstd.resize(std::size_t(shape_.rows));
@@ -438,7 +461,7 @@ void GptChunk::forward(Activations& a, const ChunkComms& comms) const {
     a.lnf = gather_rows(std::move(normed), tp);
     a.loss = head_loss(a.lnf, a.logits, a.row_max, a.sum_exp, a.targets, nullptr, tp) /
              double(loss_tokens_);
-    drop_units(comms, head_units_);
+    drop_step(comms, PassOrder::forward, forward_step(main_layers_));
     if (!mtp_.empty()) mtp_forward(a, comms);
 }
 

@@ -234,7 +234,7 @@ void GptChunk::backward_pass(Activations& a, const float* dout, float loss_scale
         // MTP first (its units released before the main head's are held): the gradient its
         // module 0 sends to the main final norm's output rows.
         const Vec d_mtp = mtp_.empty() ? Vec{} : mtp_backward(a, loss_scale, comms, fused);
-        hold_units(comms, head_units_);
+        hold_step(comms, PassOrder::backward, 0);
         // The forward left the exponentials in `logits`: they become the gradient in place.
         k::cross_entropy_backward(a.logits.data(), a.sum_exp.data(), a.targets,
                                   loss_scale / float(loss_tokens_), shape_.tokens,
@@ -248,16 +248,16 @@ void GptChunk::backward_pass(Activations& a, const float* dout, float loss_scale
         for (std::size_t j = 0; j < d_mtp.size(); ++j) dlnf[j] += d_mtp[j];
         norm_backward(dx.data(), dlnf.data(), a.hidden_out.data(), a.lnf_mean.data(),
                       a.lnf_rstd.data(), lnf_w_, lnf_b_);
-        drop_units(comms, head_units_);
+        drop_step(comms, PassOrder::backward, 0);
         for (Vec* v : {&a.hidden_out, &a.lnf_mean, &a.lnf_rstd, &a.row_max, &a.sum_exp})
             release(*v);
     } else {
         std::copy(dout, dout + NLH, dx.begin());
     }
     for (std::size_t i = main_layers_; i-- > 0;) {
-        hold_units(comms, layer_unit(i));
+        hold_step(comms, PassOrder::backward, backward_step(i));
         layer_backward(i, a, dx, loss_scale, comms, fused);
-        drop_units(comms, layer_unit(i));
+        drop_step(comms, PassOrder::backward, backward_step(i));
     }
     // The embedding's weight gradient needs every row (the table is split by vocabulary).
     if (first_) {

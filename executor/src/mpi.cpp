@@ -143,6 +143,43 @@ void MpiCommunicator::all_gather(const float* in, float* out, std::size_t n) {
               "MPI_Allgather");
 }
 
+// An MPI_Iallgather in flight. wait() is watched like a blocking collective, under the
+// sequence number the gather took when it began, so a hang names the right collective.
+class MpiCommunicator::PendingMpiCollective final : public PendingCollective {
+public:
+    PendingMpiCollective(MpiCommunicator& comm, const char* operation)
+        : comm_(comm), operation_(operation), sequence_(++comm.collectives_) {}
+    ~PendingMpiCollective() override {
+        try {
+            wait();
+        } catch (...) {
+        }
+    }
+    void wait() override {
+        if (request == MPI_REQUEST_NULL) return;
+        const auto watched = comm_.watchdog_
+                                 ? comm_.watchdog_->enter(operation_, comm_.label_, sequence_)
+                                 : Watchdog::Scope(nullptr);
+        check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+
+private:
+    MpiCommunicator& comm_;
+    const char* operation_;
+    long long sequence_;
+};
+
+std::unique_ptr<PendingCollective> MpiCommunicator::start_all_gather(const float* in, float* out,
+                                                                     std::size_t n) {
+    auto pending = std::make_unique<PendingMpiCollective>(*this, "all-gather (prefetched)");
+    const bool in_place = in == out + std::size_t(rank()) * n;
+    check_mpi(MPI_Iallgather(in_place ? MPI_IN_PLACE : in, count(n), MPI_FLOAT, out, count(n),
+                             MPI_FLOAT, comm_, &pending->request),
+              "MPI_Iallgather");
+    return pending;
+}
+
 void MpiCommunicator::reduce_scatter_sum(const float* in, float* out, std::size_t n) {
     const auto watched = watch_collective("reduce-scatter");
     check_mpi(MPI_Reduce_scatter_block(in, out, count(n), MPI_FLOAT, MPI_SUM, comm_),

@@ -109,17 +109,31 @@ void reduce_scatter_set(const ShardedSet& set, Communicator& group, const float*
         std::copy_n(mine.begin(), n, owned);
 }
 
-void all_gather_set(const ShardedSet& set, Communicator& group, float* values) {
+SetGather::SetGather(const ShardedSet& set, Communicator& group, float* values)
+    : set_(&set), values_(values) {
     if (packed_in_place(set)) {
         float* whole = values + set.runs[0].begin;
-        group.all_gather(whole + set.rank * set.slice, whole, std::size_t(set.slice));
+        pending_ =
+            group.start_all_gather(whole + set.rank * set.slice, whole, std::size_t(set.slice));
         return;
     }
-    Vec mine(static_cast<std::size_t>(set.slice)),
-        whole(static_cast<std::size_t>(set.ranks * set.slice));
-    set.pack_owned(values, mine.data());
-    group.all_gather(mine.data(), whole.data(), mine.size());
-    set.unpack(whole.data(), values);
+    mine_.resize(std::size_t(set.slice));
+    whole_.resize(std::size_t(set.ranks * set.slice));
+    set.pack_owned(values, mine_.data());
+    pending_ = group.start_all_gather(mine_.data(), whole_.data(), mine_.size());
+}
+
+void SetGather::finish() {
+    if (!pending_) return;
+    pending_->wait();
+    pending_.reset();
+    if (!whole_.empty()) set_->unpack(whole_.data(), values_);
+    Vec().swap(mine_);
+    Vec().swap(whole_);
+}
+
+void all_gather_set(const ShardedSet& set, Communicator& group, float* values) {
+    SetGather(set, group, values).finish();
 }
 
 } // namespace trident::executor

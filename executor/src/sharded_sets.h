@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace trident::executor {
@@ -39,6 +40,19 @@ void reduce_scatter_set(const ShardedSet& set, Communicator& group, const float*
                         float* owned, bool accumulate);
 // Every rank's slice of the set's values (as the ranks stepped them) into the flat buffer.
 void all_gather_set(const ShardedSet& set, Communicator& group, float* values);
+// The same begun now and done by finish() (ZeRO-3's prefetch): the flat buffer's other slices
+// are written by then, not before. `set` and `values` must outlive it.
+class SetGather {
+public:
+    SetGather(const ShardedSet& set, Communicator& group, float* values);
+    void finish(); // a second call does nothing
+
+private:
+    const ShardedSet* set_;
+    float* values_;
+    Vec mine_, whole_; // this rank's slice and the gathered set, when not gathered in place
+    std::unique_ptr<PendingCollective> pending_;
+};
 
 // The tensors of `store` (by index) that `member` takes, over `ranks`; `expert` says which
 // group they are sharded over.

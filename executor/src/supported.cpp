@@ -52,11 +52,6 @@ std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda
         ignored.push_back("parallel.token_dispatcher: the executors exchange tokens by "
                           "all-to-all, not flex (DeepEP's fused kernels; the same numbers, the "
                           "dispatcher changes only the time)");
-    if (job.plan.zero_stage() == 3 && job.plan.sharding.prefetch_units > 0 && !cuda_backend)
-        ignored.push_back("parallel.fsdp_prefetch_units: the CPU executor gathers each FSDP "
-                          "unit when its pass reaches it, without prefetch (MPI on the CPU makes "
-                          "no progress in the background; the same numbers; "
-                          "--fsdp-prefetch-units 0 says so to the simulator)");
     // The GEMMs read quantized weights either way; Megatron's FP8 parameter gather changes what
     // the data-parallel gather moves and where the FP8 copy is made, which only the simulator
     // times.

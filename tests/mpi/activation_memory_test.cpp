@@ -205,9 +205,8 @@ TEST(ActivationMemory, SimulatorVsExecutorBenchmarkLayouts) {
     const std::string common = "--model " + std::string(TRIDENT_SOURCE_DIR) +
                                "/bench/models/gpt-bench.json --cluster localhost "
                                "--devices-per-node 2 --mbs 4 --gbs 32 ";
-    for (const char* layout :
-         {"--tp 1 --pp 2 --dp 1 --schedule 1f1b", "--tp 2 --pp 1 --dp 1", "--tp 1 --pp 1 --dp 2",
-          "--tp 1 --pp 1 --dp 2 --zero-stage 3 --fsdp-prefetch-units 0"}) {
+    for (const char* layout : {"--tp 1 --pp 2 --dp 1 --schedule 1f1b", "--tp 2 --pp 1 --dp 1",
+                               "--tp 1 --pp 1 --dp 2", "--tp 1 --pp 1 --dp 2 --zero-stage 3"}) {
         const std::string job = common + layout;
         const double measured = measured_peak(2, job), predicted = predicted_peak(job);
         ASSERT_GT(measured, 0.0) << job;

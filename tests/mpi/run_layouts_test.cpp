@@ -1,6 +1,8 @@
 // The executor's correctness: 4 steps of a tiny GPT (fp32, fixed seed) give the same loss in
 // every layout as in one process, within 1e-5 relative. Runs `trident run` under mpirun.
 #include "../support/trident_process.h"
+#include "trident/core/job_loader.h"
+#include "trident/core/model_layout.h"
 
 #include <cmath>
 #include <cstdio>
@@ -488,17 +490,21 @@ double peak_activation_bytes(const std::string& output) {
 }
 
 // The parameters a rank holds at once (the run's metrics): all of them under ZeRO-1, its slices
-// and the units being used under ZeRO-3 — between half and the whole at dp 2, the same losses.
-TEST(ZeroThree, HoldsItsSlicesAndTheUnitsInUse) {
+// and the units being used under ZeRO-3 — between half and the whole at dp 2 — and each unit
+// prefetched adds one layer's other half (gpt-tiny's largest step is its last layer's with the
+// head). The same losses whatever the prefetch depth.
+TEST(ZeroThree, HoldsItsSlicesTheUnitsInUseAndThoseItPrefetches) {
     std::vector<double> held;
     std::vector<std::vector<double>> losses;
-    for (const char* stage : {"1", "3"}) {
-        const std::string metrics = testing::TempDir() + "trident-zero" + stage + ".json";
+    for (const char* sharding :
+         {"1", "3 --fsdp-prefetch-units 0", "3", "3 --fsdp-prefetch-units 2"}) {
+        const std::string metrics = testing::TempDir() + "trident-zero.json";
         const auto r = trident::test::run_shell(
             "mpirun --allow-run-as-root --oversubscribe -np 2 " + std::string(TRIDENT_BINARY) +
             " run --model gpt-tiny" + kCommon + " --devices-per-node 2 --dp 2 --zero-stage " +
-            stage + " --metrics-json " + metrics);
+            sharding + " --metrics-json " + metrics);
         ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(r.err.find("fsdp_prefetch_units"), std::string::npos) << r.err; // not ignored
         std::ifstream in(metrics);
         std::stringstream text;
         text << in.rdbuf();
@@ -511,9 +517,23 @@ TEST(ZeroThree, HoldsItsSlicesAndTheUnitsInUse) {
     }
     EXPECT_GT(held[1], 0.5 * held[0]);
     EXPECT_LT(held[1], 0.75 * held[0]);
-    ASSERT_EQ(losses[0].size(), losses[1].size());
-    for (std::size_t i = 0; i < losses[0].size(); ++i)
-        EXPECT_NEAR(losses[1][i], losses[0][i], 1e-5 * losses[0][i]) << "step " << i + 1;
+    trident::core::JobInputs in;
+    in.model = "gpt-tiny";
+    in.cluster = "localhost";
+    in.dp = "2";
+    in.micro_batch_size = 2;
+    in.global_batch_size = 8;
+    const trident::core::ChunkLayout layout(trident::core::load_job(in), 0, 0, 0, 0);
+    const double layer_half_bytes = double(layout.units().at(1).total() / 2 * 4);
+    EXPECT_EQ(held[2] - held[1], layer_half_bytes);
+    EXPECT_EQ(held[3] - held[2], layer_half_bytes);
+    for (std::size_t run = 1; run < losses.size(); ++run) {
+        ASSERT_EQ(losses[run].size(), losses[0].size());
+        for (std::size_t i = 0; i < losses[0].size(); ++i)
+            EXPECT_NEAR(losses[run][i], losses[0][i], 1e-5 * losses[0][i]) << "step " << i + 1;
+    }
+    EXPECT_EQ(losses[2], losses[1]); // prefetch moves the gathers, not the arithmetic
+    EXPECT_EQ(losses[3], losses[1]);
 }
 
 TEST(Recomputation, SameLossLessActivationMemory) {

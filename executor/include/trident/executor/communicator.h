@@ -3,9 +3,19 @@
 // process group. The MPI implementation backs the CPU backend; an NCCL one (CUDA backend)
 // will implement the same interface. Buffers are fp32 element counts.
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 namespace trident::executor {
+
+// A collective begun and not yet completed: wait() completes it (a second call does nothing).
+// Its buffers must stay put until then; the destructor waits too, so MPI never writes into
+// memory that has gone.
+class PendingCollective {
+public:
+    virtual ~PendingCollective() = default;
+    virtual void wait() = 0;
+};
 
 class Communicator {
 public:
@@ -18,6 +28,11 @@ public:
     // out holds size()·n elements, rank r's block at r·n; `in` may be this rank's own block
     // of `out` (in place).
     virtual void all_gather(const float* in, float* out, std::size_t n_per_rank) = 0;
+    // all_gather begun now and completed by the handle's wait(), so that work in between can
+    // overlap it (ZeRO-3's prefetch). Members must begin it in the same order relative to their
+    // other collectives on this group. By default it is the blocking all_gather, done at once.
+    virtual std::unique_ptr<PendingCollective> start_all_gather(const float* in, float* out,
+                                                                std::size_t n_per_rank);
     // in holds size()·n elements; out receives the sum of every rank's block rank()·n.
     virtual void reduce_scatter_sum(const float* in, float* out, std::size_t n_per_rank) = 0;
     // Block r of `in` goes to rank r; block r of `out` comes from rank r.

@@ -96,11 +96,15 @@ std::vector<std::int64_t> allocate_tensors(const core::ChunkLayout& layout, Para
 // drops them (fsdp_units.h). Units are the layout table's FSDP units
 // (core::ChunkLayout::units: the embedding, each layer, the final norm with the head), numbered
 // per chunk in forward order. Collective over the data ranks, which walk the same schedule.
+// Prefetch (FSDP's): holding a pass's step also begins the gathers of the units of its next
+// prefetch_depth() steps, which acquire then completes.
 class ParameterUnits {
 public:
     virtual ~ParameterUnits() = default;
     virtual void acquire(std::int32_t chunk, std::int32_t unit) = 0;
+    virtual void prefetch(std::int32_t chunk, std::int32_t unit) = 0;
     virtual void release(std::int32_t chunk, std::int32_t unit) = 0;
+    virtual std::int64_t prefetch_depth() const = 0;
 };
 
 // The groups a chunk talks over.
@@ -406,6 +410,18 @@ private:
     void hold_units(const ChunkComms& comms, const std::vector<std::int32_t>& units) const;
     void drop_units(const ChunkComms& comms, const std::vector<std::int32_t>& units) const;
     std::vector<std::int32_t> layer_unit(std::size_t i) const { return {layers_[i].unit}; }
+    // A pass's steps in the order it reads their units — forward: the embedding, the layers,
+    // the head; backward: the head, the layers from the last — and the units of step `step`
+    // (none past the end). hold_step holds them and prefetches the next steps' (ZeRO-3).
+    enum class PassOrder { forward, backward };
+    std::vector<std::int32_t> step_units(PassOrder order, std::size_t step) const;
+    void hold_step(const ChunkComms& comms, PassOrder order, std::size_t step) const;
+    void drop_step(const ChunkComms& comms, PassOrder order, std::size_t step) const;
+    // The step of layer i in each order.
+    std::size_t forward_step(std::size_t i) const { return (first_ ? 1 : 0) + i; }
+    std::size_t backward_step(std::size_t i) const {
+        return (last_ ? 1 : 0) + (main_layers_ - 1 - i);
+    }
     // After a layer's forward: its router loss and routing counted, and what its
     // recomputation drops dropped.
     void settle_layer(std::size_t i, Layer& L, Activations& a) const;

@@ -53,6 +53,9 @@ public:
     void all_reduce_sum(float* data, std::size_t n) override;
     void all_reduce_max(float* data, std::size_t n) override;
     void all_gather(const float* in, float* out, std::size_t n_per_rank) override;
+    // MPI_Iallgather: MPI moves it on inside the MPI calls made until wait() (and in wait()).
+    std::unique_ptr<PendingCollective> start_all_gather(const float* in, float* out,
+                                                        std::size_t n_per_rank) override;
     void reduce_scatter_sum(const float* in, float* out, std::size_t n_per_rank) override;
     void all_to_all(const float* in, float* out, std::size_t n_per_rank) override;
     void all_to_allv(const float* in, const std::vector<std::size_t>& send_counts, float* out,
@@ -70,6 +73,7 @@ public:
     Watchdog::Scope watch_collective(const char* operation);
 
 private:
+    class PendingMpiCollective;
     Watchdog::Scope watch_transfer(const char* operation, int peer);
     struct PendingSend {
         std::vector<float> buffer;
