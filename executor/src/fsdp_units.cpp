@@ -12,9 +12,9 @@ namespace trident::executor {
 
 FsdpUnits::FsdpUnits(const core::JobSpec& job, ParameterStore& store,
                      const std::vector<GptChunk>& chunks, ProcessGroups& groups,
-                     std::vector<ShardedSet>& sets)
+                     std::vector<ShardedSet>& sets, bool give_back_pages)
     : job_(job), store_(store), groups_(groups), sets_(sets),
-      shard_parameters_(job.plan.zero_stage() == 3) {
+      shard_parameters_(job.plan.zero_stage() == 3), give_back_pages_(give_back_pages) {
     // Sharded over one replica's ranks (all the data ranks without hybrid sharding).
     const auto over = [&](bool expert) {
         return expert ? groups.expert_data_shard.get() : groups.data_shard.get();
@@ -64,10 +64,17 @@ FsdpUnits::FsdpUnits(const core::JobSpec& job, ParameterStore& store,
         owned += s.owned_elements();
     }
     owned_grads_.assign(std::size_t(owned), 0.0f);
-    release_pages(store_.grads.data(), store_.grads.size());
+    clear(store_.grads.data(), store_.grads.size());
     held_ = std::int64_t(store_.values.size());
     begin_step();
     peak_held_ = held_;
+}
+
+void FsdpUnits::clear(float* data, std::size_t n) const {
+    if (give_back_pages_)
+        release_pages(data, n);
+    else
+        std::fill_n(data, n, 0.0f);
 }
 
 Communicator& FsdpUnits::group_of(const ShardedSet& set) const {
@@ -96,7 +103,7 @@ void FsdpUnits::reduce_set(std::size_t s) {
     const ShardedSet& set = sets_[s];
     float* grads = store_.grads.data();
     reduce_scatter_set(set, group_of(set), grads, owned_grads_.data() + set_at_[s], true);
-    for (const FlatRun& r : set.runs) release_pages(grads + r.begin, std::size_t(r.length));
+    for (const FlatRun& r : set.runs) clear(grads + r.begin, std::size_t(r.length));
 }
 
 float* FsdpUnits::finish_gradients() {
@@ -146,9 +153,10 @@ void FsdpUnits::release(std::int32_t chunk, std::int32_t unit) {
     Unit& u = units_.at(std::size_t(chunk)).at(std::size_t(unit));
     if (!shard_parameters_ || u.presence == Presence::dropped) return;
     if (u.presence == Presence::arriving) arrive(u); // MPI must be done writing into it
-    for (std::size_t s : u.sets)
-        for (const FlatRun& r : sets_[s].others()) // the next gather overwrites them whole
-            offer_pages(store_.values.data() + r.begin, std::size_t(r.length));
+    if (give_back_pages_)
+        for (std::size_t s : u.sets)
+            for (const FlatRun& r : sets_[s].others()) // the next gather overwrites them whole
+                offer_pages(store_.values.data() + r.begin, std::size_t(r.length));
     u.presence = Presence::dropped;
     held_ -= u.others;
 }

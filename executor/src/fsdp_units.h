@@ -7,15 +7,19 @@
 // slices of all sets, in order, are what the optimizer steps.
 // - Gradients (both stages): when a chunk's backward of a micro-batch is done (B with W, or W),
 //   its partial gradients are summed over the tensor group, every unit's are reduce-scattered
-//   and added into this rank's slices, and the whole gradients are zeroed with their pages
-//   given back. A tied word embedding held on two stages (or on the V's two chunks) is the
+//   and added into this rank's slices, and the whole gradients are zeroed. A tied word embedding held on two stages (or on the V's two chunks) is the
 //   exception: its gradient stays whole over the step, is summed with its copy's at the end
 //   and reduce-scattered then, as a set of its own.
 // - Parameters (ZeRO-3): a unit is all-gathered when a pass first reads it — before its
-//   forward, and again before its backward — and the other ranks' slices are dropped (pages
-//   given back) when the pass is done with it. With fsdp_prefetch_units k, holding a unit
+//   forward, and again before its backward — and the other ranks' slices are dropped when the
+//   pass is done with it. With fsdp_prefetch_units k, holding a unit
 //   begins the gathers of the pass's next k units (MPI_Iallgather), completed when each is
 //   reached, so k + 1 units are gathered at once, as the simulator's memory model says.
+// - Pages: the flat buffers are whole (allocated so, and checked to fit). Where memory is short,
+//   what is dropped — zeroed gradients, the other ranks' slices — is offered back to the kernel
+//   (host_memory.h); otherwise it stays, as a caching allocator keeps its blocks: offering
+//   it cost the GEMMs that wrote those pages again a third more (moe-bench dp 2 ZeRO-3: W 34 →
+//   49 ms per micro-batch), while the peak held is counted the same either way.
 #include "model_copies.h"
 #include "sharded_sets.h"
 #include "trident/core/job.h"
@@ -31,8 +35,9 @@ class FsdpUnits final : public ParameterUnits {
 public:
     // Appends the sets of every unit of `chunks` to `sets` (which must outlive this); with
     // ZeRO-3 drops the other ranks' slices at once. Zeroes the gradients.
+    // `give_back_pages`: offer what is dropped to the kernel (memory is short).
     FsdpUnits(const core::JobSpec& job, ParameterStore& store, const std::vector<GptChunk>& chunks,
-              ProcessGroups& groups, std::vector<ShardedSet>& sets);
+              ProcessGroups& groups, std::vector<ShardedSet>& sets, bool give_back_pages);
 
     bool shards_parameters() const { return shard_parameters_; }
     // The start of a step: this rank's gradient slices zeroed; ZeRO-3: every unit dropped.
@@ -77,7 +82,9 @@ private:
     ParameterStore& store_;
     ProcessGroups& groups_;
     std::vector<ShardedSet>& sets_;
-    bool shard_parameters_ = false;
+    bool shard_parameters_ = false, give_back_pages_ = false;
+    // Zeroes data[0, n), offering its pages back when give_back_pages_.
+    void clear(float* data, std::size_t n) const;
     std::vector<std::vector<Unit>> units_;                           // [chunk][unit]
     std::vector<std::pair<std::size_t, std::size_t>> chunk_tensors_; // [first, end) per chunk
     std::vector<bool> whole_;             // per set: a tied embedding's, reduced at the step's end

@@ -91,32 +91,6 @@ std::int64_t optimizer_shards(const core::ParallelPlan& plan) {
     return plan.distributed_optimizer ? plan.shard_ranks() : 1;
 }
 
-double rank_parameters_estimate(const core::JobSpec& job) {
-    // The busiest pipeline rank's chunks, from the layout table the chunks allocate from.
-    double most = 0.0;
-    for (std::int32_t r = 0; r < job.plan.pp; ++r) {
-        double held = 0.0;
-        for (std::int32_t c = 0; c < job.plan.vpp; ++c)
-            held += double(
-                core::ChunkLayout(job, r, c, 0, 0, 1, core::LayoutDetail::counts).parameters());
-        most = std::max(most, held);
-    }
-    return most;
-}
-
-void require_host_memory(const core::JobSpec& job, double bytes_per_parameter,
-                         const std::string& what) {
-    const int local_ranks = node_place().ranks;
-    const double per_rank = rank_parameters_estimate(job) * bytes_per_parameter;
-    const double available = meminfo_bytes("MemAvailable"); // negative: unknown, no check
-    if (on_every_rank(available < 0.0 || per_rank * local_ranks <= available)) return;
-    throw core::SpecError("model", "needs about " + core::bytes_text(per_rank) + " per rank for " +
-                                       what + " (" + std::to_string(local_ranks) + " rank" +
-                                       (local_ranks == 1 ? "" : "s") +
-                                       " on a node), more than the " + core::bytes_text(available) +
-                                       " available; use more ranks or nodes");
-}
-
 std::optional<float> finish_gradient_norm(double squares, std::int64_t index,
                                           const core::TrainingSpec& t, StepStats& stats,
                                           std::int64_t& skipped) {
@@ -192,10 +166,9 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
     require_supported(job);
     // fp32 parameters and gradients, and Adam's two moments (sharded over the data and context
     // ranks with the distributed optimizer, as optimizer_shard() does).
-    require_host_memory(
-        job,
-        core::state_bytes_per_parameter(core::cpu_executor_precision(), optimizer_shards(job.plan)),
-        "fp32 parameters, gradients and Adam state");
+    const double state_bytes =
+        core::state_bytes_per_parameter(core::cpu_executor_precision(), optimizer_shards(job.plan));
+    require_host_memory(job, state_bytes, "fp32 parameters, gradients and Adam state");
     const std::int32_t pp_rank = std::int32_t(groups.coord.pp);
     std::size_t first_chunk1_tensor = 0;
     for (std::int32_t c = 0; c < job.plan.vpp; ++c) {
@@ -225,7 +198,10 @@ CpuTrainer::CpuTrainer(const core::JobSpec& job, ProcessGroups& groups, std::uin
     // Adam state over everything, or (distributed optimizer) over this rank's slice of the
     // dense tensors (data × context group) and of the routed experts' (expert-data group).
     if (job.plan.zero_stage() >= 2) {
-        fsdp_ = std::make_unique<FsdpUnits>(job_, store_, chunks_, groups, sharded_sets_);
+        // Pages go back to the kernel only where memory is short (FsdpUnits): not when the
+        // node has room for every rank's whole state twice over.
+        fsdp_ = std::make_unique<FsdpUnits>(job_, store_, chunks_, groups, sharded_sets_,
+                                            !host_memory_holds(job, 2.0 * state_bytes));
         for (const ShardedSet& set : sharded_sets_) {
             for (const FlatRun& r : set.owned()) shard_.owned.push_back(r);
             shard_.size += set.owned_elements();

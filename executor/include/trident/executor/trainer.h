@@ -123,6 +123,10 @@ std::int64_t optimizer_shards(const core::ParallelPlan& plan);
 // The parameters the busiest rank of `job` holds (its pipeline rank's chunks, from the model
 // layout table), for the memory checks made before anything is allocated.
 double rank_parameters_estimate(const core::JobSpec& job);
+// Whether every node's ranks of `job` fit `bytes_per_parameter` × their parameters in its
+// available memory (MemAvailable; true when unknown), on every rank alike. Collective over
+// MPI_COMM_WORLD.
+bool host_memory_holds(const core::JobSpec& job, double bytes_per_parameter);
 // Refuses, on every rank (SpecError "model"), a job whose ranks on some node would need more
 // than that node's available memory (MemAvailable) for `bytes_per_parameter` × their
 // parameters; `what` names what those bytes hold. Collective over MPI_COMM_WORLD.
