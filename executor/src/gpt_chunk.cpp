@@ -141,7 +141,7 @@ GptChunk::GptChunk(const core::JobSpec& job, std::int32_t pipeline_rank, std::in
         z_coeff_ = m.moe->z_loss_coeff;
         capacity_factor_ = m.moe->capacity_factor.value_or(0.0);
         pad_to_capacity_ = m.moe->pad_to_capacity;
-        gather_dispatch_ = plan.token_dispatcher == core::TokenDispatcher::allgather;
+        dispatcher_ = plan.token_dispatcher;
     }
     // MLA: one key/value group per head, of the queries' and keys' width (values padded).
     proj_in_ = shape_.local_heads * shape_.head_dim;

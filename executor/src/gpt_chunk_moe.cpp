@@ -3,7 +3,8 @@
 // dropping, and this rank's experts (forward and backward) — under expert tensor parallelism
 // with the received rows all-gathered over the expert-tensor group and the experts' partial
 // outputs (and input gradients) reduce-scattered back, as Megatron-Core's all-to-all
-// dispatcher does. Under sequence parallelism each tensor rank routes its own rows. Each
+// dispatcher does (allgather: gpt_chunk_moe_gather.cpp; flex: gpt_chunk_moe_flex.cpp). Under
+// sequence parallelism each tensor rank routes its own rows. Each
 // token's routing weight travels with it and scales its activation inside the expert, before
 // fc2 (Megatron-Core's weighted_bias_swiglu), so the combine is a plain sum and no expert
 // output is kept for the weights' gradient.
@@ -197,10 +198,15 @@ void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkC
     MoeState& s = L.moe;
     s = MoeState{};
     moe_route(lp, L, comms.tensor);
-    const Vec rows = gather_dispatch_ ? moe_gather_dispatch(L, comms) : moe_dispatch(L, comms);
+    using D = core::TokenDispatcher;
+    const Vec rows = dispatcher_ == D::allgather ? moe_gather_dispatch(L, comms)
+                     : dispatcher_ == D::flex    ? moe_flex_dispatch(L, comms)
+                                                 : moe_dispatch(L, comms);
     Vec out = moe_experts_forward(lp, s, rows);
-    if (gather_dispatch_)
+    if (dispatcher_ == D::allgather)
         moe_gather_combine(L, out, y, comms);
+    else if (dispatcher_ == D::flex)
+        moe_flex_combine(L, std::move(out), y, comms);
     else
         moe_combine(L, std::move(out), y, comms);
 }
@@ -289,12 +295,16 @@ Vec GptChunk::weighted_activation(const MoeState& s, std::int64_t e) const {
 void GptChunk::moe_backward(const LayerParams& lp, Layer& L, const Vec& dy, Vec& d_in,
                             float loss_scale, const ChunkComms& comms) const {
     MoeState& s = L.moe;
-    const Vec at_experts =
-        gather_dispatch_ ? moe_gather_gradients(L, dy, comms) : moe_send_gradients(L, dy, comms);
+    using D = core::TokenDispatcher;
+    const Vec at_experts = dispatcher_ == D::allgather ? moe_gather_gradients(L, dy, comms)
+                           : dispatcher_ == D::flex    ? moe_flex_gradients(L, dy, comms)
+                                                       : moe_send_gradients(L, dy, comms);
     Vec ret = moe_experts_backward(lp, s, at_experts);
     Vec d_gate(static_cast<std::size_t>(shape_.rows * top_k_), 0.0f); // dropped: nothing
-    if (gather_dispatch_)
+    if (dispatcher_ == D::allgather)
         moe_gather_return(L, ret, d_in, d_gate, comms);
+    else if (dispatcher_ == D::flex)
+        moe_flex_return(L, std::move(ret), d_in, d_gate, comms);
     else
         moe_return_gradients(L, std::move(ret), d_in, d_gate, comms);
     moe_router_backward(lp, L, d_gate, d_in, loss_scale);

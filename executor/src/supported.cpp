@@ -48,10 +48,6 @@ std::vector<std::string> ignored_by_executor(const core::JobSpec& job, bool cuda
         ignored.push_back("parallel.overlap_moe_expert_parallel_comm / moe_shared_expert_overlap: "
                           "the executors run each pass's token exchange in order (the same "
                           "numbers, not overlapped)");
-    if (job.model.moe && job.plan.token_dispatcher == core::TokenDispatcher::flex)
-        ignored.push_back("parallel.token_dispatcher: the executors exchange tokens by "
-                          "all-to-all, not flex (DeepEP's fused kernels; the same numbers, the "
-                          "dispatcher changes only the time)");
     // The GEMMs read quantized weights either way; Megatron's FP8 parameter gather changes what
     // the data-parallel gather moves and where the FP8 copy is made, which only the simulator
     // times.

@@ -7,6 +7,7 @@
 #include "trident/executor/trainer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
 #include <map>
@@ -36,9 +37,11 @@ public:
         ++calls["all_to_all"];
         std::memmove(out, in, n * sizeof(float));
     }
+    std::vector<std::size_t> all_to_allv_sizes; // floats each call sent
     void all_to_allv(const float* in, const std::vector<std::size_t>& send, float* out,
                      const std::vector<std::size_t>&) override {
         ++calls["all_to_allv"];
+        all_to_allv_sizes.push_back(send[0]);
         std::memmove(out, in, send[0] * sizeof(float));
     }
     void broadcast(float*, std::size_t, int) override { ++calls["broadcast"]; }
@@ -54,10 +57,14 @@ struct Trained {
     Recorder tensor, expert, context, expert_tensor, tensor_expert;
 };
 
-void train_one_step(core::TokenDispatcher dispatcher, Trained& out) {
+core::JobSpec moe_tiny() {
     test::TinyJob tiny;
     tiny.model = "moe-tiny";
-    core::JobSpec job = tiny.load();
+    return tiny.load();
+}
+
+void train_one_step(core::TokenDispatcher dispatcher, Trained& out) {
+    core::JobSpec job = moe_tiny();
     job.plan.token_dispatcher = dispatcher;
     executor::ParameterStore store;
     const executor::GptChunk chunk(job, 0, 0, 0, 0, 0, store, 11);
@@ -96,6 +103,32 @@ TEST(MoeDispatchers, AllgatherGathersOverTheExpertTensorAndExpertGroupAndTrainsT
     EXPECT_EQ(all_gather.tensor_expert.calls["reduce_scatter_sum"] * 2, gathers);
     EXPECT_EQ(all_gather.loss, all_to_all.loss);
     EXPECT_EQ(all_gather.grads, all_to_all.grads);
+}
+
+// Flex (DeepEP's dispatcher) sends a token once to each rank holding any of its experts, with
+// its (expert, weight) pairs: on one rank, rows · (h + 2k) floats where all-to-all sends
+// rows · k · (h + 2); the combine sums a token's outputs on the expert side, and the numbers
+// are all-to-all's.
+TEST(MoeDispatchers, FlexSendsATokenOncePerRankAndTrainsTheSame) {
+    Trained all_to_all, flex;
+    train_one_step(core::TokenDispatcher::alltoall, all_to_all);
+    train_one_step(core::TokenDispatcher::flex, flex);
+    const core::JobSpec job = moe_tiny();
+    const auto h = std::size_t(job.model.hidden_size), k = std::size_t(job.model.moe->top_k);
+    ASSERT_GT(k, 1u);
+    const std::size_t rows = 2 * 8; // train_one_step's two sequences of 8
+    ASSERT_FALSE(flex.expert.all_to_allv_sizes.empty());
+    EXPECT_EQ(all_to_all.expert.all_to_allv_sizes.front(), rows * k * (h + 2));
+    EXPECT_EQ(flex.expert.all_to_allv_sizes.front(), rows * (h + 2 * k));
+    // Combine, output gradients and returned gradients: a row per token, not per copy.
+    EXPECT_EQ(flex.expert.all_to_allv_sizes.size(), all_to_all.expert.all_to_allv_sizes.size());
+    EXPECT_EQ(flex.expert.all_to_allv_sizes.at(1), rows * h);
+    EXPECT_NEAR(flex.loss, all_to_all.loss, 1e-6 * std::fabs(all_to_all.loss));
+    ASSERT_EQ(flex.grads.size(), all_to_all.grads.size());
+    for (std::size_t i = 0; i < flex.grads.size(); ++i)
+        ASSERT_NEAR(flex.grads[i], all_to_all.grads[i],
+                    1e-5f * (1e-3f + std::fabs(all_to_all.grads[i])))
+            << i;
 }
 
 } // namespace

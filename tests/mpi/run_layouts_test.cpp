@@ -128,7 +128,7 @@ TEST(ExpertTensorParallel, QwenMoeTinyAtEp4Etp2OnEightRanks) {
 }
 
 // Padding each expert to its capacity (Megatron's --moe-pad-expert-input-to-capacity) adds
-// rows of routing weight 0: the numbers of the unpadded run, through both dispatchers and
+// rows of routing weight 0: the numbers of the unpadded run, through the three dispatchers and
 // expert tensor parallelism.
 TEST(CapacityPadding, PaddedExpertsTrainTheNumbersOfUnpaddedOnes) {
     const std::string model = std::string(TRIDENT_FIXTURES) + "/models/moe-tiny-capacity.json";
@@ -137,7 +137,8 @@ TEST(CapacityPadding, PaddedExpertsTrainTheNumbersOfUnpaddedOnes) {
     for (const auto& [ranks, layout] :
          {std::pair{1, "--tp 1 --pp 1 --dp 1"}, std::pair{2, "--tp 1 --pp 1 --dp 2 --ep 2"},
           std::pair{4, "--tp 1 --pp 1 --dp 4 --ep 2 --etp 2"},
-          std::pair{2, "--tp 1 --pp 1 --dp 2 --ep 2 --moe-token-dispatcher-type allgather"}}) {
+          std::pair{2, "--tp 1 --pp 1 --dp 2 --ep 2 --moe-token-dispatcher-type allgather"},
+          std::pair{2, "--tp 1 --pp 1 --dp 2 --ep 2 --moe-token-dispatcher-type flex"}}) {
         const auto losses =
             run(ranks, model, std::string(layout) + " --moe-pad-expert-input-to-capacity");
         ASSERT_EQ(losses.size(), reference.size()) << layout;
@@ -320,6 +321,15 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{4, "qwen-moe-tiny",
                "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v --recompute-modules moe "
                "--moe-token-dispatcher-type allgather"},
+        // The flex dispatcher: a token once per destination rank with its (expert, weight)
+        // pairs, fanned out there; under expert tensor parallelism, and tensor and sequence
+        // parallelism with expert biases and the distributed optimizer.
+        Layout{4, "qwen-moe-tiny", "--tp 1 --pp 1 --dp 4 --ep 4 --moe-token-dispatcher-type flex"},
+        Layout{4, "moe-tiny",
+               "--tp 1 --pp 1 --dp 4 --ep 2 --etp 2 --moe-token-dispatcher-type flex"},
+        Layout{4, kBias.c_str(),
+               "--tp 2 --pp 1 --dp 2 --ep 2 --sequence-parallel --distributed-optimizer "
+               "--moe-token-dispatcher-type flex"},
         // The whole MoE block recomputed in B (its all-to-alls too), W held back by ZB-V.
         Layout{4, "qwen-moe-tiny",
                "--tp 1 --pp 2 --dp 2 --ep 2 --schedule zero-bubble-v --recompute-modules moe"},

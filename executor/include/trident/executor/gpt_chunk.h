@@ -182,6 +182,10 @@ public:
         // allgather dispatcher: rows each rank of the etp·ep group gathered, and each expert
         // row's slot among them (gathered token · k + choice).
         std::vector<std::int64_t> gathered_rows, local_slots;
+        // flex dispatcher: each slot's pair in its token's row to that rank (-1: dropped), and
+        // per expert row the received token row it fans out from and its pair there.
+        std::vector<std::int32_t> slot_pair, row_pair;
+        std::vector<std::int64_t> row_token;
         std::vector<Vec> gate;        // per local expert: each row's routing weight
         std::vector<Vec> x, fc, act;  // per local expert: inputs, fc1 out, activation out
         std::vector<Vec> d_fc, d_out; // per local expert, for W: fc1 and fc2 output grads
@@ -359,6 +363,11 @@ private:
     Vec moe_gather_gradients(Layer& L, const Vec& dy, const ChunkComms& comms) const;
     void moe_gather_return(Layer& L, const Vec& ret, Vec& d_in, Vec& d_gate,
                            const ChunkComms& comms) const;
+    // The flex dispatcher's (gpt_chunk_moe_flex.cpp): a token once per destination rank.
+    Vec moe_flex_dispatch(Layer& L, const ChunkComms& comms) const;
+    void moe_flex_combine(Layer& L, Vec out, Vec& y, const ChunkComms& comms) const;
+    Vec moe_flex_gradients(Layer& L, const Vec& dy, const ChunkComms& comms) const;
+    void moe_flex_return(Layer& L, Vec ret, Vec& d_in, Vec& d_gate, const ChunkComms& comms) const;
     // Local expert e's activation scaled row by row by its routing weights (fc2's input).
     Vec weighted_activation(const MoeState& s, std::int64_t e) const;
     void moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkComms& comms) const;
@@ -496,9 +505,9 @@ private:
     core::MlaSpec mla_;
     std::int64_t proj_in_ = 0; // the output projection's input width on this rank
     double aux_coeff_ = 0.0, z_coeff_ = 0.0;
-    double capacity_factor_ = 0.0;    // 0: dropless
-    bool pad_to_capacity_ = false;    // every expert's rows made up to its capacity
-    bool gather_dispatch_ = false;    // the allgather token dispatcher (else all-to-all)
+    double capacity_factor_ = 0.0; // 0: dropless
+    bool pad_to_capacity_ = false; // every expert's rows made up to its capacity
+    core::TokenDispatcher dispatcher_ = core::TokenDispatcher::alltoall;
     std::vector<LayerParams> layers_; // the chunk's, then (last chunk) the MTP modules'
     std::size_t main_layers_ = 0;
     std::vector<MtpParams> mtp_;
