@@ -194,10 +194,16 @@ TEST(CpuExecutor, WarnsOfWhatItRunsOtherwise) {
     moe.model = "moe-tiny";
     moe.seq_length = 16;
     EXPECT_TRUE(executor::ignored_by_executor(job_with(moe), false).empty());
-    moe.moe_token_dispatcher = "flex";
+    moe.moe_token_dispatcher = "flex"; // runs as DeepEP's dispatcher exchanges tokens
+    EXPECT_TRUE(executor::ignored_by_executor(job_with(moe), false).empty());
+    moe.ep = 2;
+    moe.dp = "2";
+    moe.devices_per_node = 2;
+    moe.overlap_moe_expert_parallel_comm = true;
     const auto ignored = executor::ignored_by_executor(job_with(moe), false);
     ASSERT_EQ(ignored.size(), 1u);
-    EXPECT_EQ(ignored[0].rfind("parallel.token_dispatcher: ", 0), 0u) << ignored[0];
+    EXPECT_EQ(ignored[0].rfind("parallel.overlap_moe_expert_parallel_comm", 0), 0u)
+        << ignored[0];
     core::JobInputs fp8; // FP8 numerics run; the FP8 parameter gather is the simulator's
     fp8.model = "gpt-tiny";
     fp8.seq_length = 16;
