@@ -308,6 +308,10 @@ Timing Profile::attention(Dtype d, std::int64_t bh, std::int64_t seq, std::int64
 
 Timing Profile::memory_bound(MemoryKernel kernel, double bytes) const {
     auto it = memory_bound_.find(kernel);
+    if (it == memory_bound_.end()) {
+        kernel = forward_kernel(kernel);
+        it = memory_bound_.find(kernel);
+    }
     if (it == memory_bound_.end())
         throw SpecError("profile." + name_ + ".kernels.memory_bound",
                         "has no " + std::string(kMemoryKernelNames[int(kernel)]) + " table");

@@ -74,8 +74,10 @@ struct Builder {
                    bias_bytes * g * double(m) * double(n), Phase::backward_weight);
     }
 
+    // `backward_kernel`: the backward's own kernel where it differs (the activations').
     void memory(std::string_view name, MemoryKernel kernel, double forward_bytes,
-                double backward_bytes, Phase backward_phase = Phase::backward_input) {
+                double backward_bytes, Phase backward_phase = Phase::backward_input,
+                std::optional<MemoryKernel> backward_kernel = std::nullopt) {
         if (forward_bytes > 0)
             push({.name = name,
                   .kind = OpKind::memory_bound,
@@ -86,7 +88,7 @@ struct Builder {
             ops.push_back({.name = name,
                            .kind = OpKind::memory_bound,
                            .phase = backward_phase,
-                           .kernel = kernel,
+                           .kernel = backward_kernel.value_or(kernel),
                            .bytes = backward_bytes});
     }
 
@@ -186,9 +188,11 @@ inline void mlp(Builder& b, const core::ModelSpec& m, const LayerView& v,
         const RecomputedModule act(b, act_module ? v : LayerView{},
                                    act_module.value_or(core::RecomputeModule::core_attn));
         if (swiglu)
-            b.memory(act_name, MemoryKernel::swiglu, 3 * y, 5 * y);
+            b.memory(act_name, MemoryKernel::swiglu, 3 * y, 5 * y, Phase::backward_input,
+                     MemoryKernel::swiglu_backward);
         else
-            b.memory(act_name, MemoryKernel::gelu, 2 * y, 3 * y);
+            b.memory(act_name, MemoryKernel::gelu, 2 * y, 3 * y, Phase::backward_input,
+                     MemoryKernel::gelu_backward);
     }
     b.linear(prefix_fc2, tokens, m.hidden_size, local, false, groups);
 }

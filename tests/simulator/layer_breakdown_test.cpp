@@ -47,3 +47,40 @@ TEST(LayerBreakdown, OneTablePerLayerKindThatAddsUpToTheCostModel) {
     EXPECT_NE(out.str().find("TFLOP/s"), std::string::npos);
     EXPECT_NE(out.str().find("all_to_all over tensor_expert"), std::string::npos);
 }
+
+// The activations' backward has a profile table of its own where one was measured (its work
+// per byte is not the forward's: more exps and products, two outputs); without one it is timed
+// at the forward kernel's rate per byte.
+TEST(LayerBreakdown, ActivationBackwardTakesItsOwnTableWhereTheProfileHasOne) {
+    core::JobInputs in;
+    in.model = "llama3-8b"; // SwiGLU
+    in.cluster = "dgx-h100";
+    in.nodes = 1;
+    in.tp = 8;
+    in.micro_batch_size = 1;
+    in.global_batch_size = 8;
+    const core::JobSpec job = core::load_job(in);
+    core::Json j = core::resolve_reference("h100-sxm5-80gb", core::PresetKind::profile, "p");
+    const auto activation = [&](const core::Profile& profile, simulator::Phase phase) {
+        for (const auto& t : simulator::layer_breakdowns(job, profile).front().ops)
+            if (t.op.name == "activation" && t.op.phase == phase) return t;
+        ADD_FAILURE() << "no activation op";
+        return simulator::OpTime{};
+    };
+    const core::Profile without = core::Profile::from_json(j);
+    core::Json& tables = j["kernels"]["memory_bound"];
+    ASSERT_FALSE(tables.contains("swiglu_backward"));
+    core::Json slower = tables["swiglu"];
+    for (auto& row : slower) row[1] = 2.0 * row[1].get<double>();
+    tables["swiglu_backward"] = slower;
+    const core::Profile with = core::Profile::from_json(j);
+    const auto b_without = activation(without, simulator::Phase::backward_input),
+               b_with = activation(with, simulator::Phase::backward_input);
+    EXPECT_EQ(b_with.op.kernel, core::MemoryKernel::swiglu_backward);
+    EXPECT_NEAR(b_with.seconds, 2.0 * b_without.seconds, 1e-9 * b_without.seconds);
+    EXPECT_NEAR(b_without.seconds,
+                without.memory_bound(core::MemoryKernel::swiglu, b_without.op.bytes).seconds,
+                1e-15);
+    EXPECT_EQ(activation(with, simulator::Phase::forward).seconds,
+              activation(without, simulator::Phase::forward).seconds);
+}

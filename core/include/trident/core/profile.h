@@ -18,6 +18,8 @@
 
 namespace trident::core {
 
+// The activations' backward kernels are optional in a profile: without their tables the
+// backward is timed at the forward kernel's rate per byte (forward_kernel).
 enum class MemoryKernel {
     layernorm,
     rmsnorm,
@@ -25,10 +27,19 @@ enum class MemoryKernel {
     swiglu,
     softmax_cross_entropy,
     adamw,
-    elementwise
+    elementwise,
+    gelu_backward,
+    swiglu_backward
 };
-inline constexpr std::array<std::string_view, 7> kMemoryKernelNames = {
-    "layernorm", "rmsnorm", "gelu", "swiglu", "softmax_cross_entropy", "adamw", "elementwise"};
+inline constexpr std::array<std::string_view, 9> kMemoryKernelNames = {
+    "layernorm", "rmsnorm",     "gelu",          "swiglu",         "softmax_cross_entropy",
+    "adamw",     "elementwise", "gelu_backward", "swiglu_backward"};
+// The forward kernel whose table an absent backward table falls back to (else the kernel).
+inline constexpr MemoryKernel forward_kernel(MemoryKernel k) {
+    return k == MemoryKernel::gelu_backward     ? MemoryKernel::gelu
+           : k == MemoryKernel::swiglu_backward ? MemoryKernel::swiglu
+                                                : k;
+}
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
 inline constexpr std::array<std::string_view, 6> kCollectiveNames = {
