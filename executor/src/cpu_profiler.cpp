@@ -240,9 +240,8 @@ measure_memory_bound(const std::vector<double>& sizes) {
     // GeLU's reads x and dy, writes dx; SwiGLU's reads gate, up and dy, writes both gradients.
     table("gelu_backward", 12.0,
           [&](std::int64_t n) { k::gelu_backward(z.data(), x.data(), w.data(), n); });
-    table("swiglu_backward", 20.0, [&](std::int64_t n) {
-        k::swiglu_backward(z.data(), x.data(), w.data(), n / 64, 64);
-    });
+    table("swiglu_backward", 20.0,
+          [&](std::int64_t n) { k::swiglu_backward(z.data(), x.data(), w.data(), n / 64, 64); });
     table("softmax_cross_entropy", 12.0, [&](std::int64_t n) {
         k::cross_entropy_row_max(mean.data(), x.data(), n / 256, 256);
         std::copy_n(x.data(), (n / 256) * 256, z.data());

@@ -7,9 +7,9 @@
 // slices of all sets, in order, are what the optimizer steps.
 // - Gradients (both stages): when a chunk's backward of a micro-batch is done (B with W, or W),
 //   its partial gradients are summed over the tensor group, every unit's are reduce-scattered
-//   and added into this rank's slices, and the whole gradients are zeroed. A tied word embedding held on two stages (or on the V's two chunks) is the
-//   exception: its gradient stays whole over the step, is summed with its copy's at the end
-//   and reduce-scattered then, as a set of its own.
+//   and added into this rank's slices, and the whole gradients are zeroed. A tied word embedding
+//   held on two stages (or on the V's two chunks) is the exception: its gradient stays whole over
+//   the step, is summed with its copy's at the end and reduce-scattered then, as a set of its own.
 // - Parameters (ZeRO-3): a unit is all-gathered when a pass first reads it — before its
 //   forward, and again before its backward — and the other ranks' slices are dropped when the
 //   pass is done with it. With fsdp_prefetch_units k, holding a unit

@@ -159,12 +159,7 @@ Vec GptChunk::moe_dispatch(Layer& L, const ChunkComms& comms) const {
                 const auto r = std::int32_t(e / El);
                 padding.push_back({r, s.sent[std::size_t(r)]++, std::int32_t(e % El)});
             }
-    Vec counts_out(static_cast<std::size_t>(R)), counts_in(static_cast<std::size_t>(R));
-    for (std::int64_t r = 0; r < R; ++r) counts_out[std::size_t(r)] = float(s.sent[std::size_t(r)]);
-    ep.all_to_all(counts_out.data(), counts_in.data(), 1);
-    s.received.assign(std::size_t(R), 0);
-    for (std::int64_t r = 0; r < R; ++r)
-        s.received[std::size_t(r)] = std::int64_t(counts_in[std::size_t(r)]);
+    s.received = exchange_counts(s.sent, ep);
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     const std::int64_t row = shape_.hidden + 2; // the token, its expert, its routing weight
     Vec out_buf(static_cast<std::size_t>(total_rows(s.sent) * row)),
@@ -172,9 +167,7 @@ Vec GptChunk::moe_dispatch(Layer& L, const ChunkComms& comms) const {
     const Vec& in = routed_input(L);
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
-        float* dst = out_buf.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
-                                       s.slot_row[std::size_t(slot)]) *
-                                          row;
+        float* dst = out_buf.data() + slot_offset(s, send_at, slot, row);
         std::copy_n(in.data() + (slot / K) * shape_.hidden, shape_.hidden, dst);
         dst[shape_.hidden] = float(s.topk[std::size_t(slot)] % El);
         dst[shape_.hidden + 1] = s.gates[std::size_t(slot)];
@@ -275,9 +268,7 @@ void GptChunk::moe_combine(Layer& L, Vec out, Vec& y, const ChunkComms& comms) c
     y.assign(std::size_t(N * h), 0.0f);
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
-        const float* o = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
-                                        s.slot_row[std::size_t(slot)]) *
-                                           h;
+        const float* o = back.data() + slot_offset(s, send_at, slot, h);
         for (std::int64_t c = 0; c < h; ++c) y[std::size_t((slot / K) * h + c)] += o[c];
     }
 }
@@ -322,9 +313,7 @@ Vec GptChunk::moe_send_gradients(Layer& L, const Vec& dy, const ChunkComms& comm
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
         std::copy_n(dy.data() + (slot / K) * h, h,
-                    to_experts.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
-                                         s.slot_row[std::size_t(slot)]) *
-                                            h);
+                    to_experts.data() + slot_offset(s, send_at, slot, h));
     }
     comms.expert.all_to_allv(to_experts.data(), element_counts(s.sent, h), at_experts.data(),
                              element_counts(s.received, h));
@@ -399,9 +388,7 @@ void GptChunk::moe_return_gradients(Layer& L, Vec ret, Vec& d_in, Vec& d_gate,
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
-        const float* d = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
-                                        s.slot_row[std::size_t(slot)]) *
-                                           row;
+        const float* d = back.data() + slot_offset(s, send_at, slot, row);
         for (std::int64_t c = 0; c < h; ++c) d_in[std::size_t((slot / K) * h + c)] += d[c];
         d_gate[std::size_t(slot)] = d[h];
     }

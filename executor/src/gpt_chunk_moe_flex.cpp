@@ -53,12 +53,7 @@ Vec GptChunk::moe_flex_dispatch(Layer& L, const ChunkComms& comms) const {
                 padding.push_back({std::int32_t(e / El), std::int32_t(e % El)});
     std::vector<std::int64_t> routed_rows = s.sent;
     for (const auto& pad : padding) ++s.sent[std::size_t(pad.first)];
-    Vec counts_out(static_cast<std::size_t>(R)), counts_in(static_cast<std::size_t>(R));
-    for (std::int64_t r = 0; r < R; ++r) counts_out[std::size_t(r)] = float(s.sent[std::size_t(r)]);
-    ep.all_to_all(counts_out.data(), counts_in.data(), 1);
-    s.received.assign(std::size_t(R), 0);
-    for (std::int64_t r = 0; r < R; ++r)
-        s.received[std::size_t(r)] = std::int64_t(counts_in[std::size_t(r)]);
+    s.received = exchange_counts(s.sent, ep);
 
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     Vec out_buf(static_cast<std::size_t>(total_rows(s.sent) * width), 0.0f);
@@ -68,8 +63,7 @@ Vec GptChunk::moe_flex_dispatch(Layer& L, const ChunkComms& comms) const {
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         const std::int32_t r = s.slot_rank[std::size_t(slot)];
         if (r < 0) continue;
-        float* dst =
-            out_buf.data() + (send_at[std::size_t(r)] + s.slot_row[std::size_t(slot)]) * width;
+        float* dst = out_buf.data() + slot_offset(s, send_at, slot, width);
         if (s.slot_pair[std::size_t(slot)] == 0) std::copy_n(in.data() + (slot / K) * h, h, dst);
         float* pair = dst + h + 2 * s.slot_pair[std::size_t(slot)];
         pair[0] = float(s.topk[std::size_t(slot)] % El);
@@ -121,9 +115,7 @@ void GptChunk::moe_flex_combine(Layer& L, Vec out, Vec& y, const ChunkComms& com
     y.assign(std::size_t(N * h), 0.0f);
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_pair[std::size_t(slot)] != 0) continue; // dropped, or not its row's first
-        const float* o = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
-                                        s.slot_row[std::size_t(slot)]) *
-                                           h;
+        const float* o = back.data() + slot_offset(s, send_at, slot, h);
         for (std::int64_t c = 0; c < h; ++c) y[std::size_t((slot / K) * h + c)] += o[c];
     }
 }
@@ -138,9 +130,7 @@ Vec GptChunk::moe_flex_gradients(Layer& L, const Vec& dy, const ChunkComms& comm
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_pair[std::size_t(slot)] != 0) continue;
         std::copy_n(dy.data() + (slot / K) * h, h,
-                    to_experts.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
-                                         s.slot_row[std::size_t(slot)]) *
-                                            h);
+                    to_experts.data() + slot_offset(s, send_at, slot, h));
     }
     comms.expert.all_to_allv(to_experts.data(), element_counts(s.sent, h), at_tokens.data(),
                              element_counts(s.received, h));
@@ -174,9 +164,7 @@ void GptChunk::moe_flex_return(Layer& L, Vec ret, Vec& d_in, Vec& d_gate,
     const std::vector<std::int64_t> send_at = row_offsets(s.sent);
     for (std::int64_t slot = 0; slot < N * K; ++slot) {
         if (s.slot_rank[std::size_t(slot)] < 0) continue;
-        const float* d = back.data() + (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] +
-                                        s.slot_row[std::size_t(slot)]) *
-                                           width;
+        const float* d = back.data() + slot_offset(s, send_at, slot, width);
         if (s.slot_pair[std::size_t(slot)] == 0)
             for (std::int64_t c = 0; c < h; ++c) d_in[std::size_t((slot / K) * h + c)] += d[c];
         d_gate[std::size_t(slot)] = d[h + s.slot_pair[std::size_t(slot)]];

@@ -7,7 +7,6 @@
 #include "trident/executor/trainer.h"
 
 #include <algorithm>
-
 #include <cstdint>
 #include <cstring>
 #include <fstream>

@@ -89,8 +89,7 @@ core::Json measured_profile_json(const ProfileMeasurements& m) {
     for (std::size_t k = 0; k < core::kMemoryKernelNames.size(); ++k) {
         const auto name = core::kMemoryKernelNames[k];
         const auto it = m.memory_bound.find(std::string(name));
-        const bool optional =
-            core::forward_kernel(core::MemoryKernel(k)) != core::MemoryKernel(k);
+        const bool optional = core::forward_kernel(core::MemoryKernel(k)) != core::MemoryKernel(k);
         if (optional && it == m.memory_bound.end()) continue; // timed at the forward's rate
         if (it == m.memory_bound.end() || it->second.empty())
             throw std::invalid_argument(

@@ -30,6 +30,28 @@ inline std::int64_t total_rows(const std::vector<std::int64_t>& rows) {
     return std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
 }
 
+// The first element of slot `slot`'s row among per-rank blocks of `width`-wide rows that start
+// at send_at (row_offsets of MoeState::sent): the row its token took to its expert's rank.
+inline std::int64_t slot_offset(const GptChunk::MoeState& s,
+                                const std::vector<std::int64_t>& send_at, std::int64_t slot,
+                                std::int64_t width) {
+    return (send_at[std::size_t(s.slot_rank[std::size_t(slot)])] + s.slot_row[std::size_t(slot)]) *
+           width;
+}
+
+// The rows each rank of `g` sends this one, given the rows this one sends each: an all-to-all
+// of the counts, before the rows' variable-size exchange.
+inline std::vector<std::int64_t> exchange_counts(const std::vector<std::int64_t>& sent,
+                                                 Communicator& g) {
+    const std::size_t R = sent.size();
+    Vec out(R), in(R);
+    for (std::size_t r = 0; r < R; ++r) out[r] = float(sent[r]);
+    g.all_to_all(out.data(), in.data(), 1);
+    std::vector<std::int64_t> received(R);
+    for (std::size_t r = 0; r < R; ++r) received[r] = std::int64_t(in[r]);
+    return received;
+}
+
 inline bool all_equal(const std::vector<std::int64_t>& counts) {
     return std::adjacent_find(counts.begin(), counts.end(), std::not_equal_to<>()) == counts.end();
 }

@@ -202,8 +202,7 @@ TEST(CpuExecutor, WarnsOfWhatItRunsOtherwise) {
     moe.overlap_moe_expert_parallel_comm = true;
     const auto ignored = executor::ignored_by_executor(job_with(moe), false);
     ASSERT_EQ(ignored.size(), 1u);
-    EXPECT_EQ(ignored[0].rfind("parallel.overlap_moe_expert_parallel_comm", 0), 0u)
-        << ignored[0];
+    EXPECT_EQ(ignored[0].rfind("parallel.overlap_moe_expert_parallel_comm", 0), 0u) << ignored[0];
     core::JobInputs fp8; // FP8 numerics run; the FP8 parameter gather is the simulator's
     fp8.model = "gpt-tiny";
     fp8.seq_length = 16;
