@@ -18,8 +18,8 @@
 // - Pages: the flat buffers are whole (allocated so, and checked to fit). Where memory is short,
 //   what is dropped — zeroed gradients, the other ranks' slices — is offered back to the kernel
 //   (host_memory.h); otherwise it stays, as a caching allocator keeps its blocks: offering
-//   it cost the GEMMs that wrote those pages again a third more (moe-bench dp 2 ZeRO-3: W 34 →
-//   49 ms per micro-batch), while the peak held is counted the same either way.
+//   it made the GEMMs that wrote those pages again about 45 % slower (moe-bench dp 2 ZeRO-3:
+//   W 49 ms per micro-batch offered, 34 kept), while the peak held is counted either way.
 #include "model_copies.h"
 #include "sharded_sets.h"
 #include "trident/core/job.h"
