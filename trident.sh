@@ -156,12 +156,14 @@ demo() {
     "$trident" checkpoint verify --dir build/demo-checkpoints
 }
 
+# Steps in sequence, not joined by &&: bash ignores `set -e` inside a function called from an
+# && list, so a failing step inside one (the first of sanitize's two ctest runs) went unseen.
 case "${1:-}" in
-    demo) build && demo ;;
-    test) build && ctest --test-dir build --output-on-failure -j "$(nproc)" && sanitize && fuzz ;;
+    demo) build; demo ;;
+    test) build; ctest --test-dir build --output-on-failure -j "$(nproc)"; sanitize; fuzz ;;
     build) build ;;
-    sanitize) install_missing && sanitize ;;
-    sanitize-all) install_missing && sanitize_all ;;
-    fuzz) install_missing && fuzz ;;
+    sanitize) install_missing; sanitize ;;
+    sanitize-all) install_missing; sanitize_all ;;
+    fuzz) install_missing; fuzz ;;
     *) echo "usage: ./trident.sh demo | test | build | sanitize | sanitize-all | fuzz" >&2; exit 2 ;;
 esac

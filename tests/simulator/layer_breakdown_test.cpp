@@ -62,7 +62,8 @@ TEST(LayerBreakdown, ActivationBackwardTakesItsOwnTableWhereTheProfileHasOne) {
     const core::JobSpec job = core::load_job(in);
     core::Json j = core::resolve_reference("h100-sxm5-80gb", core::PresetKind::profile, "p");
     const auto activation = [&](const core::Profile& profile, simulator::Phase phase) {
-        for (const auto& t : simulator::layer_breakdowns(job, profile).front().ops)
+        const auto tables = simulator::layer_breakdowns(job, profile);
+        for (const auto& t : tables.front().ops)
             if (t.op.name == "activation" && t.op.phase == phase) return t;
         ADD_FAILURE() << "no activation op";
         return simulator::OpTime{};
