@@ -179,12 +179,7 @@ Vec GptChunk::moe_dispatch(Layer& L, const ChunkComms& comms) const {
     }
     ep.all_to_allv(out_buf.data(), element_counts(s.sent, row), in_buf.data(),
                    element_counts(s.received, row));
-    // Expert tensor parallelism: every rank of the expert-tensor group runs its columns of the
-    // experts over the rows all of them received.
-    Communicator& etp = comms.expert_tensor;
-    if (etp.size() > 1) return gather_row_blocks(in_buf, h + 2, etp, s.etp_rows);
-    s.etp_rows = {std::int64_t(in_buf.size()) / (h + 2)};
-    return in_buf;
+    return rows_of_expert_tensor_group(std::move(in_buf), h + 2, comms.expert_tensor, s.etp_rows);
 }
 
 void GptChunk::moe_forward(const LayerParams& lp, Layer& L, Vec& y, const ChunkComms& comms) const {
@@ -259,8 +254,7 @@ Vec GptChunk::moe_experts_forward(const LayerParams& lp, MoeState& s, const Vec&
 void GptChunk::moe_combine(Layer& L, Vec out, Vec& y, const ChunkComms& comms) const {
     const std::int64_t K = top_k_, N = shape_.rows, h = shape_.hidden;
     MoeState& s = L.moe;
-    if (comms.expert_tensor.size() > 1)
-        out = reduce_scatter_row_blocks(out, s.etp_rows, h, comms.expert_tensor);
+    out = own_rows_summed(std::move(out), s.etp_rows, h, comms.expert_tensor);
     Vec back(static_cast<std::size_t>(total_rows(s.sent) * h));
     comms.expert.all_to_allv(out.data(), element_counts(s.received, h), back.data(),
                              element_counts(s.sent, h));
@@ -318,9 +312,7 @@ Vec GptChunk::moe_send_gradients(Layer& L, const Vec& dy, const ChunkComms& comm
     comms.expert.all_to_allv(to_experts.data(), element_counts(s.sent, h), at_experts.data(),
                              element_counts(s.received, h));
     std::vector<std::int64_t> counts;
-    if (comms.expert_tensor.size() > 1)
-        at_experts = gather_row_blocks(at_experts, h, comms.expert_tensor, counts);
-    return at_experts;
+    return rows_of_expert_tensor_group(std::move(at_experts), h, comms.expert_tensor, counts);
 }
 
 // The experts' backward over their rows: per row the input gradient and the routing weight's
@@ -380,8 +372,7 @@ void GptChunk::moe_return_gradients(Layer& L, Vec ret, Vec& d_in, Vec& d_gate,
                                     const ChunkComms& comms) const {
     const std::int64_t K = top_k_, N = shape_.rows, h = shape_.hidden, row = h + 1;
     MoeState& s = L.moe;
-    if (comms.expert_tensor.size() > 1)
-        ret = reduce_scatter_row_blocks(ret, s.etp_rows, row, comms.expert_tensor);
+    ret = own_rows_summed(std::move(ret), s.etp_rows, row, comms.expert_tensor);
     Vec back(static_cast<std::size_t>(total_rows(s.sent) * row));
     comms.expert.all_to_allv(ret.data(), element_counts(s.received, row), back.data(),
                              element_counts(s.sent, row));

@@ -92,17 +92,13 @@ Vec GptChunk::moe_flex_dispatch(Layer& L, const ChunkComms& comms) const {
             s.row_pair.push_back(std::int32_t(j));
         }
     }
-    Communicator& etp = comms.expert_tensor;
-    if (etp.size() > 1) return gather_row_blocks(rows, h + 2, etp, s.etp_rows);
-    s.etp_rows = {std::int64_t(s.row_token.size())};
-    return rows;
+    return rows_of_expert_tensor_group(std::move(rows), h + 2, comms.expert_tensor, s.etp_rows);
 }
 
 void GptChunk::moe_flex_combine(Layer& L, Vec out, Vec& y, const ChunkComms& comms) const {
     const std::int64_t K = top_k_, N = shape_.rows, h = shape_.hidden;
     MoeState& s = L.moe;
-    if (comms.expert_tensor.size() > 1)
-        out = reduce_scatter_row_blocks(out, s.etp_rows, h, comms.expert_tensor);
+    out = own_rows_summed(std::move(out), s.etp_rows, h, comms.expert_tensor);
     // A token's outputs on this rank summed (they are weighted already), then one row back.
     Vec summed(static_cast<std::size_t>(total_rows(s.received) * h), 0.0f);
     for (std::size_t x = 0; x < s.row_token.size(); ++x)
@@ -139,17 +135,14 @@ Vec GptChunk::moe_flex_gradients(Layer& L, const Vec& dy, const ChunkComms& comm
         std::copy_n(at_tokens.data() + s.row_token[x] * h, h,
                     at_experts.data() + x * std::size_t(h));
     std::vector<std::int64_t> counts;
-    if (comms.expert_tensor.size() > 1)
-        at_experts = gather_row_blocks(at_experts, h, comms.expert_tensor, counts);
-    return at_experts;
+    return rows_of_expert_tensor_group(std::move(at_experts), h, comms.expert_tensor, counts);
 }
 
 void GptChunk::moe_flex_return(Layer& L, Vec ret, Vec& d_in, Vec& d_gate,
                                const ChunkComms& comms) const {
     const std::int64_t K = top_k_, N = shape_.rows, h = shape_.hidden, width = h + K;
     MoeState& s = L.moe;
-    if (comms.expert_tensor.size() > 1)
-        ret = reduce_scatter_row_blocks(ret, s.etp_rows, h + 1, comms.expert_tensor);
+    ret = own_rows_summed(std::move(ret), s.etp_rows, h + 1, comms.expert_tensor);
     // Per received token: its pairs' input gradients summed, each pair's weight gradient.
     Vec summed(static_cast<std::size_t>(total_rows(s.received) * width), 0.0f);
     for (std::size_t x = 0; x < s.row_token.size(); ++x) {

@@ -100,4 +100,20 @@ inline Vec reduce_scatter_row_blocks(const Vec& all, const std::vector<std::int6
     return sum;
 }
 
+// Expert tensor parallelism, as the all-to-all and flex dispatchers use it: every rank of the
+// expert-tensor group `etp` runs its columns of the experts over the rows all of them received
+// (`counts` gets each rank's row count), and their partial sums go back to each rank's own rows.
+// Nothing moves when the group is one rank.
+inline Vec rows_of_expert_tensor_group(Vec rows, std::int64_t width, Communicator& etp,
+                                       std::vector<std::int64_t>& counts) {
+    if (etp.size() > 1) return gather_row_blocks(rows, width, etp, counts);
+    counts = {std::int64_t(rows.size()) / width};
+    return rows;
+}
+
+inline Vec own_rows_summed(Vec rows, const std::vector<std::int64_t>& counts, std::int64_t width,
+                           Communicator& etp) {
+    return etp.size() > 1 ? reduce_scatter_row_blocks(rows, counts, width, etp) : rows;
+}
+
 } // namespace trident::executor::moe_rows
