@@ -11,6 +11,7 @@ struct Command {
     std::function<int()> run;
 };
 
+Command add_accuracy_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_checkpoint_command(CLI::App& app);
 Command add_gui_command(CLI::App& app);

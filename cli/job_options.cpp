@@ -274,6 +274,10 @@ void add_job_options(CLI::App& app, core::JobInputs& in) {
     flag(app, "--overlap-p2p-communication,!--no-overlap-p2p-communication", in.overlap_p2p_comm,
          "Run pipeline sends beside the next compute (Megatron: interleaved schedule only; default "
          "on)");
+    flag(app, "--async-tensor-model-parallel-allreduce,!--no-async-tensor-model-parallel-allreduce",
+         in.async_tp_backward,
+         "Launch a column-parallel layer's backward all-reduce (reduce-scatter and re-gather "
+         "under sequence parallelism) beside its GEMMs (Megatron's default since late 2021)");
     flag(app, "--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm",
          in.overlap_moe_expert_parallel_comm,
          "Merge one micro-batch's forward with another's backward, each one's MoE all-to-all "

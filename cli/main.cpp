@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
         cli::add_preprocess_command(app), cli::add_checkpoint_command(app),
         cli::add_launch_command(app),     cli::add_tokenizer_command(app),
         cli::add_gui_command(app),        cli::add_version_command(app),
+        cli::add_accuracy_command(app),
     };
     try {
         app.parse(argc, argv);

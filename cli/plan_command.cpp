@@ -18,6 +18,7 @@
 #include "trident/data/indexed_dataset.h"
 #include "trident/planner/memory_budget.h"
 #include "trident/planner/planner.h"
+#include "trident/simulator/accuracy.h"
 
 #include <algorithm>
 #include <array>
@@ -295,6 +296,9 @@ void print_result(const PlanCommandOptions& opts, const core::JobSpec& specs,
         r.cancelled ? " (cancelled)" : "");
     human << line << std::flush;
     print_table(r, budget, human);
+    // How far to trust the figures: the published runs of #1's kind (trident accuracy).
+    human << simulator::error_band_line(simulator::category_of(r.best.front().job, profile))
+          << "\n";
     if (o->explain) print_explain(r, human);
     if (const auto run =
             time_to_train(o->budget, r.best.front().job, r.best.front().step_time_s, timer))

@@ -45,27 +45,34 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
     for (const planner::Candidate& c : r.best) fastest = std::max(fastest, c.tflops_per_device);
     const core::Unit rate = core::flop_rate_unit(fastest * 1e12);
     char line[512];
+    // MFU names its peak: the parameters' dtype's, and an FP8 layout's FP8 one beside it.
+    const std::string bf16 =
+        r.best.empty() ? "bf16" : core::to_string(r.best.front().job.model.precision.params);
+    const std::string mfu_header = "MFU%" + bf16;
     std::snprintf(
         line, sizeof line,
-        "%3s %3s %3s %4s %5s %3s %3s %4s %-17s %4s %3s %5s %-14s %-12s %9s %10s %8s %6s %7s  %s\n",
+        "%3s %3s %3s %4s %5s %3s %3s %4s %-17s %4s %3s %5s %-14s %-12s %9s %10s %8s %8s %7s %7s  "
+        "%s\n",
         "#", "tp", "cp", "pp", "dp", "ep", "etp", "vpp", "schedule", "mbs", "sp", "zero",
-        "precision", "recompute", "step s", "tokens/s", rate.name, "MFU %", "bubble%",
-        "peak / budget");
+        "precision", "recompute", "step s", "tokens/s", rate.name, mfu_header.c_str(), "MFU%fp8",
+        "bubble%", "peak / budget");
     out << line;
     for (std::size_t i = 0; i < r.best.size(); ++i) {
         const planner::Candidate& c = r.best[i];
         const core::ParallelPlan& p = c.job.plan;
+        char fp8_cell[16] = "-";
+        if (p.fp8.enabled()) std::snprintf(fp8_cell, sizeof fp8_cell, "%.1f", 100 * c.mfu_fp8_peak);
         std::snprintf(
             line, sizeof line,
             "%3zu %3lld %3lld %4lld %5lld %3lld %3lld %4lld %-17s %4lld %3s %5s %-14s %-12s %9.3f "
-            "%10.0f %8.1f %6.1f %7.1f  %s / %s\n",
+            "%10.0f %8.1f %8.1f %7s %7.1f  %s / %s\n",
             i + 1, (long long)p.tp, (long long)p.cp, (long long)p.pp, (long long)p.dp,
             (long long)p.ep, (long long)p.expert_tp(), (long long)p.vpp,
             core::to_string(p.schedule).c_str(), (long long)p.micro_batch_size,
             p.sequence_parallel ? "on" : "off", core::sharding_cell(p).c_str(),
             core::precision_name(p.fp8.recipe).c_str(), core::short_text(p.recompute).c_str(),
             c.step_time_s, c.tokens_per_s, c.tflops_per_device * 1e12 / rate.scale, 100 * c.mfu,
-            100 * c.bubble_fraction, core::bytes_text(c.peak_memory_bytes).c_str(),
+            fp8_cell, 100 * c.bubble_fraction, core::bytes_text(c.peak_memory_bytes).c_str(),
             core::bytes_text(budget).c_str());
         out << line;
     }

@@ -20,7 +20,10 @@ std::string layout_cell(const core::ParallelPlan& p) {
     text += " " + core::to_string(p.schedule);
     if (p.vpp > 1 && p.schedule == core::ScheduleKind::interleaved_1f1b)
         text += " vpp " + std::to_string(p.vpp);
-    return text + " mbs " + std::to_string(p.micro_batch_size);
+    // What decides memory and speed as much as the degrees: precision, ZeRO, recomputation.
+    return text + " mbs " + std::to_string(p.micro_batch_size) + " · " +
+           core::precision_name(p.fp8.recipe) + " · zero " + core::sharding_cell(p) + " · " +
+           core::short_text(p.recompute);
 }
 
 Objective parse_objective(const std::string& text, const TrainBudget& budget) {
@@ -82,8 +85,8 @@ void print_sizes(const std::vector<SizeResult>& sizes, std::size_t best, Objecti
     const bool runs = std::any_of(sizes.begin(), sizes.end(),
                                   [](const SizeResult& s) { return s.run.has_value(); });
     char line[512];
-    std::snprintf(line, sizeof line, "%6s %6s  %-48s %8s %10s %8s %6s %8s", "nodes", "GPUs",
-                  "best layout", "step s", "tokens/s", "tok/s/GPU", "MFU %", "scaling");
+    std::snprintf(line, sizeof line, "%6s %6s  %-76s %8s %10s %8s %8s %8s", "nodes", "GPUs",
+                  "best layout", "step s", "tokens/s", "tok/s/GPU", "MFU%bf16", "scaling");
     out << line;
     if (runs) {
         std::snprintf(line, sizeof line, " %8s %10s %12s %10s", "goodput", "days", "GPU-hours",
@@ -100,7 +103,7 @@ void print_sizes(const std::vector<SizeResult>& sizes, std::size_t best, Objecti
             continue;
         }
         const planner::Candidate& c = *s.best;
-        std::snprintf(line, sizeof line, "%6lld %6lld  %-48s %8.3f %10.0f %8.0f %6.1f %7.1f%%",
+        std::snprintf(line, sizeof line, "%6lld %6lld  %-76s %8.3f %10.0f %8.0f %8.1f %7.1f%%",
                       (long long)s.nodes, (long long)s.devices, layout_cell(c.job.plan).c_str(),
                       c.step_time_s, c.tokens_per_s, c.tokens_per_s / double(s.devices),
                       100 * c.mfu, 100 * s.scaling_efficiency);

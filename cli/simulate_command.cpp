@@ -7,6 +7,7 @@
 #include "trident/core/atomic_file.h"
 #include "trident/core/job.h"
 #include "trident/core/profile.h"
+#include "trident/simulator/accuracy.h"
 #include "trident/simulator/layer_breakdown.h"
 #include "trident/simulator/report.h"
 
@@ -84,6 +85,8 @@ Command add_simulate_command(CLI::App& app) {
             options->stages == "summary" || (options->stages == "auto" && report.stages.size() > 8);
         simulator::print_report(
             report, std::cout, summary ? simulator::StageRows::summary : simulator::StageRows::all);
+        // How far to trust it: the published runs of the job's kind (trident accuracy).
+        std::cout << simulator::error_band_line(simulator::category_of(job, profile)) << "\n";
         if (run) std::cout << "\ntime to train " << simulator::time_to_train_text(*run) << "\n";
         if (options->layer_ops) {
             std::cout << "\n";

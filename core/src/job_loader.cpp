@@ -74,14 +74,19 @@ struct PlanFile {
     std::string source, profile, data_path, data_split;
 };
 
-PlanFile read_plan_file(const JobInputs& in) {
+// `inline_plan`: a plan object given in place of in.plan (load_job's second form).
+PlanFile read_plan_file(const JobInputs& in, const Json* inline_plan = nullptr,
+                        const std::string& inline_source = "") {
     PlanFile f;
-    if (!in.plan) return f;
-    const Json plan_file = resolve_reference(*in.plan, PresetKind::plan, "plan");
-    f.source = source_of(Json(*in.plan));
+    if (!in.plan && !inline_plan) return f;
+    if (in.plan && inline_plan)
+        throw SpecError("plan", "give a plan reference or an inline plan, not both");
+    const Json plan_file = inline_plan ? resolve_reference(*inline_plan, PresetKind::plan, "plan")
+                                       : resolve_reference(*in.plan, PresetKind::plan, "plan");
+    f.source = inline_plan ? inline_source : source_of(Json(*in.plan));
     std::filesystem::path plan_dir;
     std::error_code ec;
-    if (std::filesystem::is_regular_file(*in.plan, ec))
+    if (in.plan && std::filesystem::is_regular_file(*in.plan, ec))
         plan_dir = std::filesystem::path(*in.plan).parent_path();
     from_source(f.source, [&] {
         ObjectReader top(plan_file, "");
@@ -360,8 +365,21 @@ JobSpec load_specs(const JobInputs& in) {
     return job;
 }
 
+namespace {
+JobSpec load_job(const JobInputs& in, const PlanFile& file);
+} // namespace
+
 JobSpec load_job(const JobInputs& in) {
-    const PlanFile file = read_plan_file(in);
+    return load_job(in, read_plan_file(in));
+}
+
+JobSpec load_job(const Json& plan, const std::string& source, const JobInputs& in) {
+    return load_job(in, read_plan_file(in, &plan, source));
+}
+
+namespace {
+
+JobSpec load_job(const JobInputs& in, const PlanFile& file) {
     const std::string& plan_source = file.source;
     Json parallel = file.parallel;
     JobSpec job;
@@ -409,6 +427,8 @@ JobSpec load_job(const JobInputs& in) {
     if (in.overlap_param_gather) parallel["overlap_param_gather"] = *in.overlap_param_gather;
     if (in.tp_comm_overlap) parallel["tp_comm_overlap"] = *in.tp_comm_overlap;
     if (in.overlap_p2p_comm) parallel["overlap_p2p_comm"] = *in.overlap_p2p_comm;
+    if (in.async_tp_backward)
+        parallel["async_tensor_model_parallel_allreduce"] = *in.async_tp_backward;
     if (in.overlap_moe_expert_parallel_comm)
         parallel["overlap_moe_expert_parallel_comm"] = *in.overlap_moe_expert_parallel_comm;
     if (in.moe_shared_expert_overlap)
@@ -453,5 +473,7 @@ JobSpec load_job(const JobInputs& in) {
     });
     return job;
 }
+
+} // namespace
 
 } // namespace trident::core

@@ -210,6 +210,7 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
     read_sharding(r, p); // after the overlap flags, which ZeRO-2/3 turn on
     p.tp_comm_overlap = r.boolean_or("tp_comm_overlap", false);
     p.overlap_p2p_comm = r.boolean_or("overlap_p2p_comm", true);
+    p.async_tp_backward = r.boolean_or("async_tensor_model_parallel_allreduce", true);
     p.overlap_moe_expert_parallel_comm = r.boolean_or("overlap_moe_expert_parallel_comm", false);
     p.moe_shared_expert_overlap = r.boolean_or("moe_shared_expert_overlap", false);
     p.flash_attention = r.boolean_or("flash_attention", true);
@@ -326,6 +327,7 @@ Json to_json(const ParallelPlan& p) {
     j["overlap_param_gather"] = p.overlap_param_gather;
     if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
     if (!p.overlap_p2p_comm) j["overlap_p2p_comm"] = false;
+    if (!p.async_tp_backward) j["async_tensor_model_parallel_allreduce"] = false;
     if (p.overlap_moe_expert_parallel_comm) j["overlap_moe_expert_parallel_comm"] = true;
     if (p.moe_shared_expert_overlap) j["moe_shared_expert_overlap"] = true;
     j["flash_attention"] = p.flash_attention;

@@ -126,7 +126,9 @@ PipelineSplit counted_split(const ModelSpec& m, const ParallelPlan& p) {
 bool counted_split_fits(const ModelSpec& m, const ParallelPlan& p) {
     const std::int64_t extra = std::int64_t(p.account_for_embedding) + p.account_for_loss;
     const std::int64_t total = m.num_layers + extra, stages = p.model_stages();
-    if (stages < 1 || stages > m.num_layers || total % stages != 0) return false;
+    // Megatron-Core lets a counted stage hold the embedding or the loss alone (Llama 3 405B's
+    // 126 layers over pp 16 · vpp 8 = 128 slots).
+    if (stages < 1 || stages > total || total % stages != 0) return false;
     const std::int64_t per_stage = total / stages;
     return per_stage - std::int64_t(p.account_for_embedding) >= 0 &&
            per_stage - std::int64_t(p.account_for_loss) >= 0 && !(stages > 2 && per_stage < 1);
@@ -173,7 +175,8 @@ bool uneven_split_requested(const ParallelPlan& p) {
 }
 
 PipelineSplit pipeline_split(const ModelSpec& m, const ParallelPlan& p) {
-    if (p.model_stages() > m.num_layers && p.pipeline_layout.empty())
+    const std::int64_t counted = std::int64_t(p.account_for_embedding) + p.account_for_loss;
+    if (p.model_stages() > m.num_layers + counted && p.pipeline_layout.empty())
         throw SpecError(p.vpp > 1 ? "parallel.vpp" : "parallel.pp",
                         stages_text(p) + " exceed the " + s(m.num_layers) + " layers");
     if (!p.pipeline_layout.empty()) return listed_split(m, p);

@@ -16,6 +16,8 @@ std::string_view preset_folder(PresetKind kind) {
         return "plans";
     case PresetKind::profile:
         return "devices";
+    case PresetKind::published_runs:
+        return "accuracy";
     }
     return "";
 }
@@ -30,6 +32,8 @@ std::string_view format_tag(PresetKind kind) {
         return "trident.plan/1";
     case PresetKind::profile:
         return "trident.profile/1";
+    case PresetKind::published_runs:
+        return "trident.published-runs/1";
     }
     return "";
 }

@@ -133,6 +133,9 @@ void Profile::read_device(ObjectReader& top) {
             peak_[parse_dtype(std::string(name), peaks.field(name))] =
                 peaks.number(name, 1.0, 1.0e20);
     peaks.finish();
+    // The device generation ("ampere", "hopper", "blackwell", "cpu"): what `trident accuracy`
+    // groups published runs by. Optional; a profile without it has no error band.
+    architecture_ = r.string_or("architecture", "");
     memory_bytes_ = r.number("memory_bytes", 1.0, 1.0e15);
     memory_bandwidth_ = r.number("memory_bandwidth_bytes_per_s", 1.0, 1.0e15);
     // The SMs a bandwidth-bound communication kernel occupies, of the device's: what compute

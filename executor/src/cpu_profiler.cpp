@@ -382,6 +382,7 @@ core::Json measure_cpu_profile(const CpuProfileOptions& o) {
     const std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     m.name = o.name;
+    m.architecture = "cpu";
     m.dtype = core::Dtype::fp32;
     m.fabric = "shm";
     m.communication_blocks_compute = true;

@@ -371,6 +371,12 @@ ProfileMeasurements measure_cuda(const CudaProfileOptions& o) {
     m.dtype = core::Dtype::bf16;
     m.fabric = "nvlink";
     m.memory_bytes = double(prop.totalGlobalMem);
+    // The generation by compute capability (CUDA C Programming Guide's table): 8.x Ampere
+    // (8.9 Ada), 9.0 Hopper, 10.x and 12.x Blackwell.
+    m.architecture = prop.major == 8    ? (prop.minor == 9 ? "ada" : "ampere")
+                     : prop.major == 9  ? "hopper"
+                     : prop.major >= 10 ? "blackwell"
+                                        : "";
     m.command = o.command;
     m.memory_bandwidth_bytes_per_s = copy_rate(o.quick ? (256u << 20) : (1u << 30), s);
     m.host_op_issue_s = host_issue_s(s);

@@ -119,6 +119,7 @@ core::Json measured_profile_json(const ProfileMeasurements& m) {
     j["device"] = {{"peak_flops_per_s", {{dtype, peak}}},
                    {"memory_bytes", m.memory_bytes},
                    {"memory_bandwidth_bytes_per_s", m.memory_bandwidth_bytes_per_s}};
+    if (!m.architecture.empty()) j["device"]["architecture"] = m.architecture;
     if (m.host_op_issue_s > 0) j["device"]["host_op_issue_s"] = m.host_op_issue_s;
     if (m.communication_blocks_compute) {
         j["device"]["sms"] = 1;

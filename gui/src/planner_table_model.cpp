@@ -5,9 +5,12 @@
 namespace trident::gui {
 namespace {
 
-const char* const kHeaders[] = {
-    "tp",        "pp", "dp",   "cp",        "ep",       "etp", "vpp",    "mbs",        "schedule",
-    "recompute", "SP", "ZeRO", "step time", "tokens/s", "MFU", "bubble", "peak memory"};
+// MFU names its peak: the BF16 one, and an FP8 layout's FP8 one in its cell.
+const char* const kHeaders[] = {"tp",        "pp",         "dp",       "cp",
+                                "ep",        "etp",        "vpp",      "mbs",
+                                "schedule",  "recompute",  "SP",       "ZeRO",
+                                "precision", "step time",  "tokens/s", "MFU of BF16 peak",
+                                "bubble",    "peak memory"};
 static_assert(std::size(kHeaders) == PlannerTableModel::column_count);
 
 QVariant sort_value(const planner::Candidate& c, int column) {
@@ -37,6 +40,8 @@ QVariant sort_value(const planner::Candidate& c, int column) {
         return int(p.sequence_parallel);
     case PlannerTableModel::zero:
         return p.zero_stage() * 1000 + int(p.sharding.instances);
+    case PlannerTableModel::precision:
+        return QString::fromStdString(core::precision_name(p.fp8.recipe));
     case PlannerTableModel::step_time:
         return c.step_time_s;
     case PlannerTableModel::tokens_per_s:
@@ -64,7 +69,10 @@ QString display_text(const planner::Candidate& c, int column, double budget_byte
     case PlannerTableModel::tokens_per_s:
         return QString::number(c.tokens_per_s, 'f', 0);
     case PlannerTableModel::mfu:
-        return QString::number(100.0 * c.mfu, 'f', 1) + " %";
+        return QString::number(100.0 * c.mfu, 'f', 1) + " %" +
+               (p.fp8.enabled()
+                    ? " (" + QString::number(100.0 * c.mfu_fp8_peak, 'f', 1) + " % of FP8 peak)"
+                    : QString());
     case PlannerTableModel::bubble:
         return QString::number(100.0 * c.bubble_fraction, 'f', 1) + " %";
     case PlannerTableModel::peak_memory: { // in the unit that fits the budget

@@ -24,7 +24,8 @@ public:
         schedule,
         recompute,
         sequence_parallel,
-        zero, // ZeRO stage (with hybrid-sharding replicas)
+        zero,      // ZeRO stage (with hybrid-sharding replicas)
+        precision, // bf16, fp8-…, mxfp8
         step_time,
         tokens_per_s,
         mfu,

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 
 namespace trident::planner {
@@ -363,6 +364,31 @@ core::TokenDispatcher LayoutChecker::best_dispatcher(const JobSpec& job) {
     return best;
 }
 
+bool LayoutChecker::tp_overlap_pays(const JobSpec& job) {
+    const ParallelPlan& p = job.plan;
+    if (space_.tp_comm_overlap || !space_.overlap || !p.sequence_parallel || p.tp < 2)
+        return p.tp_comm_overlap;
+    const std::array<std::int64_t, 8> key = {p.tp,
+                                             p.cp,
+                                             p.ep,
+                                             p.expert_tp(),
+                                             p.micro_batch_size,
+                                             std::int64_t(p.fp8.recipe),
+                                             std::int64_t(p.token_dispatcher),
+                                             job.training.seq_length};
+    if (const auto known = tp_overlaps_.find(key); known != tp_overlaps_.end())
+        return known->second;
+    const auto layers_s = [&](bool overlap) {
+        JobSpec probe = job;
+        probe.plan.tp_comm_overlap = overlap;
+        const simulator::PipelineLoads loads = simulator::pipeline_loads(probe, profile_);
+        return std::accumulate(loads.layer_s.begin(), loads.layer_s.end(), 0.0);
+    };
+    const bool pays = layers_s(true) < layers_s(false);
+    tp_overlaps_.emplace(key, pays);
+    return pays;
+}
+
 void LayoutChecker::check_split(const JobSpec& split_job, const std::string& split_reason,
                                 CheckedLayouts& out) {
     const std::vector<ParallelPlan> variants = sharding_variants(split_job.plan);
@@ -383,6 +409,7 @@ void LayoutChecker::check_split(const JobSpec& split_job, const std::string& spl
             job.plan = variants[v];
             job.plan.fp8 = precision;
             job.plan.token_dispatcher = best_dispatcher(job);
+            job.plan.tp_comm_overlap = tp_overlap_pays(job);
             try {
                 core::validate(job.plan);
             } catch (const core::SpecError& e) {

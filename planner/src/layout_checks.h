@@ -151,6 +151,9 @@ private:
     // escalates to while memory stays tight (SearchSpace::sharding).
     std::vector<core::ParallelPlan> sharding_variants(const core::ParallelPlan& p) const;
     core::TokenDispatcher best_dispatcher(const core::JobSpec& job);
+    // Whether Transformer Engine's userbuffer overlap makes the layout's layers faster (it
+    // cuts each GEMM into pieces: at small shapes it loses); unless pinned. Once per shape.
+    bool tp_overlap_pays(const core::JobSpec& job);
     // Turns on the MoE all-to-all overlap where Megatron-Core runs it, else the shared-expert
     // overlap where that applies (each unless pinned off or --no-overlap).
     void set_moe_overlaps(core::ParallelPlan& p) const;
@@ -163,6 +166,7 @@ private:
     ParameterCache parameters_;
     simulator::LayerCostCache layer_costs_;
     std::map<std::array<std::int64_t, 9>, core::TokenDispatcher> dispatchers_; // by layer shape
+    std::map<std::array<std::int64_t, 8>, bool> tp_overlaps_;                  // by layer shape
     SplitChooser splits_;
     std::vector<core::Fp8> precisions_;
 };

@@ -234,6 +234,7 @@ Candidate candidate(const Feasible& f, const simulator::Report& r) {
     c.tokens_per_s = r.tokens_per_s;
     c.tflops_per_device = r.tflops_per_device;
     c.mfu = r.mfu;
+    c.mfu_fp8_peak = r.mfu_fp8_peak;
     for (const auto& s : r.stages)
         c.bubble_fraction = std::max(c.bubble_fraction, s.bubble_fraction(r.step_time_s));
     c.peak_memory_bytes = f.peak.bytes;

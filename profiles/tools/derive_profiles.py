@@ -21,6 +21,8 @@ import math
 import os
 import sys
 
+import gemm_measurements as gm
+
 FORMAT = "trident.profile/1"
 GENERATED_BY = "profiles/tools/derive_profiles.py"
 DATE = "2026-11-30"
@@ -151,11 +153,12 @@ SRC_NCCL_SMS = ("NCCL runs one CTA per channel, alone on its SM (NVIDIA/nccl iss
                 "ConnectX-8)")
 SRC_TE_UB_SMS = ("NVIDIA Transformer Engine, pytorch/module/base.py initialize_ub default "
                  "userbuffers config: ring_exchange overlaps (qkv_fprop, fc1_fprop, proj_dgrad, "
-                 "fc2_dgrad: the all-gathers) num_sm 1 with copy engines, pipeline and bulk "
-                 "overlaps (proj_fprop, fc2_fprop, qkv_dgrad, fc1_dgrad: the reduce-scatters) "
-                 "num_sm 16. device.tp_overlap_sms = 8.5, the mean over a layer's equal-sized "
-                 "tensor-parallel all-gathers and reduce-scatters")
-TP_OVERLAP_SMS = (1 + 16) / 2.0
+                 "fc2_dgrad) num_sm 1 with copy engines (use_ce), pipeline overlaps (proj_fprop, "
+                 "fc2_fprop: num_splits 4, set_sm_margin) and bulk overlaps (qkv_dgrad, "
+                 "fc1_dgrad, qkv_wgrad, fc1_wgrad) num_sm 16. device.tp_overlap_sms = 16: the SMs "
+                 "a pipelined or bulk userbuffer overlap takes from the GEMM beside it (the ring "
+                 "exchange takes none)")
+TP_OVERLAP_SMS = 16
 IB_COMMUNICATION_SMS = 16
 
 
@@ -174,14 +177,10 @@ SRC_HOST_OP = ("NVIDIA/TransformerEngine issue #2053 (2025-08, 'High CPU overhea
 HOST_OP_X86_S = 13.48e-6
 HOST_OP_GRACE_S = 37.08e-6
 
-# Hopper FP8 (E4M3/E5M2 tensor cores): the tensor-scaled GEMM table is anchored on the cuBLASLt
-# measurement like the BF16 one on MAMF; the recipes' GEMM rates relative to it (delayed and
-# current per-tensor scaling run the same cuBLASLt kernels; blockwise scaling the DeepGEMM
-# class of kernels). MXFP8 needs Blackwell tensor cores.
-HOPPER_FP8 = {
-    "fp8_gemm_anchor_eff": 1608.6 / 1979.0,
-    "fp8_recipes": {"delayed": 1.0, "tensorwise": 1.0, "blockwise": 1350.0 / 1608.6},
-}
+# Hopper FP8 (E4M3/E5M2 tensor cores): the recipes' GEMM rates relative to the fp8 table (delayed
+# and current per-tensor scaling run the same cuBLASLt kernels; blockwise scaling the DeepGEMM
+# class of kernels, SRC_DEEPGEMM). MXFP8 needs Blackwell tensor cores.
+HOPPER_FP8 = {"fp8_recipes": {"delayed": 1.0, "tensorwise": 1.0, "blockwise": 1350.0 / 1608.6}}
 
 DEVICES = {
     "a100-sxm4-80gb": {
@@ -191,8 +190,7 @@ DEVICES = {
         "sms": 108,
         # GEMM: best-shape cuBLAS BF16 efficiency (MAMF) and per-tile fixed
         # prologue/epilogue cost expressed in k-elements.
-        "gemm_anchor_eff": 271.2 / 312.0,
-        "gemm_k0": 128,
+        "gemm_rows": gm.A100,
         # FA2 achieved TFLOP/s at the reference point (seq 16k, 16 heads*batch
         # for d=128 / 32 for d=64, non-causal) -- read from the FA2 paper.
         "attn_anchor_tflops": {("fwd", 128): 225.0, ("fwd", 64): 190.0,
@@ -210,8 +208,8 @@ DEVICES = {
         "memory_mib": 81559,
         "hbm_bw": 3.35e12,
         "sms": 132,
-        "gemm_anchor_eff": 794.5 / 989.0,
-        "gemm_k0": 192,
+        "gemm_rows": gm.HOPPER_BF16 + gm.H100_FP8,
+        "gemm_layers": gm.HOPPER_LAYERS,
         **HOPPER_FP8,
         "attn_anchor_tflops": {("fwd", 128): 350.0, ("fwd", 64): 300.0,
                                ("bwd", 128): 320.0, ("bwd", 64): 270.0},
@@ -229,10 +227,10 @@ DEVICES = {
         "memory_mib": 143771,
         "hbm_bw": 4.8e12,
         "sms": 132,
-        # Same GH100 die, clocks and 700 W TDP as H100 SXM -> same compute
-        # efficiency anchor (GH200 at 900 W measures 83.6%, an upper bound).
-        "gemm_anchor_eff": 794.5 / 989.0,
-        "gemm_k0": 192,
+        # Same GH100 die, clocks and 700 W TDP as H100 SXM: the H100's BF16 measurements (MAMF:
+        # "H200 is the same"), its own FP8 ones.
+        "gemm_rows": gm.HOPPER_BF16 + gm.H200_FP8,
+        "gemm_layers": gm.HOPPER_LAYERS,
         **HOPPER_FP8,
         "attn_anchor_tflops": {("fwd", 128): 350.0, ("fwd", 64): 300.0,
                                ("bwd", 128): 320.0, ("bwd", 64): 270.0},
@@ -299,14 +297,29 @@ SRC_NCCL_B200 = ("S. Bekman, ML Engineering Open Book, network/README.md: 8x B20
 SRC_CX8 = ("NVIDIA ConnectX-8 SuperNIC: 800 Gb/s, twice ConnectX-7's 400 Gb/s; no nccl-tests busbw "
            "published: the NDR per-NIC 47 GB/s scaled by line rate (94 GB/s), an estimate")
 
-# Blackwell FP8: the tensor-scaled table anchored on MAMF's FP8 figure; delayed and current
-# per-tensor scaling run the same kernels, and MXFP8 (1x32 E8M0 block scales) is the tensor
-# cores' native block-scaled FP8, at the FP8 rate (the datasheets list one FP8 rate). DeepSeek-
-# style 128x128 blockwise scaling is Hopper's recipe (Transformer Engine runs MXFP8 on
-# Blackwell instead): not listed, so refused.
-def blackwell_fp8(anchor_eff):
-    return {"fp8_gemm_anchor_eff": anchor_eff,
-            "fp8_recipes": {"delayed": 1.0, "tensorwise": 1.0, "mxfp8": 1.0}}
+# Blackwell FP8: delayed and current per-tensor scaling run the same kernels; MXFP8 (1x32 E8M0
+# block scales) at the rate Transformer Engine's GEMM profiling guide measures for it against
+# current scaling, pre-quantised, on B300 (a layer's GEMMs in 7.161 ms against 6.812 ms:
+# gm.SRC_TE_PROFILING). DeepSeek-style 128x128 blockwise scaling is Hopper's recipe (Transformer
+# Engine runs MXFP8 on Blackwell instead): not listed, so refused.
+BLACKWELL_FP8 = {"fp8_recipes": {"delayed": 1.0, "tensorwise": 1.0, "mxfp8": 6.812 / 7.161}}
+
+
+def scaled_rows(rows, factors):
+    """Published rows of one part carried to another by the measured ratio of their MAMF."""
+    return [(d, m, n, k, r * factors[d], src + " (scaled by the MAMF ratio %.3f)" % factors[d])
+            for d, m, n, k, r, src in rows]
+
+
+def scaled_layers(layers, factors):
+    return [(d, shapes, t / factors[d], src + " (scaled by the MAMF ratio %.3f)" % factors[d])
+            for d, shapes, t, src in layers]
+
+
+# The Grace-attached parts run at a higher power limit than the HGX ones (GB200 1200 W against
+# B200's 1000 W; GB300 1400 W): MAMF measures GB200 at 1822.0/1745.0 of B200 in BF16 and
+# 3615.6/3432.5 in FP8 (SRC_MAMF_BLACKWELL).
+GRACE_OVER_HGX = {"bf16": 1822.0 / 1745.0, "fp8": 3615.6 / 3432.5}
 
 # FA4 on B200; head dim 64 at the Hopper profiles' 300/350 (forward) and 270/320 (backward).
 BLACKWELL_ATTN = {("fwd", 128): 1534.8, ("fwd", 64): 1534.8 * 300.0 / 350.0,
@@ -319,9 +332,8 @@ DEVICES["b200-sxm-180gb"] = {
     "memory_mib": 183359,
     "hbm_bw": 8.0e12,
     "sms": 148,
-    "gemm_anchor_eff": 1745.0 / 2250.0,
-    "gemm_k0": 192,
-    **blackwell_fp8(3432.5 / 4500.0),
+    "gemm_rows": gm.B200,
+    **BLACKWELL_FP8,
     "attn_anchor_tflops": BLACKWELL_ATTN,
     "nvlink": NVLINK5,
     "ib": {"sms": IB_COMMUNICATION_SMS, "busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
@@ -336,8 +348,10 @@ DEVICES["gb200-186gb"] = dict(
     memory_mib=189471,
     sms=152,
     host_op_issue_s=HOST_OP_GRACE_S,  # Grace host (SRC_HOST_OP)
-    gemm_anchor_eff=1822.0 / 2500.0,
-    **blackwell_fp8(3615.6 / 5000.0),
+    # B200's BF16 measurements carried over by the MAMF ratio, beside GB200's own MAMF; its own
+    # FP8 ones.
+    gemm_rows=(scaled_rows([r for r in gm.B200 if r[0] == "bf16"], GRACE_OVER_HGX) +
+               [("bf16", 4096, 9728, 2048, 1822.0, gm.SRC_MAMF)] + gm.GB200_FP8),
     nvlink=dict(NVLINK5, busbw=680e9),
     ib={"sms": IB_COMMUNICATION_SMS, "busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
         "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
@@ -345,12 +359,15 @@ DEVICES["gb200-186gb"] = dict(
     sources=[SRC_GB200_SPEC, SRC_MAMF_BLACKWELL, SRC_FA4, SRC_NCCL_B200, SRC_NCCL_A2A,
              SRC_NCCL_NDR, SRC_NCCL_TREE],
 )
-# GB300: GB200's GEMM and attention efficiencies (MAMF's B300 figures sit within 2% of B200's
-# BF16 and FP8), Blackwell Ultra's peaks, SMs and memory, ConnectX-8 across racks.
+# GB300: Blackwell Ultra, its GPU the B300's: B300's own GEMM measurements (not GB200's) carried
+# to the Grace-attached part by the MAMF ratio, GB200's attention (no B300 figure), Blackwell
+# Ultra's SMs and memory, ConnectX-8 across racks.
 DEVICES["gb300-288gb"] = dict(
     DEVICES["gb200-186gb"],
     memory_mib=284208,
     sms=160,
+    gemm_rows=scaled_rows(gm.B300, GRACE_OVER_HGX),
+    gemm_layers=scaled_layers(gm.B300_LAYERS, GRACE_OVER_HGX),
     ib={"sms": IB_COMMUNICATION_SMS, "busbw": 94e9, "alpha": 5.0e-6, "launch": 5.0e-6,
         "half_bytes": MIB, "a2a_factor": 0.7, "p2p_factor": 1.0,
         "what": "800 Gb/s, one ConnectX-8 SuperNIC per GPU (GB300 NVL72), across racks"},
@@ -404,15 +421,26 @@ def gemm_configs(m, n, k, sms, k0):
                 break
 
 
+def sustained_rate(peak, eff, factor):
+    """FLOP/s of a kernel config: the core efficiency times its shape factor, never above the
+    sustained fraction of peak. eff = (core, cap): large GEMMs that fill every SM run at the
+    clock the power limit holds (B200 drops 19 % below its top clock after ~5 ms of sustained
+    compute: flashinfer-ai/flashinfer PR #2899), so published rates of large shapes level off
+    below the best shape a sweep finds; the cap is fitted with the core efficiency."""
+    core, cap = eff
+    return peak * min(core * factor, cap)
+
+
 def gemm_raw_time(dev, core_eff, m, n, k, dtype="bf16"):
     """Heuristic-selected (fastest modelled) config; no launch overhead.  FP8 reads 1-byte
-    inputs and writes a BF16 output."""
+    inputs and writes a BF16 output. core_eff = (core, cap) (sustained_rate)."""
     peak, bw = dev["peak"][dtype], GEMM_HBM_EFF * dev["hbm_bw"]
     in_bytes = 1.0 if dtype == "fp8" else 2.0
     base_bytes = in_bytes * (m * k + k * n) + 2.0 * m * n
     best = None
     for factor, extra in gemm_configs(m, n, k, dev["sms"], dev["gemm_k0"]):
-        t = max(2.0 * m * n * k / (peak * core_eff * factor), (base_bytes + extra) / bw)
+        t = max(2.0 * m * n * k / sustained_rate(peak, core_eff, factor),
+                (base_bytes + extra) / bw)
         best = t if best is None else min(best, t)
     return best
 
@@ -450,13 +478,68 @@ def gemm_table(dev, core_eff, dtype="bf16"):
             for i in range(N) for j in range(N) for l in range(N)]
 
 
-def gemm_core_eff(dev, anchor="gemm_anchor_eff"):
-    """Calibrate so the best shape in the grid reaches the published MAMF (BF16) or the
-    published cuBLASLt figure (FP8)."""
-    fmax = max(f for m in GEMM_DIMS for n in GEMM_DIMS for k in GEMM_DIMS
-               if min(m, n, k) >= 1024
-               for f, _ in gemm_configs(m, n, k, dev["sms"], dev["gemm_k0"]))
-    return dev[anchor] / fmax
+# The per-tile overhead k0 (in k-elements) is fitted from these candidates, device by device.
+GEMM_K0_CHOICES = [64, 96, 128, 160, 192, 256, 320, 384, 512]
+
+
+def _log_residuals(dev, core_eff, dtype):
+    """log(model / measured) for every published row and layer of `dtype`."""
+    out = []
+    for d, m, n, k, tflops, _ in dev.get("gemm_rows", []):
+        if d == dtype:
+            t = gemm_raw_time(dev, core_eff, m, n, k, d) + GEMM_LAUNCH_S
+            out.append(math.log(2.0 * m * n * k / t / 1e12 / tflops))
+    for d, shapes, seconds, _ in dev.get("gemm_layers", []):
+        if d == dtype:
+            t = sum(gemm_raw_time(dev, core_eff, m, n, k, d) + GEMM_LAUNCH_S for m, n, k in shapes)
+            out.append(math.log(seconds / t))
+    return out
+
+
+def _fit_core_eff(dev, dtype, cap):
+    """The core efficiency minimising the squared log errors under `cap` (golden section)."""
+    def cost(e):
+        return sum(r * r for r in _log_residuals(dev, (e, cap), dtype))
+    lo, hi = 0.2, 1.0  # a kernel config never beats the tensor cores' peak
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    for _ in range(40):
+        if cost(a) < cost(b):
+            hi, b = b, a
+            a = hi - g * (hi - lo)
+        else:
+            lo, a = a, b
+            b = lo + g * (hi - lo)
+    e = 0.5 * (lo + hi)
+    return (e, cap), cost(e)
+
+
+# Sustained caps tried, as fractions of peak (1.0: no cap).
+GEMM_CAP_CHOICES = [0.50 + 0.02 * i for i in range(26)]
+
+
+def fit_gemm(dev):
+    """(k0, {dtype: (core, cap)}, rms log error) fitted to the device's published GEMM rates."""
+    dtypes = sorted({r[0] for r in dev.get("gemm_rows", [])} |
+                    {r[0] for r in dev.get("gemm_layers", [])})
+    best = None
+    for k0 in GEMM_K0_CHOICES:
+        trial = dict(dev, gemm_k0=k0)
+        effs, total, count = {}, 0.0, 0
+        for d in dtypes:
+            # No shape sustains more than the fastest one measured (MAMF is by definition the
+            # maximum achievable): the cap stays at or below it.
+            best_measured = max([r[4] * 1e12 / dev["peak"][d] for r in dev.get("gemm_rows", [])
+                                 if r[0] == d] or [1.0])
+            caps = [c for c in GEMM_CAP_CHOICES if c <= best_measured] or [best_measured]
+            eff, cost = min((_fit_core_eff(trial, d, cap) for cap in caps), key=lambda x: x[1])
+            effs[d] = eff
+            total += cost
+            count += len(_log_residuals(trial, eff, d))
+        rms = math.sqrt(total / count)
+        if best is None or rms < best[2] - 1e-9:
+            best = (k0, effs, rms)
+    return best
 
 
 # --------------------------------------------------------------------------
@@ -486,7 +569,7 @@ def grouped_raw_time(dev, core_eff, groups, m, n, k, dtype="bf16"):
         tiles = streams * per_group
         wave = tiles / float(_ceil_div(tiles, dev["sms"]) * dev["sms"])
         factor = rel * pad * wave * k / (k + dev["gemm_k0"])
-        tc = 2.0 * streams * m * n * k / (peak * core_eff * factor)
+        tc = 2.0 * streams * m * n * k / sustained_rate(peak, core_eff, factor)
         tmem = base_bytes / bw
         t = (tc ** GROUPED_OVERLAP_P + tmem ** GROUPED_OVERLAP_P) ** (1.0 / GROUPED_OVERLAP_P)
         best = t if best is None else min(best, t)
@@ -624,8 +707,12 @@ def method_text(name, dev, gemm_core, attn_cores):
         "(0.70x relative throughput)} and power-of-two split-K (when the tile grid is smaller "
         "than the GPU, min depth %d per split) is used, with shape_factor = tile padding x wave "
         "quantisation over %d SMs x k/(k+%d) per-tile prologue/epilogue; "
-        "core_eff=%.4f is calibrated so the best grid shape reaches the published maximum "
-        "achievable BF16 matmul throughput (%.1f%% of peak); memory = (2(mk+kn+mn) bytes + split-K "
+        "k0, the core efficiency per dtype and the sustained cap per dtype (rate = peak x min(core_eff "
+        "x shape_factor, cap): large GEMMs run at the power-limited clock; bf16 %.4f, cap %.2f of "
+        "peak) are fitted by least squares in log space "
+        "to the published per-shape GEMM rates in the sources (profiles/tools/gemm_measurements.py: "
+        "%d shapes, rms error %.1f%%), so entries are what real shapes sustain in benchmarks of many "
+        "milliseconds, not the best shape of a sweep; memory = (2(mk+kn+mn) bytes + split-K "
         "fp32 partials) / (0.9 x HBM bw); finally each entry is capped by every larger grid point "
         "containing it (a zero-padded larger kernel bounds it), making the table monotone. attention (FlashAttention-2 class, NOT FlashAttention-3; "
         "bf16): FLOPs fwd = 4 x batch_heads x seq^2 x head_dim (halved when causal), bwd = 2.5x "
@@ -649,7 +736,9 @@ def method_text(name, dev, gemm_core, attn_cores):
         "falls short of ring peak), all_reduce = min(ring, double-binary-tree 2 log2(n) a + ring "
         "bandwidth term / 0.9) as NCCL selects tree for small messages at scale."
         % (GENERATED_BY, dev["memory_mib"], GEMM_LAUNCH_S * 1e6, SPLITK_MIN_DEPTH, dev["sms"],
-           dev["gemm_k0"], gemm_core, dev["gemm_anchor_eff"] * 100,
+           dev["gemm_k0"], gemm_core[0], gemm_core[1],
+           len(dev.get("gemm_rows", [])) + len(dev.get("gemm_layers", [])),
+           100 * dev["gemm_fit_rms"],
            dev["attn_anchor_tflops"][("fwd", 128)], dev["attn_anchor_tflops"][("fwd", 64)],
            dev["attn_anchor_tflops"][("bwd", 128)], dev["attn_anchor_tflops"][("bwd", 64)],
            nv["launch"] * 1e6, nv["busbw"] / 1e9, nv["alpha"] * 1e6, nv["half_bytes"] // 1024,
@@ -657,32 +746,45 @@ def method_text(name, dev, gemm_core, attn_cores):
            ib["half_bytes"] // 1024, ib["a2a_factor"]))
 
 
-def fp8_method_text(dev):
-    if "fp8_gemm_anchor_eff" not in dev:
+def fp8_method_text(dev, fp8_core):
+    if fp8_core is None:
         return ""
     recipes = dev["fp8_recipes"]
-    if "blockwise" in recipes:
-        rates = ("delayed and tensorwise 1.0: the same kernels; blockwise %.2f: DeepGEMM's "
-                 "published rate over the cuBLASLt one" % recipes["blockwise"])
-    else:
-        rates = ("delayed, tensorwise and mxfp8 1.0: per-tensor scaling runs the same kernels "
-                 "and MXFP8 is the tensor cores' native block-scaled FP8, at the one FP8 rate "
-                 "the datasheets give; 128x128 blockwise scaling is not listed (Hopper's "
-                 "recipe), so refused")
+    rates = ", ".join("%s %.3f" % (k, v) for k, v in recipes.items())
     return (" gemm fp8 (E4M3/E5M2 in, BF16 out, FP32 accumulate): the same tile model at the "
-            "FP8 dense peak with 1-byte inputs, its core efficiency anchored so the best shape "
-            "reaches %.1f%% of peak (the published measurement in the sources). "
-            "device.fp8_recipes: each recipe's GEMM rate relative to that table (%s)."
-            % (100 * dev["fp8_gemm_anchor_eff"], rates))
+            "FP8 dense peak with 1-byte inputs, its core efficiency (%.4f) and cap (%.2f of peak) "
+            "fitted with the BF16 ones to the published FP8 rates. device.fp8_recipes: each "
+            "recipe's GEMM rate relative "
+            "to that table (%s: delayed and tensorwise run the same kernels; blockwise is "
+            "DeepGEMM's published rate over cuBLASLt's, mxfp8 Transformer Engine's measured "
+            "MXFP8 layer against current scaling)." % (fp8_core[0], fp8_core[1], rates))
+
+
+# The generation each device belongs to (device.architecture): how `trident accuracy` groups the
+# published runs it checks the simulator against.
+ARCHITECTURE = {"a100-sxm4-80gb": "ampere", "h100-sxm5-80gb": "hopper", "h200-sxm-141gb": "hopper",
+                "h800-sxm5-80gb": "hopper", "b200-sxm-180gb": "blackwell",
+                "gb200-186gb": "blackwell", "gb300-288gb": "blackwell"}
+
+
+def gemm_sources(dev):
+    """The distinct sources of the GEMM rates the device's tables are fitted to."""
+    out = []
+    for row in dev.get("gemm_rows", []) + dev.get("gemm_layers", []):
+        if row[-1] not in out:
+            out.append(row[-1])
+    return out
 
 
 def build_profile(name, dev):
-    gcore = gemm_core_eff(dev)
+    k0, cores_by_dtype, rms = fit_gemm(dev)
+    dev = dict(dev, gemm_k0=k0, gemm_fit_rms=rms)
+    gcore = cores_by_dtype["bf16"]
+    fcore = cores_by_dtype.get("fp8")
     gemm = {"bf16": gemm_table(dev, gcore)}
     grouped = {"bf16": grouped_gemm_table(dev, gcore)}
     device_extra = {}
-    if "fp8_gemm_anchor_eff" in dev:
-        fcore = gemm_core_eff(dev, "fp8_gemm_anchor_eff")
+    if fcore is not None:
         gemm["fp8"] = gemm_table(dev, fcore, "fp8")
         grouped["fp8"] = grouped_gemm_table(dev, fcore, "fp8")
         device_extra["fp8_recipes"] = dict(dev["fp8_recipes"])
@@ -702,14 +804,15 @@ def build_profile(name, dev):
         "name": name,
         "provenance": {
             "kind": "derived",
-            "method": (method_text(name, dev, gcore, cores) + fp8_method_text(dev) +
+            "method": (method_text(name, dev, gcore, cores) + fp8_method_text(dev, fcore) +
                        grouped_method_text()),
-            "sources": dev["sources"] + [SRC_COMM_SMS, SRC_NCCL_SMS, SRC_TE_UB_SMS, SRC_HOST_OP,
-                                         SRC_GROUPED],
+            "sources": dev["sources"] + gemm_sources(dev) +
+                       [SRC_COMM_SMS, SRC_NCCL_SMS, SRC_TE_UB_SMS, SRC_HOST_OP, SRC_GROUPED],
             "generated_by": GENERATED_BY,
             "date": DATE,
         },
         "device": {
+            "architecture": ARCHITECTURE[name],
             "peak_flops_per_s": dict(dev["peak"]),
             "memory_bytes": dev["memory_mib"] * MIB,
             "memory_bandwidth_bytes_per_s": dev["hbm_bw"],

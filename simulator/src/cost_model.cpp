@@ -177,13 +177,23 @@ double CostModel::op_s(const Op& op, std::int32_t pipeline_rank) const {
 std::array<PassCost, 3> CostModel::by_phase(const std::vector<Op>& ops,
                                             std::int32_t pipeline_rank) const {
     std::array<PassCost, 3> passes{};
-    for (const Op& op : ops) {
+    std::vector<double> seconds(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) seconds[i] = op_s(ops[i], pipeline_rank);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Op& op = ops[i];
         PassCost& c = passes[std::size_t(op.phase)];
-        const double s = op_s(op, pipeline_rank);
+        const double s = seconds[i];
         if (s > 0) c.kernels += 1; // a batched GEMM is one launch; a one-rank collective none
         if (op.kind == OpKind::collective) {
-            c.collective_s += s;
-            if (op.group == core::GroupKind::tensor) c.tp_collective_s += s;
+            if (op.group == core::GroupKind::tensor) {
+                const PairedTime t = tp_pair_time(ops, seconds, i, pipeline_rank);
+                c.tp_collective_s += s;
+                c.tp_hidden_s += s - t.exposed_s;
+                c.contention_s += t.contention_s;
+                c.collective_s += t.exposed_s;
+            } else {
+                c.collective_s += s;
+            }
             if (op.name == "dispatch" || op.name == "combine" || op.name == "routing map")
                 c.moe_exchange_s += s;
         } else if (op.recompute)
@@ -219,33 +229,6 @@ void accumulate(ChunkCost& chunk, const std::array<PassCost, 3>& add) {
         passes[phase]->contention_s += add[phase].contention_s;
         passes[phase]->kernels += add[phase].kernels;
         passes[phase]->host_s += add[phase].host_s;
-    }
-}
-
-// Whether the schedule runs a layer's W apart from its B (zero-bubble schedules fill the
-// pipeline's bubbles with deferred W passes; ZB-V, DualPipe and DualPipeV defer some).
-bool weight_deferred(const core::ParallelPlan& p) {
-    return p.schedule == core::ScheduleKind::zero_bubble_h1 || core::holds_two_chunks(p.schedule);
-}
-
-// --tp-comm-overlap on one layer's passes: each pass's tensor-parallel collectives run beside
-// its GEMMs (the backward's beside B's and W's GEMMs when they run back to back; beside B's
-// alone when a zero-bubble schedule defers W to fill the bubbles), each split into
-// tp pieces so that one piece of the shorter side stays exposed (Wang et al. 2023, "Overlap
-// Communication with Dependent Computation via Decomposition", ASPLOS; Transformer Engine's
-// ring exchange). What is hidden slows the GEMMs by the SMs the communication takes.
-void overlap_tensor_parallel(std::array<PassCost, 3>& unit, double tp, double slowdown,
-                             bool weight_deferred) {
-    const double partners[2] = {unit[0].gemm_s,
-                                unit[1].gemm_s + (weight_deferred ? 0.0 : unit[2].gemm_s)};
-    for (int phase = 0; phase < 2; ++phase) {
-        PassCost& pass = unit[std::size_t(phase)];
-        const double comm = pass.tp_collective_s, gemm = partners[phase];
-        const double exposed = std::max(0.0, comm - gemm) + std::min(comm, gemm) / tp;
-        const double hidden = std::max(0.0, comm - exposed);
-        pass.collective_s -= hidden;
-        pass.tp_hidden_s += hidden;
-        pass.contention_s += hidden * slowdown;
     }
 }
 
@@ -290,8 +273,9 @@ LayerCostCache::Key layer_cost_key(const core::JobSpec& job, std::int64_t kind, 
             p.micro_batch_size,
             p.sequence_parallel,
             p.flash_attention,
-            p.tp_comm_overlap,
-            std::int64_t(weight_deferred(p)) + 2 * std::int64_t(p.moe_shared_expert_overlap),
+            std::int64_t(p.tp_comm_overlap) + 2 * std::int64_t(p.async_tp_backward),
+            std::int64_t(core::defers_weight_gradients(p.schedule)) +
+                2 * std::int64_t(p.moe_shared_expert_overlap),
             std::int64_t(p.token_dispatcher),
             kind,
             recompute,
@@ -306,12 +290,9 @@ std::array<PassCost, 3> CostModel::unit_costs(const std::vector<Op>& ops,
                                               std::int32_t pipeline_rank) const {
     std::array<PassCost, 3> costs = by_phase(ops, pipeline_rank);
     const core::ParallelPlan& p = job_.plan;
-    if (p.tp_comm_overlap && p.tp > 1)
-        overlap_tensor_parallel(costs, double(p.tp), profile_.tp_overlap_slowdown(),
-                                weight_deferred(p));
     if (p.moe_shared_expert_overlap)
         overlap_shared_experts(costs, overlap_slowdown(moe_exchange_group(p), pipeline_rank),
-                               weight_deferred(p));
+                               core::defers_weight_gradients(p.schedule));
     issue_bound(costs, profile_.host_op_issue_s());
     return costs;
 }

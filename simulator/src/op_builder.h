@@ -6,6 +6,7 @@
 // simulator.
 #include "trident/simulator/layer_ops.h"
 
+#include <array>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,11 @@ struct Builder {
     bool full_recompute = false; // repeat every forward op inside the backward
     double bias_bytes = 0.0;     // bytes per element of a linear layer's bias traffic (0: no bias)
     bool module_recompute = false; // inside a module selective recomputation rebuilds
+    // Collectives of a tensor-parallel region's entry, waiting for the linear layer after them:
+    // their index and the phase of that layer's GEMM each meets (Op::partner).
+    std::vector<std::pair<std::size_t, Phase>> awaiting_linear = {};
+    // The F, B and W GEMMs of the last linear layer (a region's exit meets them).
+    std::array<std::int32_t, 3> last_linear = {-1, -1, -1};
 
     void push(Op op) {
         ops.push_back(op);
@@ -63,10 +69,17 @@ struct Builder {
                       .k = depth,
                       .flops = flops};
         };
+        const auto at = [&] { return std::int32_t(ops.size()); };
+        last_linear[0] = at();
         push(gemm(Phase::forward, m, n, k));
+        last_linear[1] = at();
         ops.push_back(gemm(Phase::backward_input, m, k, n));
+        last_linear[2] = at();
         // wgrad reduces over the tokens: per group a k×n result of depth m.
         ops.push_back(gemm(Phase::backward_weight, k, n, m));
+        for (const auto& [index, phase] : awaiting_linear)
+            ops[index].partner = last_linear[std::size_t(phase)];
+        awaiting_linear.clear();
         // A bias is broadcast over the output in the forward and summed over the tokens for
         // its gradient (memory traffic the GEMM tables do not hold).
         if (bias_bytes > 0)
@@ -92,10 +105,11 @@ struct Builder {
                            .bytes = backward_bytes});
     }
 
-    // `domain_copy_bytes`: a DeepEP all-to-all's bytes per destination domain (Op).
-    void collective(std::string_view name, Collective c, GroupKind group, double bytes, Phase phase,
-                    double domain_copy_bytes = 0.0) {
-        if (bytes <= 0) return;
+    // `domain_copy_bytes`: a DeepEP all-to-all's bytes per destination domain (Op). Returns the
+    // operation's index (-1: none, no bytes).
+    std::int32_t collective(std::string_view name, Collective c, GroupKind group, double bytes,
+                            Phase phase, double domain_copy_bytes = 0.0) {
+        if (bytes <= 0) return -1;
         Op op{.name = name,
               .kind = OpKind::collective,
               .phase = phase,
@@ -103,22 +117,48 @@ struct Builder {
               .group = group,
               .bytes = bytes,
               .domain_copy_bytes = domain_copy_bytes};
+        const auto index = std::int32_t(ops.size());
         if (phase == Phase::forward)
             push(op);
         else
             ops.push_back(op);
+        return index;
     }
 
-    // Entering a tensor-parallel region (before a column-parallel GEMM).
+    // A tensor-parallel collective meeting the next linear layer's GEMM of `gemm_phase`.
+    void before_linear(std::string_view name, Collective c, double bytes, Phase phase,
+                       Phase gemm_phase, TpPairing pairing) {
+        const std::int32_t i = collective(name, c, GroupKind::tensor, bytes, phase);
+        if (i < 0) return;
+        ops[std::size_t(i)].pairing = pairing;
+        awaiting_linear.emplace_back(std::size_t(i), gemm_phase);
+    }
+    // One meeting the last linear layer's GEMM of `gemm_phase`.
+    void after_linear(std::string_view name, Collective c, double bytes, Phase phase,
+                      Phase gemm_phase, TpPairing pairing) {
+        const std::int32_t i = collective(name, c, GroupKind::tensor, bytes, phase);
+        if (i < 0) return;
+        ops[std::size_t(i)].pairing = pairing;
+        ops[std::size_t(i)].partner = last_linear[std::size_t(gemm_phase)];
+    }
+
+    // Entering a tensor-parallel region (before a column-parallel GEMM). Under sequence
+    // parallelism the layer keeps its input sharded, so the backward gathers it again for the
+    // weight gradient beside the dgrad GEMM, and reduce-scatters the input gradient beside the
+    // wgrad GEMM (Korthikanti et al. 2022 §4.2.2; Megatron-Core's and Transformer Engine's
+    // linear layers); without it the input gradient's all-reduce runs beside the wgrad GEMM.
     void enter_tp(std::string_view name, double bytes) {
         if (v.tp == 1) return;
         if (v.sequence_parallel) {
-            collective(name, Collective::all_gather, GroupKind::tensor, bytes, Phase::forward);
-            collective(name, Collective::reduce_scatter, GroupKind::tensor, bytes,
-                       Phase::backward_input);
+            before_linear(name, Collective::all_gather, bytes, Phase::forward, Phase::forward,
+                          TpPairing::gather_into);
+            before_linear(name, Collective::all_gather, bytes, Phase::backward_input,
+                          Phase::backward_input, TpPairing::beside);
+            before_linear(name, Collective::reduce_scatter, bytes, Phase::backward_input,
+                          Phase::backward_weight, TpPairing::beside);
         } else {
-            collective(name, Collective::all_reduce, GroupKind::tensor, bytes,
-                       Phase::backward_input);
+            before_linear(name, Collective::all_reduce, bytes, Phase::backward_input,
+                          Phase::backward_weight, TpPairing::beside);
         }
     }
 
@@ -126,9 +166,10 @@ struct Builder {
     void leave_tp(std::string_view name, double bytes) {
         if (v.tp == 1) return;
         if (v.sequence_parallel) {
-            collective(name, Collective::reduce_scatter, GroupKind::tensor, bytes, Phase::forward);
-            collective(name, Collective::all_gather, GroupKind::tensor, bytes,
-                       Phase::backward_input);
+            after_linear(name, Collective::reduce_scatter, bytes, Phase::forward, Phase::forward,
+                         TpPairing::scatter_out);
+            after_linear(name, Collective::all_gather, bytes, Phase::backward_input,
+                         Phase::backward_input, TpPairing::gather_into);
         } else {
             collective(name, Collective::all_reduce, GroupKind::tensor, bytes, Phase::forward);
         }

@@ -23,6 +23,8 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
     PipelineTimeline t;
     t.busy_s.assign(std::size_t(p), 0.0);
     t.end_s.assign(std::size_t(p), 0.0);
+    const std::int32_t chunks = s.chunks;
+    t.grads_ready_s.assign(std::size_t(p) * std::size_t(chunks), 0.0);
     // Arrival time of the message each (micro-batch, receiving virtual stage) waits for; < 0
     // while not yet sent. Activations and gradients in separate tables.
     const std::size_t cells = std::size_t(s.microbatches) * std::size_t(nvs);
@@ -51,6 +53,10 @@ PipelineTimeline time_schedule(const core::Schedule& s, const ComputeCost& compu
                     const double end = start + compute(r, a);
                     compute_free[std::size_t(r)] = last_compute[std::size_t(r)] = end;
                     t.busy_s[std::size_t(r)] += end - start;
+                    if (a.kind != ActionKind::forward) {
+                        double& ready = t.grads_ready_s[std::size_t(r * chunks + a.chunk)];
+                        ready = std::max(ready, end);
+                    }
                     if (record_events)
                         t.events.push_back({r, Stream::compute, core::to_event_kind(a.kind),
                                             a.microbatch, a.chunk, start, end, 0.0, 0.0, r});

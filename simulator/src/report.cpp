@@ -3,6 +3,7 @@
 #include "trident/core/units.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <ostream>
@@ -18,6 +19,11 @@ std::string fmt(const char* format, double v) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, format, v);
     return buffer;
+}
+
+std::string upper(std::string s) {
+    for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+    return s;
 }
 
 // `text` right-aligned (width > 0) or left-aligned (width < 0) in |width| columns.
@@ -149,15 +155,16 @@ void print_report(const Report& r, std::ostream& out, StageRows stage_rows) {
         << core::to_string(p.recompute.granularity) << "\n";
     if (const core::PipelineSplit split = j.pipeline_split(); !split.even())
         out << "uneven stages: layers per virtual stage " << core::layout_text(split) << "\n";
+    // Every utilisation names the peak it is of: an FP8 layout quoted against the BF16 peak
+    // alone reads twice as good as it is.
+    const std::string peak_name = upper(core::to_string(j.model.precision.params));
     out << "step time " << fmt("%.3f s", r.step_time_s) << "   tokens/s "
         << fmt("%.0f", r.tokens_per_s) << "   per device "
         << core::flop_rate_text(r.tflops_per_device * 1e12) << "   MFU "
-        << fmt("%.1f %%", 100 * r.mfu) << "   HFU " << fmt("%.1f %%", 100 * r.hfu) << "   (peak "
+        << fmt("%.1f %%", 100 * r.mfu) << " of " << peak_name << " peak"
+        << (p.fp8.enabled() ? ", " + fmt("%.1f %%", 100 * r.mfu_fp8_peak) + " of FP8 peak" : "")
+        << "   HFU " << fmt("%.1f %%", 100 * r.hfu) << "   (" << peak_name << " peak "
         << core::flop_rate_text(r.peak_flops_per_s) << ")\n";
-    if (p.fp8.enabled())
-        out << "precision " << core::precision_name(p.fp8.recipe) << ": MFU "
-            << fmt("%.1f %%", 100 * r.mfu_fp8_peak)
-            << " of the FP8 peak (the MFU above is of the BF16 peak, as NeMo reports it)\n";
     out << "\n";
     // One memory unit for the whole table, the one that fits its largest stage.
     double largest = 0.0;

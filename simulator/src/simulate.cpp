@@ -37,55 +37,110 @@ struct TailContext {
     double grad_b, param_b, bucket_bytes;
 };
 
+// One model chunk's gradient reduction on a stage: its collectives, the part that can start
+// only once the chunk's backward is done (its last bucket), and how long before that its
+// buckets can begin (the chunk's last backward pass, where it is bucketed).
+struct ChunkReduction {
+    double total_s = 0.0, last_bucket_s = 0.0, lead_s = 0.0, ready_s = 0.0;
+};
+
 // Gradient reduction: dense grads over dp·cp, expert grads over expert-dp; reduce-scatter into
 // the shards with the distributed optimizer, all-reduce without. ZeRO-2/3 have reduce-scattered
 // every micro-batch's gradients already (the passes' sharding_s). With hybrid-sharding
-// replicas, the shards are then all-reduced across the replicas. Overlapped with the last
-// micro-batch's backward (`last_backward_s`), the hidden part slows it by its SMs.
-void reduce_gradients(const TailContext& x, double last_backward_s, StepTail& t) {
+// replicas, the shards are then all-reduced across the replicas. Megatron-Core reduces each
+// model chunk by itself (its own DDP buffer), in buckets of bucket_bytes on the first pipeline
+// rank and as one bucket elsewhere (distributed_data_parallel.py: "data-parallel communication
+// on these stages is not on the critical path"); a bucket starts once all its gradients of the
+// last micro-batch exist (param_and_grad_buffer.py register_grad_ready).
+ChunkReduction reduce_chunk(const TailContext& x, std::size_t chunk) {
     const core::ParallelPlan& p = x.job.plan;
-    const StageParameters& params = x.params;
     const int zero = p.zero_stage();
-    const double dense_b = params.dense * x.grad_b, expert_b = params.expert * x.grad_b;
+    double dense = 0.0, expert = 0.0;
+    for (const core::ShardUnit& u : x.params.units.at(chunk)) {
+        dense += double(u.dense);
+        expert += double(u.expert);
+    }
+    const double dense_b = dense * x.grad_b, expert_b = expert * x.grad_b;
+    const bool buckets = x.r == 0;
+    const auto reduce = [&](GroupKind g, Collective c, double bytes) {
+        return buckets ? bucketed(x.cost, g, x.r, c, bytes, x.bucket_bytes)
+                       : (bytes > 0 ? x.cost.collective_s(g, x.r, c, bytes) : 0.0);
+    };
+    ChunkReduction out;
     if (zero == 0) {
-        t.gradient_reduce_s = bucketed(x.cost, GroupKind::data_context, x.r, Collective::all_reduce,
-                                       dense_b, x.bucket_bytes) +
-                              bucketed(x.cost, GroupKind::expert_data, x.r, Collective::all_reduce,
-                                       expert_b, x.bucket_bytes);
+        out.total_s = reduce(GroupKind::data_context, Collective::all_reduce, dense_b) +
+                      reduce(GroupKind::expert_data, Collective::all_reduce, expert_b);
     } else {
         if (zero == 1)
-            t.gradient_reduce_s = bucketed(x.cost, GroupKind::data_shard, x.r,
-                                           Collective::reduce_scatter, dense_b, x.bucket_bytes) +
-                                  bucketed(x.cost, GroupKind::expert_data_shard, x.r,
-                                           Collective::reduce_scatter, expert_b, x.bucket_bytes);
-        t.gradient_reduce_s +=
-            bucketed(x.cost, GroupKind::data_replica, x.r, Collective::all_reduce,
-                     dense_b / double(p.shard_ranks()), x.bucket_bytes) +
-            bucketed(x.cost, GroupKind::expert_data_replica, x.r, Collective::all_reduce,
-                     expert_b / double(p.expert_shard_ranks()), x.bucket_bytes);
+            out.total_s =
+                reduce(GroupKind::data_shard, Collective::reduce_scatter, dense_b) +
+                reduce(GroupKind::expert_data_shard, Collective::reduce_scatter, expert_b);
+        out.total_s += reduce(GroupKind::data_replica, Collective::all_reduce,
+                              dense_b / double(p.shard_ranks())) +
+                       reduce(GroupKind::expert_data_replica, Collective::all_reduce,
+                              expert_b / double(p.expert_shard_ranks()));
     }
-    if (!p.overlap_grad_reduce) return;
-    // Megatron buckets the parameters in reverse order, so the last bucket to fill holds the
-    // first layers' remainder and, on the first stage, the embedding (a table larger than a
-    // bucket makes its bucket larger): it can start only when the backward is done.
-    // Without sharded gradients the buckets end in one all-reduce or reduce-scatter each.
-    const GroupKind reduced_over = zero == 0 ? GroupKind::data_context : GroupKind::data_shard;
-    double last_bucket_s = 0.0;
-    if (zero <= 1) {
-        const double embedding = x.r == 0 && !params.units.empty() && !params.units[0].empty()
-                                     ? double(params.units[0][0].dense)
-                                     : 0.0;
-        const double bucket = x.bucket_bytes / x.grad_b, rest = params.dense - embedding;
-        const double remainder = rest > bucket ? std::fmod(rest, bucket) : rest;
-        const double last = embedding + (remainder > 0 ? remainder : std::min(rest, bucket));
-        last_bucket_s = x.cost.collective_s(
-            reduced_over, x.r, zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
-            std::min(last, params.dense) * x.grad_b);
+    const ChunkCost& cost = x.cost.chunk(x.r, std::int32_t(chunk));
+    out.lead_s = buckets ? cost.backward_input.total_s() + cost.backward_weight.total_s() : 0.0;
+    if (zero >= 2) return out; // the passes reduce-scattered the shards: nothing waits
+    if (!buckets) {
+        out.last_bucket_s = out.total_s;
+        return out;
     }
-    const double exposed =
-        std::max(last_bucket_s, std::max(0.0, t.gradient_reduce_s - last_backward_s));
-    t.contention_s +=
-        std::max(0.0, t.gradient_reduce_s - exposed) * x.cost.overlap_slowdown(reduced_over, x.r);
+    // The buckets fill in reverse parameter order, so the last holds the chunk's first layers'
+    // remainder and, in chunk 0, the embedding (a table larger than a bucket makes its bucket
+    // larger).
+    const double embedding =
+        chunk == 0 && !x.params.units[0].empty() ? double(x.params.units[0][0].dense) : 0.0;
+    const double bucket = x.bucket_bytes / x.grad_b, rest = dense - embedding;
+    const double remainder = rest > bucket ? std::fmod(rest, bucket) : rest;
+    const double last = embedding + (remainder > 0 ? remainder : std::min(rest, bucket));
+    if (dense > 0)
+        out.last_bucket_s =
+            x.cost.collective_s(zero == 0 ? GroupKind::data_context : GroupKind::data_shard, x.r,
+                                zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
+                                std::min(last, dense) * x.grad_b);
+    return out;
+}
+
+// The chunks' reductions on the data-parallel stream: each starts when its chunk's gradients
+// are ready (its buckets up to its last backward earlier), no earlier than the stream is free,
+// and ends no earlier than its last bucket after the chunk is done. `timing` gives when each
+// chunk's gradients are ready and when the stage's pipeline work ends; without it (a bound
+// before the pipeline is timed) the one reduction no chunk can avoid: the least of each
+// chunk's own exposure. The hidden part slows the compute beside it by its SMs.
+void reduce_gradients(const TailContext& x, const ChunkTiming* timing, StepTail& t) {
+    const core::ParallelPlan& p = x.job.plan;
+    std::vector<ChunkReduction> chunks;
+    double total = 0.0;
+    for (std::size_t c = 0; c < x.params.units.size(); ++c) {
+        chunks.push_back(reduce_chunk(x, c));
+        if (timing) chunks.back().ready_s = timing->grads_ready_s.at(c);
+        total += chunks.back().total_s;
+    }
+    if (!p.overlap_grad_reduce) {
+        t.gradient_reduce_s = total;
+        return;
+    }
+    double exposed = 0.0;
+    if (timing) {
+        std::sort(
+            chunks.begin(), chunks.end(),
+            [](const ChunkReduction& a, const ChunkReduction& b) { return a.ready_s < b.ready_s; });
+        double free = -1e300;
+        for (const ChunkReduction& c : chunks)
+            free = std::max(std::max(free, c.ready_s - c.lead_s) + c.total_s,
+                            c.ready_s + c.last_bucket_s);
+        exposed = std::max(0.0, free - timing->pipeline_end_s);
+    } else {
+        exposed = chunks.empty() ? 0.0 : 1e300;
+        for (const ChunkReduction& c : chunks)
+            exposed = std::min(exposed, std::max(c.last_bucket_s, c.total_s - c.lead_s));
+    }
+    exposed = std::min(exposed, total);
+    const GroupKind reduced_over =
+        p.zero_stage() == 0 ? GroupKind::data_context : GroupKind::data_shard;
+    t.contention_s += std::max(0.0, total - exposed) * x.cost.overlap_slowdown(reduced_over, x.r);
     t.gradient_reduce_s = exposed;
 }
 
@@ -136,7 +191,7 @@ void gather_parameters(const TailContext& x, StepTail& t) {
 } // namespace
 
 StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t r,
-                   double bucket_parameters) {
+                   double bucket_parameters, const ChunkTiming* timing) {
     const core::ParallelPlan& p = job.plan;
     const core::Precision& prec = job.model.precision;
     const double grad_b = double(core::dtype_bytes(prec.grads));
@@ -149,12 +204,8 @@ StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t
                         (bucket_parameters > 0 ? bucket_parameters
                                                : double(core::ddp_bucket_elements(p.dp * p.cp))) *
                             grad_b};
-    double last_backward_s = 0.0; // the final micro-batch's backward, over all chunks
-    for (std::int32_t c = 0; c < p.vpp; ++c)
-        last_backward_s +=
-            cost.chunk(r, c).backward_input.total_s() + cost.chunk(r, c).backward_weight.total_s();
     StepTail t;
-    reduce_gradients(x, last_backward_s, t);
+    reduce_gradients(x, timing, t);
     // Tied embeddings across stages: first and last stage sum their embedding gradients
     // (V-shaped schedules hold both on rank 0, which adds them locally).
     if (job.model.tied_embeddings && p.pp > 1 && (r == 0 || r == p.pp - 1) &&
@@ -236,7 +287,10 @@ StageReport stage_report(const core::JobSpec& job, const core::PipelineSplit& sp
     s.collective_s -= paired_hidden_s;
     if (!moe.slowdown.empty()) s.contention_s += paired_hidden_s * moe.slowdown[std::size_t(r)];
     s.pipeline_end_s = timeline.end_s[std::size_t(r)];
-    const StepTail tail = step_tail(job, cost, r, options.bucket_parameters);
+    ChunkTiming timing{{}, timeline.end_s[std::size_t(r)]};
+    for (std::int32_t c = 0; c < job.plan.vpp; ++c)
+        timing.grads_ready_s.push_back(timeline.grads_ready_s[std::size_t(r * job.plan.vpp + c)]);
+    const StepTail tail = step_tail(job, cost, r, options.bucket_parameters, &timing);
     s.optimizer_s = tail.optimizer_s;
     s.data_parallel_s = tail.gradient_reduce_s + tail.embedding_sync_s + tail.copy_sync_s +
                         tail.parameter_gather_s + tail.contention_s;

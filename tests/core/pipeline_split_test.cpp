@@ -74,6 +74,17 @@ TEST(PipelineSplit, Llama3With16StagesAndShorterEnds) {
     EXPECT_EQ(v.layers.front(), 3);
     EXPECT_EQ(v.layers.back(), 3);
     EXPECT_EQ(v.layers[16], 4);
+    // 128 slots over pp 16 · vpp 8 (Megatron-Bridge's 405B runs): one a chunk, the first chunk
+    // the embedding alone and the last the loss alone — more virtual stages than layers.
+    ParallelPlan one_each = plan(16, 8);
+    one_each.account_for_embedding = one_each.account_for_loss = true;
+    const PipelineSplit e = pipeline_split(m, one_each);
+    ASSERT_EQ(e.stages(), 128);
+    EXPECT_EQ(e.layers.front(), 0);
+    EXPECT_EQ(e.layers.back(), 0);
+    EXPECT_EQ(std::accumulate(e.layers.begin(), e.layers.end(), std::int64_t(0)), 126);
+    // Without the counting, 128 stages of 126 layers are refused.
+    EXPECT_NE(error_of(m, plan(16, 8)).find("exceed the 126 layers"), std::string::npos);
 }
 
 TEST(PipelineSplit, FirstStageCountWithVirtualStages) {

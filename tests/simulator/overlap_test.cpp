@@ -1,6 +1,6 @@
-// Communication that overlaps compute: tensor-parallel overlap (--tp-comm-overlap) hides all
-// but one tp-th piece of the collectives behind the GEMMs and charges the hidden part the SMs
-// it takes; the last gradient bucket (the embedding's, on the first stage) stays exposed.
+// Communication that overlaps compute: the SMs an overlapped collective takes, and the last
+// gradient bucket (the embedding's, on the first stage), which stays exposed. Tensor-parallel
+// overlap: tp_overlap_test.cpp.
 #include "../support/preset_profile.h"
 #include "trident/core/job_loader.h"
 #include "trident/core/presets.h"
@@ -38,26 +38,6 @@ const core::Profile& h100() {
 
 } // namespace
 
-TEST(TpCommOverlap, HidesAllButOnePieceWhenTheGemmsAreLonger) {
-    // tp 2 inside a node: each layer's GEMMs outlast its collectives, so the exposed part is
-    // one of the tp pieces, C / tp (Wang et al. 2023's decomposition) — plus the embedding's
-    // collective, which has no GEMM beside it (1 % of C here).
-    const simulator::Report off = simulator::simulate(gpt(false), h100());
-    const simulator::Report on = simulator::simulate(gpt(true), h100());
-    const simulator::StageReport& s = on.stages[0];
-    ASSERT_GT(s.tp_collective_s, 0.0);
-    EXPECT_DOUBLE_EQ(s.tp_collective_s, off.stages[0].tp_collective_s);
-    EXPECT_GE(s.tp_collective_s - s.tp_hidden_s, s.tp_collective_s / 2);
-    EXPECT_LE(s.tp_collective_s - s.tp_hidden_s, 0.52 * s.tp_collective_s);
-    EXPECT_NEAR(s.collective_s, off.stages[0].collective_s - s.tp_hidden_s,
-                1e-12 * s.tp_collective_s);
-    // The hidden half takes the 8.5 of 132 SMs Transformer Engine's userbuffers use on average
-    // (1 for the ring-exchange all-gathers, 16 for the pipelined reduce-scatters).
-    EXPECT_NEAR(s.contention_s, s.tp_hidden_s * 8.5 / 132.0, 1e-12 * s.tp_collective_s);
-    EXPECT_LT(on.step_time_s, off.step_time_s);
-    EXPECT_EQ(off.stages[0].tp_hidden_s, 0.0);
-}
-
 TEST(TpCommOverlap, NeedsSequenceParallelism) {
     core::JobInputs in;
     in.model = "gpt3-1.3b";
@@ -86,34 +66,6 @@ TEST(GradientOverlap, TheLastBucketIsExposed) {
     EXPECT_GT(simulator::step_tail(blocking, blocking_cost, 0).gradient_reduce_s,
               tail.gradient_reduce_s);
     EXPECT_GT(tail.contention_s, 0.0); // the hidden buckets took SMs from the backward
-}
-
-TEST(TpCommOverlap, ADeferredWeightGradientLeavesTheBackwardOnlyBsGemms) {
-    // 1F1B runs each layer's W right after its B, so the backward's collectives overlap both
-    // passes' GEMMs; zero-bubble-h1 moves W into the bubbles, leaving B's GEMMs alone.
-    core::JobSpec one_f_one_b = gpt(true, 8);
-    core::JobSpec zero_bubble = one_f_one_b;
-    zero_bubble.plan.schedule = core::ScheduleKind::zero_bubble_h1;
-    const auto dense_layer = [&](const core::JobSpec& job) {
-        simulator::LayerCostCache cache;
-        const simulator::CostModel cost(job, h100(), nullptr, &cache);
-        for (const auto& [key, passes] : cache.entries)
-            if (key[simulator::LayerCostCache::kKindIndex] == 0) return passes; // a dense layer
-        ADD_FAILURE() << "no dense layer timed";
-        return std::array<simulator::PassCost, 3>{};
-    };
-    const auto exposed = [](double comm, double gemm) {
-        return std::max(0.0, comm - gemm) + std::min(comm, gemm) / 8.0;
-    };
-    const auto a = dense_layer(one_f_one_b), z = dense_layer(zero_bubble);
-    const double comm = a[1].tp_collective_s;
-    ASSERT_GT(comm, 0.0);
-    EXPECT_DOUBLE_EQ(z[1].tp_collective_s, comm);
-    EXPECT_NEAR(a[1].tp_hidden_s, comm - exposed(comm, a[1].gemm_s + a[2].gemm_s), 1e-15);
-    EXPECT_NEAR(z[1].tp_hidden_s, comm - exposed(comm, z[1].gemm_s), 1e-15);
-    EXPECT_LT(z[1].tp_hidden_s, a[1].tp_hidden_s);
-    // The forward is the same under either schedule.
-    EXPECT_DOUBLE_EQ(z[0].tp_hidden_s, a[0].tp_hidden_s);
 }
 
 TEST(Contention, EachFabricTakesItsOwnSms) {

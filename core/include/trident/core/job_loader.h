@@ -74,6 +74,7 @@ struct JobInputs {
     std::optional<bool> overlap_param_gather;
     std::optional<bool> tp_comm_overlap;
     std::optional<bool> overlap_p2p_comm;
+    std::optional<bool> async_tp_backward; // --no-async-tensor-model-parallel-allreduce
     std::optional<bool> overlap_moe_expert_parallel_comm;
     std::optional<bool> moe_shared_expert_overlap;
     std::optional<std::string> moe_token_dispatcher; // --moe-token-dispatcher-type
@@ -93,6 +94,9 @@ std::optional<double> parse_capacity_factor(const std::string& text, const std::
 
 // Loads, applies overrides, resolves dp "auto", and validates. Throws SpecError.
 JobSpec load_job(const JobInputs& inputs);
+// The same for a plan given inline: a trident.plan/1 object (or {"preset": NAME, ...}),
+// `source` naming it in errors ("published run llama3-70b-…"); `inputs.plan` must be empty.
+JobSpec load_job(const Json& plan, const std::string& source, const JobInputs& inputs = {});
 
 // Loads only the model, cluster and training (what the planner searches a plan for); the
 // returned plan is a default one, not validated against them. The parallel overrides of

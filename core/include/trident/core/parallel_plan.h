@@ -46,6 +46,11 @@ constexpr StagePlacement placement_of(ScheduleKind k) {
 constexpr bool holds_two_chunks(ScheduleKind k) {
     return placement_of(k) != StagePlacement::loop;
 }
+// Whether the schedule runs a layer's W apart from its B (zero-bubble schedules fill the
+// pipeline's bubbles with deferred W passes; ZB-V, DualPipe and DualPipeV defer some).
+constexpr bool defers_weight_gradients(ScheduleKind k) {
+    return k == ScheduleKind::zero_bubble_h1 || holds_two_chunks(k);
+}
 
 // The stage that chunk `chunk` of pipeline rank `rank` of `stages` holds: the index of its
 // layers in the pipeline split (for DualPipe, in either copy). The one definition; Schedule
@@ -217,6 +222,11 @@ struct ParallelPlan {
     // --tp-comm-overlap: the sequence-parallel all-gathers and reduce-scatters run beside the
     // GEMMs they feed or drain, split into tp pieces (Transformer Engine's userbuffers).
     bool tp_comm_overlap = false;
+    // Megatron's async_tensor_model_parallel_allreduce (--no-async-tensor-model-parallel-
+    // allreduce turns it off): a column-parallel layer's backward launches its input-gradient
+    // all-reduce (reduce-scatter, and the input's re-gather, under sequence parallelism) beside
+    // its GEMMs. On since late 2021; the SC'21 runs predate it.
+    bool async_tp_backward = true;
     // Megatron's overlap_p2p_comm (--no-overlap-p2p-communication turns it off): pipeline
     // sends run beside the next compute. Megatron does so only in the interleaved schedule;
     // everywhere else (and in 2021's Megatron) a rank's stream waits for each send.

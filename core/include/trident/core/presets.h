@@ -13,7 +13,7 @@
 namespace trident::core {
 
 struct EmbeddedPreset {
-    std::string_view kind; // "models", "clusters", "plans", "devices"
+    std::string_view kind; // "models", "clusters", "plans", "devices", "accuracy"
     std::string_view name; // file stem
     std::string_view text; // JSON
 };
@@ -21,7 +21,7 @@ struct EmbeddedPreset {
 // Generated at build time from profiles/ (profiles/embed_presets.cmake).
 std::span<const EmbeddedPreset> embedded_presets();
 
-enum class PresetKind { model, cluster, plan, profile };
+enum class PresetKind { model, cluster, plan, profile, published_runs };
 std::string_view preset_folder(PresetKind kind);
 std::string_view format_tag(PresetKind kind); // "trident.model/1", ...
 

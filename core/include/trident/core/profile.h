@@ -67,6 +67,8 @@ public:
 
     const std::string& name() const { return name_; }
     const Provenance& provenance() const { return provenance_; }
+    // device.architecture: "ampere", "hopper", "blackwell", "cpu"; empty when not given.
+    const std::string& architecture() const { return architecture_; }
     double peak_flops_per_s(Dtype d) const;
     double memory_bytes() const { return memory_bytes_; }
     double memory_bandwidth_bytes_per_s() const { return memory_bandwidth_; }
@@ -133,6 +135,7 @@ private:
     void read_fabrics(ObjectReader& top);
 
     std::string name_;
+    std::string architecture_;
     Provenance provenance_;
     std::map<Dtype, double> peak_;
     double memory_bytes_ = 0.0;

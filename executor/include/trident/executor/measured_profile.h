@@ -68,6 +68,8 @@ struct ProfileMeasurements {
     std::string fabric = "shm";            // the intra-node fabric the collectives ran over
     std::string method;                    // how it was measured (the derivations are appended)
     std::string measured_on, date, command;
+    // device.architecture: "cpu", or the GPU generation from its compute capability.
+    std::string architecture;
     double memory_bytes = 0.0;
     // Streaming rate: the CPU's element-wise kernel at its largest size, a GPU's device copy.
     double memory_bandwidth_bytes_per_s = 0.0;

@@ -93,7 +93,8 @@ struct Candidate {
     double step_time_s = 0.0;
     double tokens_per_s = 0.0;
     double tflops_per_device = 0.0;
-    double mfu = 0.0;
+    double mfu = 0.0;             // of the parameters' dtype peak (BF16)
+    double mfu_fp8_peak = 0.0;    // of the FP8 peak (FP8 layouts; 0 otherwise)
     double bubble_fraction = 0.0; // largest over stages
     double peak_memory_bytes = 0.0;
     std::int32_t peak_stage = 0;

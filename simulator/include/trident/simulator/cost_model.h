@@ -140,10 +140,20 @@ private:
     // units' pass costs (forward order) and parameters.
     void add_sharding(ChunkCost& cost, const std::vector<const std::array<PassCost, 3>*>& units,
                       std::int32_t r, std::int32_t c) const;
-    // F, B and W costs of an operation list.
+    // F, B and W costs of an operation list, tensor-parallel collectives timed with the GEMMs
+    // they meet (tp_pair_time).
     std::array<PassCost, 3> by_phase(const std::vector<Op>& ops, std::int32_t pipeline_rank) const;
-    // by_phase with what the plan does to every layer's passes: tensor-parallel overlap and
-    // the host's issue rate.
+    // A tensor-parallel collective, ops[i], and the GEMM it meets (Op::partner), `seconds` each
+    // operation's own time: the collective's part that stays exposed and the compute the pair
+    // loses beyond the two alone (SMs the collective takes, a GEMM cut into pieces). In
+    // tp_overlap.cpp.
+    struct PairedTime {
+        double exposed_s = 0.0, contention_s = 0.0;
+    };
+    PairedTime tp_pair_time(const std::vector<Op>& ops, const std::vector<double>& seconds,
+                            std::size_t i, std::int32_t pipeline_rank) const;
+    // by_phase with what the plan does to every layer's passes: the shared experts beside the
+    // token exchange and the host's issue rate.
     std::array<PassCost, 3> unit_costs(const std::vector<Op>& ops,
                                        std::int32_t pipeline_rank) const;
 

@@ -20,6 +20,18 @@ enum class OpKind { gemm, attention, memory_bound, collective };
 // schedules place separately.
 enum class Phase { forward, backward_input, backward_weight };
 
+// How a tensor-parallel collective meets the GEMM of its linear layer (Op::partner):
+//   gather_into  the all-gather of the GEMM's input (forward of a column-parallel layer, the
+//                output gradient before a row-parallel layer's dgrad): the GEMM waits for it,
+//                except where Transformer Engine's userbuffers interleave them (ring exchange);
+//   scatter_out  the reduce-scatter of a row-parallel layer's forward output: after the GEMM,
+//                except under userbuffers (the GEMM in chunks, each scattered as the next runs);
+//   beside       the backward's collectives that need not wait: the re-gather of a column-
+//                parallel layer's input (for wgrad) beside its dgrad, and the reduce-scatter
+//                (all-reduce without sequence parallelism) of its input gradient beside its
+//                wgrad — Megatron-Core and Transformer Engine launch them asynchronously.
+enum class TpPairing { none, gather_into, scatter_out, beside };
+
 struct Op {
     std::string_view name;
     OpKind kind = OpKind::gemm;
@@ -47,6 +59,10 @@ struct Op {
     // FLOPs in the Narayanan et al. convention (GEMMs and the attention core; the full s²
     // attention, not halved for the causal mask), per repetition.
     double flops = 0.0;
+    // A tensor-parallel collective: the index in its operation list of the GEMM it meets, and
+    // how (the cost model times the pair; -1: none).
+    std::int32_t partner = -1;
+    TpPairing pairing = TpPairing::none;
 };
 
 // How one rank sees a layer: degrees that split it and the tokens of one micro-batch.

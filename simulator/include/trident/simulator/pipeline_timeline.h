@@ -23,6 +23,9 @@ struct PipelineTimeline {
     double makespan_s = 0.0;              // last compute end over all ranks
     std::vector<double> busy_s;           // compute time per pipeline rank
     std::vector<double> end_s;            // last compute end per pipeline rank
+    // When each model chunk's gradients are complete on each pipeline rank (index rank · chunks
+    // + chunk): the end of its last B or W. Its data-parallel reduction may start then.
+    std::vector<double> grads_ready_s;
 
     // Share of the makespan a rank's compute stream sits idle.
     double bubble_fraction(std::int32_t rank) const;

@@ -104,7 +104,16 @@ struct StepTail {
                parameter_gather_s + contention_s;
     }
 };
+// When a stage's model chunks have all their gradients (the pipeline timeline's
+// grads_ready_s, chunk by chunk) and when its pipeline work ends.
+struct ChunkTiming {
+    std::vector<double> grads_ready_s;
+    double pipeline_end_s = 0.0;
+};
+// `timing` absent: the exposed gradient reduction is the least any timing can leave (a lower
+// bound for the planner's pruning).
 StepTail step_tail(const core::JobSpec& job, const CostModel& cost, std::int32_t stage,
-                   double bucket_parameters = SimulateOptions{}.bucket_parameters);
+                   double bucket_parameters = SimulateOptions{}.bucket_parameters,
+                   const ChunkTiming* timing = nullptr);
 
 } // namespace trident::simulator
