@@ -46,15 +46,22 @@ std::string value_text(simulator::PublishedMetric m, double v) {
     return text;
 }
 
+// `text` padded to `width` characters as they show (a "·" is two bytes of UTF-8, one column).
+std::string padded(const std::string& text, std::size_t width) {
+    std::size_t shown = 0;
+    for (const char c : text) shown += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    return shown >= width ? text : text + std::string(width - shown, ' ');
+}
+
 void print_rows(const std::vector<simulator::AccuracyRow>& rows, std::ostream& out) {
     char line[512];
-    std::snprintf(line, sizeof line, "%-42s %-24s %-15s %10s %10s %7s %8s %7s\n", "run", "category",
+    std::snprintf(line, sizeof line, "%-42s %-26s %-15s %10s %10s %7s %8s %7s\n", "run", "category",
                   "metric", "published", "predicted", "error", "step s", "memory");
     out << line;
     for (const simulator::AccuracyRow& r : rows) {
         if (!r.simulated()) continue;
-        std::snprintf(line, sizeof line, "%-42s %-24s %-15s %10s %10s %+6.0f%% %8.3f %6.0f%%\n",
-                      r.run->name.c_str(), r.category.text().c_str(),
+        std::snprintf(line, sizeof line, "%-42s %s %-15s %10s %10s %+6.0f%% %8.3f %6.0f%%\n",
+                      r.run->name.c_str(), padded(r.category.text(), 26).c_str(),
                       metric_label(r.run->metric).c_str(),
                       value_text(r.run->metric, r.run->value).c_str(),
                       value_text(r.run->metric, r.predicted).c_str(), 100 * r.error, r.step_time_s,
@@ -82,10 +89,10 @@ void print_summaries(const std::vector<simulator::AccuracyRow>& rows, std::ostre
     for (const auto& [name, list] : by) {
         const simulator::ErrorSummary s = simulator::summarize(list);
         if (s.runs == 0) continue;
-        std::snprintf(line, sizeof line,
-                      "%-26s %5zu %+7.0f%% %10.0f%% %11.0f%%   %+.0f%% .. %+.0f%%\n", name.c_str(),
-                      s.runs, 100 * s.median_error, 100 * s.median_abs_error, 100 * s.within_10,
-                      100 * s.min_error, 100 * s.max_error);
+        std::snprintf(
+            line, sizeof line, "%s %5zu %+7.0f%% %10.0f%% %11.0f%%   %+.0f%% .. %+.0f%%\n",
+            padded(name, 26).c_str(), s.runs, 100 * s.median_error, 100 * s.median_abs_error,
+            100 * s.within_10, 100 * s.min_error, 100 * s.max_error);
         out << line;
     }
 }
