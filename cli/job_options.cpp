@@ -53,7 +53,8 @@ void add_split_options(CLI::App& app, core::JobInputs& in) {
 void add_fp8_options(CLI::App& app, core::JobInputs& in) {
     const std::string group = "Precision";
     text(app, "--precision", in.precision,
-         "bf16 | fp8-delayed | fp8-tensorwise | fp8-blockwise | mxfp8 (the linear layers' GEMMs)",
+         "bf16 | fp8-delayed | fp8-tensorwise | fp8-blockwise | mxfp8 | nvfp4 (the linear layers' "
+         "GEMMs)",
          group);
     text(app, "--fp8-format", in.fp8_format, "Megatron: e4m3 | hybrid (turns FP8 on)", group);
     text(app, "--fp8-recipe", in.fp8_recipe, "Megatron: delayed | tensorwise | blockwise | mxfp8",
@@ -61,6 +62,13 @@ void add_fp8_options(CLI::App& app, core::JobInputs& in) {
     app.add_flag_function(
            "--fp8-param-gather", [&in](std::int64_t n) { in.fp8_param_gather = n > 0; },
            "Keep and all-gather the weights in FP8")
+        ->group(group);
+    text(app, "--fp4-format", in.fp4_format, "Megatron: e2m1 (turns NVFP4 on; excludes FP8)",
+         group);
+    text(app, "--fp4-recipe", in.fp4_recipe, "Megatron: nvfp4", group);
+    app.add_flag_function(
+           "--fp4-param-gather", [&in](std::int64_t n) { in.fp4_param_gather = n > 0; },
+           "Keep and all-gather the weights in NVFP4")
         ->group(group);
     app.add_flag_function(
            "--first-last-layers-bf16", [&in](std::int64_t n) { in.first_last_layers_bf16 = n > 0; },

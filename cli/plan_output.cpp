@@ -61,7 +61,10 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
         const planner::Candidate& c = r.best[i];
         const core::ParallelPlan& p = c.job.plan;
         char fp8_cell[16] = "-";
-        if (p.fp8.enabled()) std::snprintf(fp8_cell, sizeof fp8_cell, "%.1f", 100 * c.mfu_fp8_peak);
+        if (p.fp8.enabled())
+            std::snprintf(fp8_cell, sizeof fp8_cell,
+                          p.fp8.recipe == core::Fp8Recipe::nvfp4 ? "%.1f*" : "%.1f",
+                          100 * c.mfu_fp8_peak);
         std::snprintf(
             line, sizeof line,
             "%3zu %3lld %3lld %4lld %5lld %3lld %3lld %4lld %-17s %4lld %3s %5s %-14s %-12s %9.3f "
@@ -76,6 +79,10 @@ void print_table(const planner::PlanResult& r, double budget, std::ostream& out)
             core::bytes_text(budget).c_str());
         out << line;
     }
+    if (std::any_of(r.best.begin(), r.best.end(), [](const planner::Candidate& c) {
+            return c.job.plan.fp8.recipe == core::Fp8Recipe::nvfp4;
+        }))
+        out << "(* nvfp4: MFU of the FP4 peak)\n";
     print_capacities(r, out);
 }
 

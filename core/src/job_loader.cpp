@@ -265,7 +265,34 @@ void load_specs(JobSpec& job, const JobInputs& in, const PlanFile& f) {
 // The FP8 flags, merged into the plan's "fp8" object: --precision names a recipe
 // ("fp8-tensorwise") or "bf16"; Megatron's --fp8-format turns FP8 on (recipe delayed unless
 // --fp8-recipe says), and --fp8-recipe alone does too (format hybrid).
+// NVFP4's flags (or --precision nvfp4) write parallel.fp4 in place of parallel.fp8; with FP8's
+// own flags beside them they are refused, as Megatron refuses --fp4-format with --fp8-format.
+bool apply_fp4_overrides(const JobInputs& in, Json& parallel) {
+    const bool asked = in.fp4_format || in.fp4_recipe || in.fp4_param_gather ||
+                       (in.precision && *in.precision == "nvfp4");
+    if (!asked) return false;
+    if (in.fp8_format || in.fp8_recipe || in.fp8_param_gather || in.fp8_amax_history)
+        throw SpecError("--fp4-format", "FP4 and FP8 exclude each other (Megatron refuses "
+                                        "--fp4-format with --fp8-format)");
+    if (in.precision && *in.precision != "nvfp4")
+        throw SpecError("--precision", *in.precision + " with the FP4 flags: give --precision "
+                                                       "nvfp4, or drop them");
+    Json fp4 =
+        parallel.contains("fp4") && parallel["fp4"].is_object() ? parallel["fp4"] : Json::object();
+    if (in.fp4_format) fp4["format"] = *in.fp4_format;
+    if (in.fp4_recipe) fp4["recipe"] = *in.fp4_recipe;
+    if (in.fp4_param_gather) fp4["param_gather"] = *in.fp4_param_gather;
+    if (in.first_last_layers_bf16 && *in.first_last_layers_bf16) {
+        fp4["num_layers_at_start_in_bf16"] = in.bf16_layers_at_start.value_or(1);
+        fp4["num_layers_at_end_in_bf16"] = in.bf16_layers_at_end.value_or(1);
+    }
+    parallel.erase("fp8");
+    parallel["fp4"] = fp4;
+    return true;
+}
+
 void apply_fp8_overrides(const JobInputs& in, Json& parallel) {
+    if (apply_fp4_overrides(in, parallel)) return;
     if (!in.precision && !in.fp8_format && !in.fp8_recipe && !in.fp8_param_gather &&
         !in.first_last_layers_bf16 && !in.bf16_layers_at_start && !in.bf16_layers_at_end &&
         !in.fp8_amax_history)
@@ -278,6 +305,8 @@ void apply_fp8_overrides(const JobInputs& in, Json& parallel) {
         else if (given.is_object())
             fp8 = given;
     }
+    // An FP8 flag replaces a plan's NVFP4.
+    parallel.erase("fp4");
     if (in.precision) {
         const std::string& p = *in.precision;
         if (p == "bf16") {
@@ -290,7 +319,7 @@ void apply_fp8_overrides(const JobInputs& in, Json& parallel) {
             fp8["recipe"] = p.substr(4);
         } else {
             throw SpecError("--precision", "expected bf16, fp8-delayed, fp8-tensorwise, "
-                                           "fp8-blockwise or mxfp8, got \"" +
+                                           "fp8-blockwise, mxfp8 or nvfp4, got \"" +
                                                p + "\"");
         }
     }
@@ -350,6 +379,13 @@ void apply_sharding_overrides(const JobInputs& in, Json& parallel) {
 std::optional<Fp8> fp8_override(const JobInputs& in) {
     Json parallel = Json::object();
     apply_fp8_overrides(in, parallel);
+    if (parallel.contains("fp4")) {
+        const Fp8 f = fp4_from_json(parallel["fp4"]);
+        ParallelPlan check;
+        check.fp8 = f;
+        validate(check);
+        return f;
+    }
     if (!in.precision && !parallel.contains("fp8")) return std::nullopt;
     if (!parallel.contains("fp8")) return Fp8{}; // --precision bf16
     const Fp8 f = fp8_from_json(parallel["fp8"]);

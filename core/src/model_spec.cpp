@@ -188,9 +188,14 @@ void validate(const ModelSpec& m, const std::string& path) {
             throw SpecError(f("moe.first_dense_layers"),
                             "leaves no MoE layer among num_layers " + std::to_string(m.num_layers));
     }
-    if (m.precision.params == Dtype::fp8 || m.precision.grads == Dtype::fp8)
-        throw SpecError(f("precision"), "fp8 is a compute type here; store params and grads "
-                                        "as bf16, fp16 or fp32");
+    for (const Dtype d : {Dtype::fp8, Dtype::fp4})
+        if (m.precision.params == d || m.precision.grads == d)
+            throw SpecError(f("precision"), to_string(d) +
+                                                " is a compute type here; store params and grads "
+                                                "as bf16, fp16 or fp32");
+    if (m.precision.optimizer_state == Dtype::fp4)
+        throw SpecError(f("precision.optimizer_state"),
+                        "fp4 moments are not Megatron's (--exp-avg-dtype: fp32, fp16, bf16, fp8)");
     // Bound the size so parameter and FLOP counts stay exact in 64-bit integers.
     const double h = double(m.hidden_size);
     double per_layer = 4.0 * h * double(m.num_attention_heads) * double(m.head_dim) +

@@ -90,7 +90,7 @@ std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chu
 
 std::string precision_name(Fp8Recipe r) {
     if (r == Fp8Recipe::none) return "bf16";
-    if (r == Fp8Recipe::mxfp8) return "mxfp8";
+    if (r == Fp8Recipe::mxfp8 || r == Fp8Recipe::nvfp4) return std::string(kFp8RecipeNames[int(r)]);
     return "fp8-" + std::string(kFp8RecipeNames[int(r)]);
 }
 
@@ -112,12 +112,41 @@ Fp8 fp8_from_json(const Json& j, const std::string& path) {
     f.bf16_layers_at_end = r.integer_or("num_layers_at_end_in_bf16", 0, 0, limits::kMaxLayers);
     f.amax_history = r.integer_or("amax_history_len", 1024, 1, 1 << 20);
     r.finish();
+    if (f.recipe == Fp8Recipe::nvfp4)
+        throw SpecError(path + ".recipe", "NVFP4 is a 4-bit recipe: give it as parallel.fp4 "
+                                          "{\"format\": \"e2m1\", \"recipe\": \"nvfp4\"} "
+                                          "(Megatron's --fp4-format e2m1 --fp4-recipe nvfp4)");
+    return f;
+}
+
+// "fp4": {format (e2m1), recipe (nvfp4), param_gather, num_layers_at_start_in_bf16,
+// num_layers_at_end_in_bf16}: Megatron-Core's --fp4-format, --fp4-recipe, --fp4-param-gather
+// and --first-last-layers-bf16 (the names checked in megatron/training/arguments.py).
+Fp8 fp4_from_json(const Json& j, const std::string& path) {
+    ObjectReader r(j, path);
+    Fp8 f;
+    f.recipe = Fp8Recipe::nvfp4;
+    if (r.string_or("format", "e2m1") != "e2m1")
+        throw SpecError(r.field("format"), "Megatron's only FP4 format is e2m1");
+    if (r.string_or("recipe", "nvfp4") != "nvfp4")
+        throw SpecError(r.field("recipe"), "Trident runs the nvfp4 recipe (Megatron's default; "
+                                           "its 'custom' quantizer factory is not modelled)");
+    f.param_gather = r.boolean_or("param_gather", false);
+    f.bf16_layers_at_start = r.integer_or("num_layers_at_start_in_bf16", 0, 0, limits::kMaxLayers);
+    f.bf16_layers_at_end = r.integer_or("num_layers_at_end_in_bf16", 0, 0, limits::kMaxLayers);
+    r.finish();
     return f;
 }
 
 namespace {
 
 Json to_json(const Fp8& f) {
+    if (f.recipe == Fp8Recipe::nvfp4)
+        return {{"format", "e2m1"},
+                {"recipe", "nvfp4"},
+                {"param_gather", f.param_gather},
+                {"num_layers_at_start_in_bf16", f.bf16_layers_at_start},
+                {"num_layers_at_end_in_bf16", f.bf16_layers_at_end}};
     return {{"recipe", std::string(kFp8RecipeNames[int(f.recipe)])},
             {"format", std::string(kFp8FormatNames[int(f.format)])},
             {"param_gather", f.param_gather},
@@ -201,6 +230,12 @@ ParallelPlan plan_from_json(const Json& j, const std::string& path) {
     if (const Json* rc = r.get("recompute"))
         p.recompute = recompute_from_json(*rc, r.field("recompute"));
     if (const Json* fp8 = r.get("fp8")) p.fp8 = fp8_from_json(*fp8, r.field("fp8"));
+    if (const Json* fp4 = r.get("fp4")) {
+        if (p.fp8.enabled())
+            throw SpecError(r.field("fp4"), "FP4 and FP8 exclude each other (Megatron: "
+                                            "--fp4-format with --fp8-format is refused)");
+        p.fp8 = fp4_from_json(*fp4, r.field("fp4"));
+    }
     p.token_dispatcher = static_cast<TokenDispatcher>(
         enum_index(r.string_or("moe_token_dispatcher_type", "alltoall"), kTokenDispatcherNames,
                    r.field("moe_token_dispatcher_type")));
@@ -246,7 +281,7 @@ void validate(const ParallelPlan& p, const std::string& path) {
     if (!p.fp8.enabled() &&
         (p.fp8.param_gather || p.fp8.bf16_layers_at_start > 0 || p.fp8.bf16_layers_at_end > 0))
         throw SpecError(f("fp8"), "param_gather and the BF16 first/last layers need an FP8 "
-                                  "recipe (delayed, tensorwise, blockwise or mxfp8)");
+                                  "recipe (delayed, tensorwise, blockwise or mxfp8) or NVFP4");
     validate_sharding(p, path);
     if (p.tp_comm_overlap && !p.sequence_parallel)
         throw SpecError(f("tp_comm_overlap"), "needs sequence_parallel (and tp > 1): it overlaps "
@@ -317,7 +352,7 @@ Json to_json(const ParallelPlan& p) {
                 modules.push_back(std::string(kRecomputeModuleNames[i]));
         j["recompute"]["modules"] = modules;
     }
-    if (p.fp8.enabled()) j["fp8"] = to_json(p.fp8);
+    if (p.fp8.enabled()) j[p.fp8.recipe == Fp8Recipe::nvfp4 ? "fp4" : "fp8"] = to_json(p.fp8);
     if (p.token_dispatcher != TokenDispatcher::alltoall)
         j["moe_token_dispatcher_type"] =
             std::string(kTokenDispatcherNames[int(p.token_dispatcher)]);

@@ -161,6 +161,14 @@ void Profile::read_device(ObjectReader& top) {
         if (!fp8_recipes_.empty() && !peak_.contains(Dtype::fp8))
             throw SpecError(r.field("fp8_recipes"), "needs an fp8 peak in peak_flops_per_s");
     }
+    // NVFP4 runs on the fp4 GEMM table at its own rate (device.fp4_recipes).
+    if (const Json* recipes = r.get("fp4_recipes")) {
+        ObjectReader fr(*recipes, r.field("fp4_recipes"));
+        if (fr.has("nvfp4")) fp8_recipes_["nvfp4"] = fr.number("nvfp4", 1e-3, 10.0);
+        fr.finish();
+        if (fp8_recipes_.contains("nvfp4") && !peak_.contains(Dtype::fp4))
+            throw SpecError(r.field("fp4_recipes"), "needs an fp4 peak in peak_flops_per_s");
+    }
     r.finish();
 }
 

@@ -71,6 +71,18 @@ float Fp8Numerics::reduced_amax(const Site& s, Operand operand, float amax) cons
 Vec Fp8Numerics::quantized(const Site& site, Operand operand, const float* x, std::int64_t rows,
                            std::int64_t cols, bool contract_rows) {
     Vec out(static_cast<std::size_t>(rows * cols));
+    if (fp8_.recipe == core::Fp8Recipe::nvfp4) {
+        k::Nvfp4Layout layout;
+        layout.contract_rows = contract_rows && operand != Operand::weight;
+        layout.square_blocks = operand == Operand::weight;
+        layout.stochastic = operand == Operand::gradient;
+        layout.hadamard = operand != Operand::weight && contract_rows;
+        // A stream per step, site and operand (the same on every run of the same layout).
+        layout.seed = (step_ << 32) ^ (std::uint64_t(slot(site, operand)) * 0x9E3779B97F4A7C15ull);
+        const float amax = reduced_amax(site, operand, k::nvfp4_tensor_amax(x, rows, cols, layout));
+        k::fake_quantize_nvfp4(out.data(), x, rows, cols, amax, layout);
+        return out;
+    }
     const k::Fp8Kind f = kind(operand);
     if (fp8_.recipe == core::Fp8Recipe::mxfp8) {
         k::fake_quantize_mx(out.data(), x, rows, cols, contract_rows, f);
@@ -98,6 +110,7 @@ Vec Fp8Numerics::quantized(const Site& site, Operand operand, const float* x, st
 }
 
 void Fp8Numerics::end_step() {
+    ++step_;
     if (fp8_.recipe != core::Fp8Recipe::delayed) return;
     // One max over the ranks sharing each operand: dense slots over the tensor and data ×
     // context ranks, the experts' over the expert-tensor and expert-data ranks.

@@ -22,12 +22,19 @@
 //   consecutive values along the GEMM's contraction dimension for every operand, weights
 //   included (1-D blocks only); the format as --fp8-format says (TE's default for MXFP8 is
 //   e4m3 throughout). Blackwell runs these GEMMs natively; here they are quantize → dequantize
-//   like the others, the reference a device path is tested against.
+//   like the others, the reference a device path is tested against;
+// - nvfp4 (Megatron-Core --fp4-format e2m1 --fp4-recipe nvfp4; TE's NVFP4BlockScaling,
+//   kernels/cpu nvfp4.h): E2M1 values with an E4M3 scale per 16 (16×16 tiles for weights, 1×16
+//   along the contraction dimension otherwise) under an fp32 scale from the whole tensor's amax
+//   (max-reduced as tensorwise reduces it); gradients rounded stochastically, from a stream of
+//   the step, the site and the operand; the weight gradient's operands (contracted over the
+//   tokens) through the random Hadamard transform first.
 #include "trident/core/job.h"
 #include "trident/executor/gpt_chunk.h"
 #include "trident/executor/process_groups.h"
 #include "trident/executor/trainer.h"
 #include "trident/kernels/fp8.h"
+#include "trident/kernels/nvfp4.h"
 
 #include <cstdint>
 #include <deque>
@@ -61,7 +68,8 @@ public:
                   std::int64_t cols, bool contract_rows);
     // Whether the coming passes record amaxes (training steps, not evaluation).
     void record(bool on) { recording_ = on; }
-    // Delayed scaling: the step's amaxes into the histories.
+    // Delayed scaling: the step's amaxes into the histories; NVFP4: the next step's rounding
+    // stream.
     void end_step();
     // Delayed scaling: the histories this rank speaks for (tensor and data rank 0 for dense
     // GEMMs, expert-tensor and expert-data rank 0 for experts' — the others hold the same),
@@ -83,6 +91,7 @@ private:
     std::vector<std::size_t> expert_base_; // first expert slot of each chunk
     std::size_t dense_slots_ = 0;
     bool recording_ = false;
+    std::uint64_t step_ = 0; // NVFP4's stochastic-rounding stream advances each step
     // Delayed: per slot (dense ones first, then the experts'), this step's amax and the last
     // steps' amaxes.
     std::vector<float> step_amax_;

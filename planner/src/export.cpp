@@ -180,13 +180,19 @@ void precision_arguments(const core::JobSpec& job, const Arg& arg) {
         arg("--exp-avg-sq-dtype", core::to_string(prec.optimizer_state));
     }
     if (!p.fp8.enabled()) return;
-    arg("--fp8-format", std::string(core::kFp8FormatNames[int(p.fp8.format)]));
-    arg("--fp8-recipe", std::string(core::kFp8RecipeNames[int(p.fp8.recipe)]));
-    if (p.fp8.recipe == core::Fp8Recipe::delayed) {
-        arg("--fp8-amax-history-len", number(p.fp8.amax_history));
-        arg("--fp8-amax-compute-algo", "max");
+    if (p.fp8.recipe == core::Fp8Recipe::nvfp4) { // Megatron-Core's FP4 flags (arguments.py)
+        arg("--fp4-format", "e2m1");
+        arg("--fp4-recipe", "nvfp4");
+        if (p.fp8.param_gather) arg("--fp4-param-gather", "");
+    } else {
+        arg("--fp8-format", std::string(core::kFp8FormatNames[int(p.fp8.format)]));
+        arg("--fp8-recipe", std::string(core::kFp8RecipeNames[int(p.fp8.recipe)]));
+        if (p.fp8.recipe == core::Fp8Recipe::delayed) {
+            arg("--fp8-amax-history-len", number(p.fp8.amax_history));
+            arg("--fp8-amax-compute-algo", "max");
+        }
+        if (p.fp8.param_gather) arg("--fp8-param-gather", "");
     }
-    if (p.fp8.param_gather) arg("--fp8-param-gather", "");
     if (p.fp8.bf16_layers_at_start > 0 || p.fp8.bf16_layers_at_end > 0) {
         arg("--first-last-layers-bf16", "");
         arg("--num-layers-at-start-in-bf16", number(p.fp8.bf16_layers_at_start));

@@ -392,15 +392,20 @@ bool LayoutChecker::tp_overlap_pays(const JobSpec& job) {
 void LayoutChecker::check_split(const JobSpec& split_job, const std::string& split_reason,
                                 CheckedLayouts& out) {
     const std::vector<ParallelPlan> variants = sharding_variants(split_job.plan);
-    // The FP8 recipes hold the same bytes: one memory verdict per sharding serves them all.
+    // The FP8 recipes hold the same bytes: one memory verdict per sharding serves them all;
+    // NVFP4 holds fewer (half-byte copies and saved inputs) and has its own.
     struct Verdict {
         bool known = false, fits = false;
         Recompute recompute;
         RecomputeWhy why;
         Peak peak;
     };
-    std::vector<Verdict> fp8_verdict(variants.size());
-    StageMemoryCache memory[2]; // BF16, FP8 (whose recipes hold the same bytes)
+    std::vector<Verdict> quantized_verdict[2] = {std::vector<Verdict>(variants.size()),
+                                                 std::vector<Verdict>(variants.size())};
+    StageMemoryCache memory[3]; // BF16, FP8 (whose recipes hold the same bytes), NVFP4
+    const auto kind = [](const core::Fp8& p) {
+        return !p.enabled() ? 0 : p.recipe == core::Fp8Recipe::nvfp4 ? 2 : 1;
+    };
     // One job whose plan each variant overwrites: only the layouts that fit are copied out.
     JobSpec job = split_job;
     for (const core::Fp8& precision : precisions_) {
@@ -418,20 +423,20 @@ void LayoutChecker::check_split(const JobSpec& split_job, const std::string& spl
             }
             const auto& parameters = parameters_.get(job);
             Verdict verdict;
-            if (precision.enabled() && fp8_verdict[v].known) {
-                verdict = fp8_verdict[v];
+            const int k = kind(precision);
+            if (k > 0 && quantized_verdict[k - 1][v].known) {
+                verdict = quantized_verdict[k - 1][v];
                 if (!verdict.fits) continue;
                 job.plan.recompute = verdict.recompute;
             } else {
                 const auto& flights =
                     in_flight_.get(job.plan, std::int32_t(job.micro_batches_per_step()));
-                verdict.fits =
-                    choose_recompute(job, space_, options_.memory_budget_bytes, flights, parameters,
-                                     memory[precision.enabled() ? 1 : 0], verdict.why, verdict.peak,
-                                     out.result, options_.rejected_examples);
+                verdict.fits = choose_recompute(job, space_, options_.memory_budget_bytes, flights,
+                                                parameters, memory[k], verdict.why, verdict.peak,
+                                                out.result, options_.rejected_examples);
                 verdict.known = true;
                 verdict.recompute = job.plan.recompute;
-                if (precision.enabled()) fp8_verdict[v] = verdict;
+                if (k > 0) quantized_verdict[k - 1][v] = verdict;
                 if (!verdict.fits) continue;
             }
             // After the recomputation is chosen: Megatron runs neither beside some of them.

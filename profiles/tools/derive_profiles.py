@@ -191,6 +191,7 @@ DEVICES = {
         # GEMM: best-shape cuBLAS BF16 efficiency (MAMF) and per-tile fixed
         # prologue/epilogue cost expressed in k-elements.
         "gemm_rows": gm.A100,
+        "gemm_k0_prior": 128,
         # FA2 achieved TFLOP/s at the reference point (seq 16k, 16 heads*batch
         # for d=128 / 32 for d=64, non-causal) -- read from the FA2 paper.
         "attn_anchor_tflops": {("fwd", 128): 225.0, ("fwd", 64): 190.0,
@@ -302,7 +303,8 @@ SRC_CX8 = ("NVIDIA ConnectX-8 SuperNIC: 800 Gb/s, twice ConnectX-7's 400 Gb/s; n
 # current scaling, pre-quantised, on B300 (a layer's GEMMs in 7.161 ms against 6.812 ms:
 # gm.SRC_TE_PROFILING). DeepSeek-style 128x128 blockwise scaling is Hopper's recipe (Transformer
 # Engine runs MXFP8 on Blackwell instead): not listed, so refused.
-BLACKWELL_FP8 = {"fp8_recipes": {"delayed": 1.0, "tensorwise": 1.0, "mxfp8": 6.812 / 7.161}}
+BLACKWELL_FP8 = {"fp8_recipes": {"delayed": 1.0, "tensorwise": 1.0, "mxfp8": 6.812 / 7.161},
+                 "fp4_recipes": {"nvfp4": 1.0}}
 
 
 def scaled_rows(rows, factors):
@@ -320,6 +322,8 @@ def scaled_layers(layers, factors):
 # B200's 1000 W; GB300 1400 W): MAMF measures GB200 at 1822.0/1745.0 of B200 in BF16 and
 # 3615.6/3432.5 in FP8 (SRC_MAMF_BLACKWELL).
 GRACE_OVER_HGX = {"bf16": 1822.0 / 1745.0, "fp8": 3615.6 / 3432.5}
+# No MAMF of FP4: its GEMMs carried over at the FP8 ratio.
+GRACE_OVER_HGX["fp4"] = GRACE_OVER_HGX["fp8"]
 
 # FA4 on B200; head dim 64 at the Hopper profiles' 300/350 (forward) and 270/320 (backward).
 BLACKWELL_ATTN = {("fwd", 128): 1534.8, ("fwd", 64): 1534.8 * 300.0 / 350.0,
@@ -328,11 +332,12 @@ NVLINK5 = {"sms": nvlink_sms(18), "busbw": 682e9, "alpha": 1.0e-6, "launch": 5.0
            "half_bytes": 2 * MIB, "a2a_factor": 0.9, "p2p_factor": 1.0}
 
 DEVICES["b200-sxm-180gb"] = {
-    "peak": {"bf16": 2250e12, "fp16": 2250e12, "fp32": 80e12, "fp8": 4500e12},
+    # Dense FP4: 9 PFLOP/s (NVIDIA "Introducing NVFP4": B200 9 dense; pytorch/ao's peak).
+    "peak": {"bf16": 2250e12, "fp16": 2250e12, "fp32": 80e12, "fp8": 4500e12, "fp4": 9000e12},
     "memory_mib": 183359,
     "hbm_bw": 8.0e12,
     "sms": 148,
-    "gemm_rows": gm.B200,
+    "gemm_rows": gm.B200 + gm.B200_FP4,
     **BLACKWELL_FP8,
     "attn_anchor_tflops": BLACKWELL_ATTN,
     "nvlink": NVLINK5,
@@ -344,14 +349,17 @@ DEVICES["b200-sxm-180gb"] = {
 }
 DEVICES["gb200-186gb"] = dict(
     DEVICES["b200-sxm-180gb"],
-    peak={"bf16": 2500e12, "fp16": 2500e12, "fp32": 90e12, "fp8": 5000e12},
+    peak={"bf16": 2500e12, "fp16": 2500e12, "fp32": 90e12, "fp8": 5000e12, "fp4": 10000e12},
     memory_mib=189471,
     sms=152,
     host_op_issue_s=HOST_OP_GRACE_S,  # Grace host (SRC_HOST_OP)
     # B200's BF16 measurements carried over by the MAMF ratio, beside GB200's own MAMF; its own
     # FP8 ones.
     gemm_rows=(scaled_rows([r for r in gm.B200 if r[0] == "bf16"], GRACE_OVER_HGX) +
-               [("bf16", 4096, 9728, 2048, 1822.0, gm.SRC_MAMF)] + gm.GB200_FP8),
+               [("bf16", 4096, 9728, 2048, 1822.0, gm.SRC_MAMF)] + gm.GB200_FP8 +
+               # NVFP4: B200's explicitly-NVFP4 measurements carried over (Azure's GB200 FP4
+               # column does not say which FP4 it ran).
+               scaled_rows(gm.B200_FP4, GRACE_OVER_HGX)),
     nvlink=dict(NVLINK5, busbw=680e9),
     ib={"sms": IB_COMMUNICATION_SMS, "busbw": 47e9, "alpha": 5.0e-6, "launch": 5.0e-6,
         "half_bytes": MIB // 2, "a2a_factor": 0.7, "p2p_factor": 1.0,
@@ -366,6 +374,9 @@ DEVICES["gb300-288gb"] = dict(
     DEVICES["gb200-186gb"],
     memory_mib=284208,
     sms=160,
+    # Blackwell Ultra: dense NVFP4 15 PFLOP/s, "3x that of FP8" (NVIDIA, "3 Ways NVFP4
+    # Accelerates AI Training and Inference").
+    peak={"bf16": 2500e12, "fp16": 2500e12, "fp32": 90e12, "fp8": 5000e12, "fp4": 15000e12},
     gemm_rows=scaled_rows(gm.B300, GRACE_OVER_HGX),
     gemm_layers=scaled_layers(gm.B300_LAYERS, GRACE_OVER_HGX),
     ib={"sms": IB_COMMUNICATION_SMS, "busbw": 94e9, "alpha": 5.0e-6, "launch": 5.0e-6,
@@ -427,7 +438,7 @@ def sustained_rate(peak, eff, factor):
     clock the power limit holds (B200 drops 19 % below its top clock after ~5 ms of sustained
     compute: flashinfer-ai/flashinfer PR #2899), so published rates of large shapes level off
     below the best shape a sweep finds; the cap is fitted with the core efficiency."""
-    core, cap = eff
+    core, cap = eff[0], eff[1]
     return peak * min(core * factor, cap)
 
 
@@ -435,10 +446,11 @@ def gemm_raw_time(dev, core_eff, m, n, k, dtype="bf16"):
     """Heuristic-selected (fastest modelled) config; no launch overhead.  FP8 reads 1-byte
     inputs and writes a BF16 output. core_eff = (core, cap) (sustained_rate)."""
     peak, bw = dev["peak"][dtype], GEMM_HBM_EFF * dev["hbm_bw"]
-    in_bytes = 1.0 if dtype == "fp8" else 2.0
+    # FP8: 1-byte inputs; NVFP4: E2M1 two to a byte and an E4M3 scale per 16.
+    in_bytes = {"fp8": 1.0, "fp4": 0.5 + 1.0 / 16.0}.get(dtype, 2.0)
     base_bytes = in_bytes * (m * k + k * n) + 2.0 * m * n
     best = None
-    for factor, extra in gemm_configs(m, n, k, dev["sms"], dev["gemm_k0"]):
+    for factor, extra in gemm_configs(m, n, k, dev["sms"], core_eff[2]):
         t = max(2.0 * m * n * k / sustained_rate(peak, core_eff, factor),
                 (base_bytes + extra) / bw)
         best = t if best is None else min(best, t)
@@ -496,10 +508,10 @@ def _log_residuals(dev, core_eff, dtype):
     return out
 
 
-def _fit_core_eff(dev, dtype, cap):
+def _fit_core_eff(dev, dtype, cap, k0):
     """The core efficiency minimising the squared log errors under `cap` (golden section)."""
     def cost(e):
-        return sum(r * r for r in _log_residuals(dev, (e, cap), dtype))
+        return sum(r * r for r in _log_residuals(dev, (e, cap, k0), dtype))
     lo, hi = 0.2, 1.0  # a kernel config never beats the tensor cores' peak
     g = (math.sqrt(5.0) - 1.0) / 2.0
     a, b = hi - g * (hi - lo), lo + g * (hi - lo)
@@ -511,7 +523,7 @@ def _fit_core_eff(dev, dtype, cap):
             lo, a = a, b
             b = lo + g * (hi - lo)
     e = 0.5 * (lo + hi)
-    return (e, cap), cost(e)
+    return (e, cap, k0), cost(e)
 
 
 # Sustained caps tried, as fractions of peak (1.0: no cap).
@@ -519,27 +531,28 @@ GEMM_CAP_CHOICES = [0.50 + 0.02 * i for i in range(26)]
 
 
 def fit_gemm(dev):
-    """(k0, {dtype: (core, cap)}, rms log error) fitted to the device's published GEMM rates."""
+    """({dtype: (core, cap, k0)}, rms log error) fitted to the device's published GEMM rates,
+    each dtype on its own (a tile's fixed cost in k-elements depends on the element width)."""
     dtypes = sorted({r[0] for r in dev.get("gemm_rows", [])} |
                     {r[0] for r in dev.get("gemm_layers", [])})
-    best = None
-    for k0 in GEMM_K0_CHOICES:
-        trial = dict(dev, gemm_k0=k0)
-        effs, total, count = {}, 0.0, 0
-        for d in dtypes:
-            # No shape sustains more than the fastest one measured (MAMF is by definition the
-            # maximum achievable): the cap stays at or below it.
-            best_measured = max([r[4] * 1e12 / dev["peak"][d] for r in dev.get("gemm_rows", [])
-                                 if r[0] == d] or [1.0])
-            caps = [c for c in GEMM_CAP_CHOICES if c <= best_measured] or [best_measured]
-            eff, cost = min((_fit_core_eff(trial, d, cap) for cap in caps), key=lambda x: x[1])
-            effs[d] = eff
-            total += cost
-            count += len(_log_residuals(trial, eff, d))
-        rms = math.sqrt(total / count)
-        if best is None or rms < best[2] - 1e-9:
-            best = (k0, effs, rms)
-    return best
+    effs, total, count = {}, 0.0, 0
+    for d in dtypes:
+        # No shape sustains more than the fastest one measured (MAMF is by definition the
+        # maximum achievable): the cap stays at or below it.
+        best_measured = max([r[4] * 1e12 / dev["peak"][d] for r in dev.get("gemm_rows", [])
+                             if r[0] == d] or [1.0])
+        caps = [c for c in GEMM_CAP_CHOICES if c <= best_measured] or [best_measured]
+        fits = [min((_fit_core_eff(dev, d, cap, k0) for cap in caps), key=lambda x: x[1])
+                for k0 in GEMM_K0_CHOICES]
+        least = min(cost for _, cost in fits)
+        # Where the measurements cannot tell the tile overheads apart (A100's two shapes), the
+        # prior: the per-tile overhead the tile model used before the fit (128 on A100, 192).
+        eff, cost = min((f for f in fits if f[1] <= least * (1.0 + 1e-3) + 1e-12),
+                        key=lambda f: abs(f[0][2] - dev.get("gemm_k0_prior", 192)))
+        effs[d] = eff
+        total += cost
+        count += len(_log_residuals(dev, eff, d))
+    return effs, math.sqrt(total / count)
 
 
 # --------------------------------------------------------------------------
@@ -558,7 +571,7 @@ GROUPED_OVERLAP_P = 2.5
 
 def grouped_raw_time(dev, core_eff, groups, m, n, k, dtype="bf16"):
     peak, bw = dev["peak"][dtype], GEMM_HBM_EFF * dev["hbm_bw"]
-    in_bytes = 1.0 if dtype == "fp8" else 2.0
+    in_bytes = {"fp8": 1.0, "fp4": 0.5 + 1.0 / 16.0}.get(dtype, 2.0)
     streams = min(groups, GROUPED_STREAMS)
     rounds = _ceil_div(groups, streams)
     base_bytes = streams * (in_bytes * (m * k + k * n) + 2.0 * m * n)
@@ -568,7 +581,7 @@ def grouped_raw_time(dev, core_eff, groups, m, n, k, dtype="bf16"):
         pad = (m * n) / float(per_group * tm * tn)
         tiles = streams * per_group
         wave = tiles / float(_ceil_div(tiles, dev["sms"]) * dev["sms"])
-        factor = rel * pad * wave * k / (k + dev["gemm_k0"])
+        factor = rel * pad * wave * k / (k + core_eff[2])
         tc = 2.0 * streams * m * n * k / sustained_rate(peak, core_eff, factor)
         tmem = base_bytes / bw
         t = (tc ** GROUPED_OVERLAP_P + tmem ** GROUPED_OVERLAP_P) ** (1.0 / GROUPED_OVERLAP_P)
@@ -736,7 +749,7 @@ def method_text(name, dev, gemm_core, attn_cores):
         "falls short of ring peak), all_reduce = min(ring, double-binary-tree 2 log2(n) a + ring "
         "bandwidth term / 0.9) as NCCL selects tree for small messages at scale."
         % (GENERATED_BY, dev["memory_mib"], GEMM_LAUNCH_S * 1e6, SPLITK_MIN_DEPTH, dev["sms"],
-           dev["gemm_k0"], gemm_core[0], gemm_core[1],
+           gemm_core[2], gemm_core[0], gemm_core[1],
            len(dev.get("gemm_rows", [])) + len(dev.get("gemm_layers", [])),
            100 * dev["gemm_fit_rms"],
            dev["attn_anchor_tflops"][("fwd", 128)], dev["attn_anchor_tflops"][("fwd", 64)],
@@ -760,6 +773,16 @@ def fp8_method_text(dev, fp8_core):
             "MXFP8 layer against current scaling)." % (fp8_core[0], fp8_core[1], rates))
 
 
+def fp4_method_text(fp4_core):
+    if fp4_core is None:
+        return ""
+    return (" gemm fp4 (NVFP4: E2M1 inputs with an E4M3 scale per 16, 0.5625 bytes an element, "
+            "BF16 out): the same tile model at the dense FP4 peak, its core efficiency (%.4f) "
+            "and cap (%.2f of peak) fitted to the published NVFP4 rates; device.fp4_recipes "
+            "{nvfp4: 1.0} (Megatron-Core's --fp4-recipe nvfp4 on that table)."
+            % (fp4_core[0], fp4_core[1]))
+
+
 # The generation each device belongs to (device.architecture): how `trident accuracy` groups the
 # published runs it checks the simulator against.
 ARCHITECTURE = {"a100-sxm4-80gb": "ampere", "h100-sxm5-80gb": "hopper", "h200-sxm-141gb": "hopper",
@@ -777,8 +800,8 @@ def gemm_sources(dev):
 
 
 def build_profile(name, dev):
-    k0, cores_by_dtype, rms = fit_gemm(dev)
-    dev = dict(dev, gemm_k0=k0, gemm_fit_rms=rms)
+    cores_by_dtype, rms = fit_gemm(dev)
+    dev = dict(dev, gemm_fit_rms=rms)
     gcore = cores_by_dtype["bf16"]
     fcore = cores_by_dtype.get("fp8")
     gemm = {"bf16": gemm_table(dev, gcore)}
@@ -788,6 +811,11 @@ def build_profile(name, dev):
         gemm["fp8"] = gemm_table(dev, fcore, "fp8")
         grouped["fp8"] = grouped_gemm_table(dev, fcore, "fp8")
         device_extra["fp8_recipes"] = dict(dev["fp8_recipes"])
+    qcore = cores_by_dtype.get("fp4")
+    if qcore is not None:
+        gemm["fp4"] = gemm_table(dev, qcore, "fp4")
+        grouped["fp4"] = grouped_gemm_table(dev, qcore, "fp4")
+        device_extra["fp4_recipes"] = dict(dev["fp4_recipes"])
     cores = {(dr, d): attn_core_eff(dev, dr, d) for dr in ("fwd", "bwd") for d in ATTN_HD}
     attn = []
     for bh in ATTN_BH:
@@ -805,6 +833,7 @@ def build_profile(name, dev):
         "provenance": {
             "kind": "derived",
             "method": (method_text(name, dev, gcore, cores) + fp8_method_text(dev, fcore) +
+                       fp4_method_text(qcore) +
                        grouped_method_text()),
             "sources": dev["sources"] + gemm_sources(dev) +
                        [SRC_COMM_SMS, SRC_NCCL_SMS, SRC_TE_UB_SMS, SRC_HOST_OP, SRC_GROUPED],

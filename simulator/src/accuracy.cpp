@@ -145,7 +145,8 @@ RunCategory category_of(const core::JobSpec& job, const core::Profile& profile) 
         c.precision = "bf16";
         break;
     case core::Fp8Recipe::mxfp8:
-        c.precision = "mxfp8";
+    case core::Fp8Recipe::nvfp4:
+        c.precision = core::precision_name(job.plan.fp8.recipe);
         break;
     default:
         c.precision = "fp8";

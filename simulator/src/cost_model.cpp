@@ -146,7 +146,9 @@ double CostModel::op_s(const Op& op, std::int32_t pipeline_rank) const {
     core::Timing t;
     switch (op.kind) {
     case OpKind::gemm: {
-        const core::Dtype d = op.fp8 ? core::Dtype::fp8 : dtype;
+        const core::Dtype d = !op.fp8                                          ? dtype
+                              : job_.plan.fp8.recipe == core::Fp8Recipe::nvfp4 ? core::Dtype::fp4
+                                                                               : core::Dtype::fp8;
         if (op.grouped) {
             t = profile_.grouped_gemm(d, op.count, op.m, op.n, op.k);
             t.seconds /= double(op.count); // the groups' time, counted once below
@@ -475,6 +477,11 @@ double fp8_rate(const core::JobSpec& job, const core::Profile& profile) {
     std::string runs;
     for (const auto& [known, value] : profile.fp8_recipes())
         runs += (runs.empty() ? "" : ", ") + known;
+    if (recipe == core::Fp8Recipe::nvfp4)
+        throw core::SpecError("parallel.fp4", "profile " + profile.name() +
+                                                  " does not run NVFP4 (it has no fp4 GEMM table: "
+                                                  "NVFP4 needs Blackwell" +
+                                                  (runs.empty() ? "" : "; it runs " + runs) + ")");
     throw core::SpecError("parallel.fp8.recipe",
                           "profile " + profile.name() + " does not run FP8 recipe '" + name +
                               "' (" +

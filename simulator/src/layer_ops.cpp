@@ -47,11 +47,16 @@ double routed_copies(const core::MoeSpec& e, const LayerView& v) {
 }
 
 double fp8_weight_cast_bytes(const core::Fp8& fp8, double weights) {
-    return fp8.param_gather ? 2.0 * weights : fp8_cast_bytes(fp8.recipe, weights);
+    // With the parameter gather the optimizer writes the quantized weight: only its transpose
+    // is made (read and written in the recipe's format).
+    return fp8.param_gather ? 2.0 * core::quantized_bytes(fp8.recipe) * weights
+                            : fp8_cast_bytes(fp8.recipe, weights);
 }
 
 double fp8_cast_bytes(core::Fp8Recipe recipe, double elements) {
-    double bytes = elements * (2.0 + 1.0 + 1.0);
+    // Read the 16-bit values, write the copy the forward GEMM reads and the transposed one the
+    // weight gradient reads (Transformer Engine's cast_transpose).
+    double bytes = elements * (2.0 + 2.0 * core::quantized_bytes(recipe));
     switch (recipe) {
     case core::Fp8Recipe::tensorwise:
         bytes += 2.0 * elements; // the amax pass before the cast
@@ -61,6 +66,13 @@ double fp8_cast_bytes(core::Fp8Recipe recipe, double elements) {
         break;
     case core::Fp8Recipe::mxfp8:
         bytes += 2.0 * elements / 32.0; // E8M0 scale per 32 (both directions)
+        break;
+    case core::Fp8Recipe::nvfp4:
+        // The tensor's amax first (its fp32 scale); each copy made from the 16-bit values
+        // (NVFP4BlockScaling: "to avoid double quantization errors"), the random Hadamard
+        // transform fused into the column-wise cast; the E4M3 block scales are in
+        // quantized_bytes.
+        bytes += 2.0 * elements;
         break;
     default:
         break;

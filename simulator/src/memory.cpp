@@ -52,7 +52,7 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
     const double eb = double(core::dtype_bytes(m.precision.params)); // bytes per activation
     // The inputs of FP8 linear layers are saved as FP8 for the weight gradient (Transformer
     // Engine keeps the cast, transposed copy): one byte each.
-    const double lb = v.fp8 != core::Fp8Recipe::none ? 1.0 : eb;
+    const double lb = v.fp8 != core::Fp8Recipe::none ? core::quantized_bytes(v.fp8) : eb;
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
     const double T = double(v.tokens());
     const double h = double(m.hidden_size), s = double(v.seq);
@@ -117,7 +117,8 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
 double weight_gradient_state_bytes(const core::ModelSpec& m, const LayerView& v,
                                    std::int64_t layer) {
     const double eb = double(core::dtype_bytes(m.precision.params));
-    const double lb = v.fp8 != core::Fp8Recipe::none ? 1.0 : eb; // FP8 linear inputs
+    const double lb =
+        v.fp8 != core::Fp8Recipe::none ? core::quantized_bytes(v.fp8) : eb; // FP8 linear inputs
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
     const double T = double(v.tokens());
     const double h = double(m.hidden_size);
@@ -196,7 +197,8 @@ LossBytes loss_bytes(const core::JobSpec& job) {
         const LayerView v = mtp_view(job, LayerView::of(p, job.training.seq_length), d);
         const std::int64_t layer = m.num_layers + d;
         const double eh_input =
-            (v.fp8 != core::Fp8Recipe::none ? 1.0 : eb) * 2.0 * T * double(m.hidden_size) / sd;
+            (v.fp8 != core::Fp8Recipe::none ? core::quantized_bytes(v.fp8) : eb) * 2.0 * T *
+            double(m.hidden_size) / sd;
         out.stored += norm_output + eh_input + activation_bytes(m, v, layer) + head.stored;
         out.weight_state += eh_input + weight_gradient_state_bytes(m, v, layer) + head.weight_state;
     }
@@ -340,13 +342,19 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
 
 double fp8_weight_copy_bytes(double fp8_parameters, const core::Fp8& fp8) {
     if (!fp8.enabled()) return 0.0;
-    return fp8_parameters * (fp8.param_gather ? 0.0 : 2.0);
+    // The weight and its transpose in the recipe's format: beside the 16-bit weight, or — with
+    // the parameter gather — in its place (2 bytes a parameter already counted as weights).
+    const double copies = 2.0 * core::quantized_bytes(fp8.recipe);
+    return fp8_parameters * (fp8.param_gather ? copies - 2.0 : copies);
 }
 
 double gathered_weight_bytes(double parameters, double fp8_parameters, double weight_b,
                              const core::Fp8& fp8) {
-    const bool one_byte = fp8.enabled() && fp8.param_gather;
-    return parameters * weight_b - (one_byte ? (weight_b - 1.0) * fp8_parameters : 0.0);
+    // Under the parameter gather the quantized weights travel in their format (FP8: 1 byte,
+    // NVFP4: 0.5 + an E4M3 scale per 16).
+    const bool quantized = fp8.enabled() && fp8.param_gather;
+    return parameters * weight_b -
+           (quantized ? (weight_b - core::quantized_bytes(fp8.recipe)) * fp8_parameters : 0.0);
 }
 
 std::vector<StageParameters> parameters_per_stage(const core::JobSpec& job) {

@@ -20,9 +20,8 @@ TEST(Accuracy, EveryShippedRunCitesItsSourceAndSimulatesOrSaysWhyNot) {
         EXPECT_GT(run.value, 0.0) << run.name;
         const simulator::AccuracyRow row = simulator::evaluate_run(run);
         if (!row.simulated()) {
-            // Only options Trident does not express yet: NVFP4 and activation offload.
-            EXPECT_TRUE(row.not_expressible.find("fp4") != std::string::npos ||
-                        row.not_expressible.find("offloading") != std::string::npos)
+            // Only an option Trident does not express yet: activation offload (issue 44).
+            EXPECT_NE(row.not_expressible.find("cpu_offloading"), std::string::npos)
                 << run.name << ": " << row.not_expressible;
             continue;
         }
@@ -31,7 +30,7 @@ TEST(Accuracy, EveryShippedRunCitesItsSourceAndSimulatesOrSaysWhyNot) {
         EXPECT_GT(row.predicted, 0.0) << run.name;
         EXPECT_NEAR(row.error, row.predicted / run.value - 1.0, 1e-12) << run.name;
     }
-    EXPECT_GE(simulated, 45u);
+    EXPECT_GE(simulated, 55u);
     // Dense and MoE on three device generations, BF16 and the FP8 recipes.
     for (const char* c :
          {"dense · ampere · bf16", "dense · hopper · bf16", "dense · hopper · fp8",

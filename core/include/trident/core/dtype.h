@@ -7,9 +7,11 @@
 
 namespace trident::core {
 
-enum class Dtype { fp32, bf16, fp16, fp8 };
+// fp4: NVFP4's E2M1 — a GEMM table and peak of a profile, never a model's storage dtype.
+enum class Dtype { fp32, bf16, fp16, fp8, fp4 };
 
-inline constexpr std::array<std::string_view, 4> kDtypeNames = {"fp32", "bf16", "fp16", "fp8"};
+inline constexpr std::array<std::string_view, 5> kDtypeNames = {"fp32", "bf16", "fp16", "fp8",
+                                                                "fp4"};
 
 constexpr std::int64_t dtype_bytes(Dtype d) {
     switch (d) {
@@ -20,6 +22,8 @@ constexpr std::int64_t dtype_bytes(Dtype d) {
         return 2;
     case Dtype::fp8:
         return 1;
+    case Dtype::fp4: // two to a byte: what stores FP4 counts its half bytes itself (nvfp4 casts,
+        return 1;    // saved inputs); a model's precision is never FP4 (model_from_json refuses it)
     }
     return 0;
 }

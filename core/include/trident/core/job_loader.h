@@ -55,6 +55,9 @@ struct JobInputs {
     // FP8: Trident's --precision (bf16, fp8-delayed, …) or Megatron's flags
     std::optional<std::string> precision, fp8_format, fp8_recipe;
     std::optional<bool> fp8_param_gather, first_last_layers_bf16;
+    // NVFP4: Megatron's --fp4-format e2m1, --fp4-recipe nvfp4, --fp4-param-gather
+    std::optional<std::string> fp4_format, fp4_recipe;
+    std::optional<bool> fp4_param_gather;
     std::optional<std::int64_t> bf16_layers_at_start, bf16_layers_at_end, fp8_amax_history;
     std::optional<std::string> recompute; // granularity
     std::optional<std::string> recompute_method;

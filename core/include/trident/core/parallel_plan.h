@@ -84,11 +84,20 @@ inline constexpr std::array<std::string_view, 2> kRecomputeMethodNames = {"block
 // linear layers' GEMMs (Megatron --fp8-recipe). `none` trains in the parameters' dtype (BF16).
 // delayed: per-tensor scales from an amax history; tensorwise: per-tensor scales from the
 // current amax (an extra pass); blockwise: 1×128 activation and 128×128 weight scales
-// (DeepSeek-V3); mxfp8: 1×32 E8M0 block scales (Blackwell tensor cores).
-enum class Fp8Recipe { none, delayed, tensorwise, blockwise, mxfp8 };
-inline constexpr std::array<std::string_view, 5> kFp8RecipeNames = {"none", "delayed", "tensorwise",
-                                                                    "blockwise", "mxfp8"};
-// The precision names the planner and the report use: "bf16", "fp8-delayed", …, "mxfp8".
+// (DeepSeek-V3); mxfp8: 1×32 E8M0 block scales (Blackwell tensor cores); nvfp4: E2M1 values
+// with E4M3 scales per 16 and an fp32 scale per tensor (Megatron-Core's --fp4-format e2m1
+// --fp4-recipe nvfp4, `parallel.fp4` in a plan; Blackwell) — the same linear layers in 4 bits.
+enum class Fp8Recipe { none, delayed, tensorwise, blockwise, mxfp8, nvfp4 };
+inline constexpr std::array<std::string_view, 6> kFp8RecipeNames = {
+    "none", "delayed", "tensorwise", "blockwise", "mxfp8", "nvfp4"};
+// Bytes per element of a tensor stored in a recipe's format: 1 for the FP8 recipes (their
+// scales are a few bytes per block of 32 to 128×128), 0.5 + 1/16 for NVFP4 (E2M1 two to a
+// byte, an E4M3 scale per 16); 0 for none.
+constexpr double quantized_bytes(Fp8Recipe r) {
+    return r == Fp8Recipe::none ? 0.0 : r == Fp8Recipe::nvfp4 ? 0.5 + 1.0 / 16.0 : 1.0;
+}
+// The precision names the planner and the report use: "bf16", "fp8-delayed", …, "mxfp8",
+// "nvfp4".
 std::string precision_name(Fp8Recipe r);
 // Megatron --fp8-format: E4M3 everywhere, or hybrid (E4M3 forward, E5M2 gradients).
 enum class Fp8Format { e4m3, hybrid };
@@ -299,6 +308,8 @@ std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chu
 // `parallel.fp8`: a recipe name ("tensorwise") or {recipe, format, param_gather,
 // num_layers_at_start_in_bf16, num_layers_at_end_in_bf16, amax_history_len}.
 Fp8 fp8_from_json(const Json& j, const std::string& path = "parallel.fp8");
+// NVFP4's object (`parallel.fp4`): its recipe nvfp4.
+Fp8 fp4_from_json(const Json& j, const std::string& path = "parallel.fp4");
 
 // The sharding of `parallel` (data_parallel_sharding_strategy, use_megatron_fsdp,
 // use_torch_fsdp2, num_distributed_optimizer_instances, fsdp_prefetch_units), read after

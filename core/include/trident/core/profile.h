@@ -74,7 +74,8 @@ public:
     double memory_bandwidth_bytes_per_s() const { return memory_bandwidth_; }
     bool has_fabric(const std::string& fabric) const { return fabrics_.contains(fabric); }
     // FP8 recipes the device runs ("delayed", "tensorwise", "blockwise", "mxfp8") and each
-    // one's GEMM rate relative to the fp8 GEMM table (device.fp8_recipes); 0: not supported.
+    // one's GEMM rate relative to the fp8 GEMM table (device.fp8_recipes), and NVFP4's ("nvfp4")
+    // relative to the fp4 table (device.fp4_recipes); 0: not supported.
     double fp8_gemm_rate(const std::string& recipe) const;
     const std::map<std::string, double>& fp8_recipes() const { return fp8_recipes_; }
     // The fraction of compute throughput an overlapped collective takes (device.communication_

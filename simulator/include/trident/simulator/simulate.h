@@ -60,7 +60,7 @@ struct Report {
     double hardware_flops = 0.0;    // recomputation included
     double tflops_per_device = 0.0; // model FLOPs
     double mfu = 0.0;               // against the parameters' dtype peak (BF16), as NeMo prints it
-    double mfu_fp8_peak = 0.0;      // against the FP8 peak (FP8 plans only)
+    double mfu_fp8_peak = 0.0;      // against the recipe's own peak: FP8's, FP4's for NVFP4
     double hfu = 0.0;
     double peak_flops_per_s = 0.0;
     double memory_capacity_bytes = 0.0;
