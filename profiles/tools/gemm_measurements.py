@@ -131,9 +131,9 @@ B300_LAYERS = [
     ("fp4", _te_layer(), 3.764e-3, SRC_TE_PROFILING),
 ]
 # NVFP4 (E2M1 with E4M3 scales per 16): pytorch/ao's square GEMMs on B200 (its script's FP4
-# peak 9e15). Azure's cuBLASLt FP4 column on GB200 is kept for reference but not fitted: it
-# does not say which FP4 format it ran, and its rates sit well above the NVFP4 ones measured
-# on B200 and B300.
+# peak 9e15). Not used: Azure's cuBLASLt "FP4" column on GB200 (7,536 TFLOP/s at 8192³), which
+# does not say which FP4 format it ran and sits well above the NVFP4 rates measured on B200 and
+# B300.
 B200_FP4 = [
     ("fp4", 1024, 1024, 1024, 366.0, SRC_AO_NVFP4),
     ("fp4", 2048, 2048, 2048, 1680.0, SRC_AO_NVFP4),
@@ -141,13 +141,4 @@ B200_FP4 = [
     ("fp4", 4096, 4096, 4096, 4460.0, SRC_AO_NVFP4),
     ("fp4", 6144, 6144, 6144, 5500.0, SRC_AO_NVFP4),
     ("fp4", 8192, 8192, 8192, 5370.0, SRC_AO_NVFP4),
-]
-GB200_FP4 = [
-    ("fp4", 1024, 1024, 1024, 287.2, SRC_AZURE),
-    ("fp4", 2048, 2048, 2048, 1677.7, SRC_AZURE),
-    ("fp4", 4096, 4096, 4096, 5177.3, SRC_AZURE),
-    ("fp4", 8192, 8192, 8192, 7535.6, SRC_AZURE),
-    ("fp4", 16384, 16384, 16384, 7627.6, SRC_AZURE),
-    ("fp4", 32768, 32768, 32768, 7487.2, SRC_AZURE),
-    ("fp4", 1024, 2145, 1024, 549.0, SRC_AZURE),
 ]
