@@ -45,7 +45,7 @@ struct PlanCommandOptions {
     std::optional<std::int64_t> recompute_num_layers;
     std::vector<std::string> recompute_modules;
     bool allow_cross_node_tp = false, no_overlap = false, no_flash_attention = false;
-    bool no_overlap_p2p = false;
+    bool no_overlap_p2p = false, no_memory_savers = false;
     std::string memory_budget;
     std::size_t top = 10;
     bool csv = false, json = false, megatron_args = false, explain = false, exhaustive = false;
@@ -146,6 +146,9 @@ planner::SearchSpace search_space(const PlanCommandOptions& o) {
     s.account_for_embedding = in.account_for_embedding.value_or(false);
     s.account_for_loss = in.account_for_loss.value_or(false);
     if (const auto fp8 = core::fp8_override(in)) s.precisions = {*fp8};
+    s.memory_savers = !o.no_memory_savers;
+    s.optimizer_dtype_pinned =
+        in.exp_avg_dtype || in.exp_avg_sq_dtype || in.use_precision_aware_optimizer.has_value();
     pin_sharding(o, s);
     s.allow_cross_node_tp = o.allow_cross_node_tp;
     s.overlap = !o.no_overlap;
@@ -231,6 +234,10 @@ void add_search_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
         ->group(search);
     app->add_flag("--no-overlap-p2p-communication", o->no_overlap_p2p,
                   "Pipeline sends wait, as Megatron without overlap_p2p_comm (interleaved only)")
+        ->group(search);
+    app->add_flag("--no-memory-savers", o->no_memory_savers,
+                  "Do not try the FP8/NVFP4 parameter gather or BF16 Adam moments before "
+                  "recomputation or more sharding")
         ->group(search);
     app->add_flag("--no-overlap", o->no_overlap,
                   "Do not overlap gradient reduction / parameter gather")

@@ -152,6 +152,10 @@ void print_explain(const planner::PlanResult& r, std::ostream& out) {
         out << "why " << core::short_text(r.best.front().job.plan.recompute)
             << " for #1: " << r.best.front().recompute_reason << "\n";
         out << "pipeline split for #1: " << r.best.front().split_reason << "\n";
+        out << "memory savers for #1: "
+            << (r.best.front().memory_savers.empty() ? std::string("none")
+                                                     : r.best.front().memory_savers)
+            << "\n";
         const core::ParallelPlan& p = r.best.front().job.plan;
         out << "data-parallel sharding for #1: " << core::describe_sharding(p)
             << (p.tp_comm_overlap ? "; tensor-parallel communication overlapped" : "") << "\n";

@@ -115,6 +115,18 @@ void validate(const JobSpec& job) {
     }
     if (p.moe_shared_expert_overlap) validate_shared_expert_overlap(m, p);
     validate_torch_fsdp2(m, p);
+    // Megatron keeps main gradients and moments below fp32 only in the precision-aware optimizer,
+    // which it refuses without the distributed one (optimizer/__init__.py).
+    if ((m.precision.grads != Dtype::fp32 || m.precision.optimizer_state != Dtype::fp32) &&
+        !p.distributed_optimizer)
+        throw SpecError(m.precision.optimizer_state != Dtype::fp32
+                            ? "model.precision.optimizer_state"
+                            : "model.precision.grads",
+                        "below fp32 needs the precision-aware optimizer, which Megatron runs "
+                        "only with distributed_optimizer (ZeRO-1 or more); the plan has dp " +
+                            s(p.dp) +
+                            " without it (add --distributed-optimizer, or keep fp32 "
+                            "with --exp-avg-dtype fp32 --exp-avg-sq-dtype fp32)");
     if (c.devices() != p.devices()) {
         std::string reason = "tp·cp·dp·pp = " + s(p.tp) + "·" + s(p.cp) + "·" + s(p.dp) + "·" +
                              s(p.pp) + " = " + s(p.devices()) + " must equal the cluster's " +

@@ -74,8 +74,10 @@ std::string describe(const Recompute& r, std::int64_t layers_per_chunk) {
 std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chunk) {
     const auto on = [](bool b) { return b ? "on" : "off"; };
     return "precision " + precision_name(p.fp8.recipe) +
-           (p.fp8.param_gather ? " (FP8 parameter gather)" : "") + " · recompute " +
-           describe(p.recompute, layers_per_chunk) + " · sequence parallel " +
+           (!p.fp8.param_gather                ? ""
+            : p.fp8.recipe == Fp8Recipe::nvfp4 ? " (NVFP4 parameter gather)"
+                                               : " (FP8 parameter gather)") +
+           " · recompute " + describe(p.recompute, layers_per_chunk) + " · sequence parallel " +
            on(p.sequence_parallel) + " · " +
            (p.zero_stage() >= 2 || p.sharding.instances > 1
                 ? describe_sharding(p)
@@ -283,6 +285,13 @@ void validate(const ParallelPlan& p, const std::string& path) {
         throw SpecError(f("fp8"), "param_gather and the BF16 first/last layers need an FP8 "
                                   "recipe (delayed, tensorwise, blockwise or mxfp8) or NVFP4");
     validate_sharding(p, path);
+    // Megatron gathers quantized weights only where it gathers parameters (arguments.py:
+    // "--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron fsdp").
+    if (p.fp8.param_gather && !p.distributed_optimizer)
+        throw SpecError(
+            f(p.fp8.recipe == Fp8Recipe::nvfp4 ? "fp4.param_gather" : "fp8.param_gather"),
+            "needs distributed_optimizer or FSDP (only they gather parameters); dp " +
+                std::to_string(p.dp) + " replicates them (add --distributed-optimizer)");
     if (p.tp_comm_overlap && !p.sequence_parallel)
         throw SpecError(f("tp_comm_overlap"), "needs sequence_parallel (and tp > 1): it overlaps "
                                               "the sequence-parallel all-gathers and "

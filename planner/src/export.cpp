@@ -11,14 +11,12 @@ namespace trident::planner {
 
 core::Json plan_file(const Candidate& c, double memory_budget_bytes) {
     core::Json j = core::to_json(c.job);
-    j["planner"] = {{"recompute_reason", c.recompute_reason},
-                    {"split_reason", c.split_reason},
-                    {"predicted_step_time_s", c.step_time_s},
-                    {"predicted_tokens_per_s", c.tokens_per_s},
-                    {"predicted_mfu", c.mfu},
-                    {"peak_memory_bytes", c.peak_memory_bytes},
-                    {"peak_memory_stage", c.peak_stage},
-                    {"memory_budget_bytes", memory_budget_bytes}};
+    j["planner"] = {
+        {"recompute_reason", c.recompute_reason},    {"split_reason", c.split_reason},
+        {"memory_savers", c.memory_savers},          {"predicted_step_time_s", c.step_time_s},
+        {"predicted_tokens_per_s", c.tokens_per_s},  {"predicted_mfu", c.mfu},
+        {"peak_memory_bytes", c.peak_memory_bytes},  {"peak_memory_stage", c.peak_stage},
+        {"memory_budget_bytes", memory_budget_bytes}};
     return j;
 }
 

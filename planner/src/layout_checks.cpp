@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 namespace trident::planner {
 
@@ -222,17 +224,22 @@ Peak StageMemoryCache::peak(const JobSpec& job, const std::vector<core::InFlight
     auto it = entries_.find(key);
     if (it == entries_.end()) {
         it = entries_
-                 .emplace(key, Entry{p.distributed_optimizer, p.sharding,
+                 .emplace(key, Entry{p.distributed_optimizer, p.fp8.param_gather,
+                                     job.model.precision.optimizer_state, p.sharding,
                                      simulator::memory_per_stage(job, flights, &parameters)})
                  .first;
-    } else if (const core::Sharding& s = it->second.sharding;
-               it->second.distributed_optimizer != p.distributed_optimizer ||
-               s.strategy != p.sharding.strategy || s.instances != p.sharding.instances ||
-               s.prefetch_units != p.sharding.prefetch_units) {
-        for (std::size_t r = 0; r < it->second.stages.size(); ++r)
-            simulator::sharded_state(parameters[r], p, job.model.precision, it->second.stages[r]);
-        it->second.distributed_optimizer = p.distributed_optimizer;
-        it->second.sharding = p.sharding;
+    } else if (Entry& e = it->second; e.distributed_optimizer != p.distributed_optimizer ||
+                                      e.param_gather != p.fp8.param_gather ||
+                                      e.moments != job.model.precision.optimizer_state ||
+                                      e.sharding.strategy != p.sharding.strategy ||
+                                      e.sharding.instances != p.sharding.instances ||
+                                      e.sharding.prefetch_units != p.sharding.prefetch_units) {
+        for (std::size_t r = 0; r < e.stages.size(); ++r)
+            simulator::sharded_state(parameters[r], p, job.model.precision, e.stages[r]);
+        e.distributed_optimizer = p.distributed_optimizer;
+        e.param_gather = p.fp8.param_gather;
+        e.moments = job.model.precision.optimizer_state;
+        e.sharding = p.sharding;
     }
     return peak_of(it->second.stages);
 }
@@ -389,62 +396,113 @@ bool LayoutChecker::tp_overlap_pays(const JobSpec& job) {
     return pays;
 }
 
+std::string MemorySaver::text(const core::Fp8& precision) const {
+    const std::string gather =
+        std::string(precision.recipe == core::Fp8Recipe::nvfp4 ? "NVFP4" : "FP8") +
+        " parameter gather (the quantized weight is the parameter)";
+    const std::string moments = "BF16 Adam moments (precision-aware optimizer)";
+    const std::string what = param_gather && bf16_moments ? gather + " and " + moments
+                             : param_gather               ? gather
+                             : bf16_moments               ? moments
+                                                          : "";
+    return what.empty() ? what : what + ", taken before more recomputation or sharding";
+}
+
+std::vector<MemorySaver> LayoutChecker::savers_for(const core::Fp8& precision,
+                                                   const ParallelPlan& variant) const {
+    std::vector<MemorySaver> out = {{}};
+    // Megatron runs both only beside a sharded optimizer: --fp8-param-gather needs the
+    // distributed optimizer or FSDP, --use-precision-aware-optimizer the distributed optimizer.
+    if (!space_.memory_savers || !variant.distributed_optimizer) return out;
+    // A pinned precision keeps its own parameter gather; PyTorch FSDP2 gathers BF16 weights.
+    const bool gather = precision.enabled() && !precision.param_gather &&
+                        space_.precisions.empty() &&
+                        variant.sharding.implementation != core::FsdpImplementation::torch;
+    // Moments already below fp32 (a preset's) or pinned (--exp-avg-dtype) stay as given.
+    const bool moments = specs_.model.precision.optimizer_state == core::Dtype::fp32 &&
+                         !space_.optimizer_dtype_pinned;
+    if (gather) out.push_back({true, false});
+    if (moments) out.push_back({false, true});
+    if (gather && moments) out.push_back({true, true});
+    return out;
+}
+
+bool LayoutChecker::check_variant(JobSpec& job, const ParallelPlan& variant,
+                                  const core::Fp8& precision, const std::string& split_reason,
+                                  StageMemoryCache& memory, MemoryVerdict* shared_verdicts,
+                                  CheckedLayouts& out) {
+    const std::vector<MemorySaver> savers = savers_for(precision, variant);
+    // None first; where none fits at all, the largest saving (the last) next, and the partial
+    // savers only if that one fits: each saves less than all of them together.
+    std::vector<std::size_t> order(savers.size());
+    std::iota(order.begin(), order.end(), std::size_t(0));
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        const MemorySaver& saver = savers[order[i]];
+        if (i > 0) ++out.result.layouts; // a saver tried beyond the enumerated layout
+        job.plan = variant;
+        job.plan.fp8 = precision;
+        job.plan.fp8.param_gather = precision.param_gather || saver.param_gather;
+        job.model.precision.optimizer_state =
+            saver.bf16_moments ? core::Dtype::bf16 : specs_.model.precision.optimizer_state;
+        job.plan.token_dispatcher = best_dispatcher(job);
+        job.plan.tp_comm_overlap = tp_overlap_pays(job);
+        try {
+            core::validate(job.plan);
+        } catch (const core::SpecError& e) {
+            record_rejection(out.result, e.field(), e.reason());
+            continue;
+        }
+        const auto& parameters = parameters_.get(job);
+        // Shared verdicts (the FP8 recipes', by saver), else this precision's own.
+        MemoryVerdict own;
+        MemoryVerdict& verdict = shared_verdicts ? shared_verdicts[saver.code()] : own;
+        if (!verdict.known) {
+            const auto& flights =
+                in_flight_.get(job.plan, std::int32_t(job.micro_batches_per_step()));
+            verdict.fits = choose_recompute(job, space_, options_.memory_budget_bytes, flights,
+                                            parameters, memory, verdict.why, verdict.peak,
+                                            out.result, options_.rejected_examples);
+            verdict.recompute = job.plan.recompute;
+            verdict.known = true;
+        }
+        job.plan.recompute = verdict.recompute;
+        if (!verdict.fits) {
+            if (i == 0 && order.size() > 2)
+                std::rotate(order.begin() + 1, order.end() - 1, order.end());
+            else if (i == 1 && order.size() > 2 && order[1] == savers.size() - 1)
+                return false; // not even every saver together fits
+            continue;
+        }
+        // After the recomputation is chosen: Megatron runs neither beside some of them.
+        set_moe_overlaps(job.plan);
+        out.feasible.push_back({job, verdict.why, split_reason, saver.text(precision), verdict.peak,
+                                lower_bound_s(job, profile_, parameters, layer_costs_)});
+        // Fitting without recomputation, more savers or sharding only cost time.
+        if (job.plan.recompute.granularity == RecomputeGranularity::none) return true;
+    }
+    return false;
+}
+
 void LayoutChecker::check_split(const JobSpec& split_job, const std::string& split_reason,
                                 CheckedLayouts& out) {
     const std::vector<ParallelPlan> variants = sharding_variants(split_job.plan);
-    // The FP8 recipes hold the same bytes: one memory verdict per sharding serves them all;
-    // NVFP4 holds fewer (half-byte copies and saved inputs) and has its own.
-    struct Verdict {
-        bool known = false, fits = false;
-        Recompute recompute;
-        RecomputeWhy why;
-        Peak peak;
-    };
-    std::vector<Verdict> quantized_verdict[2] = {std::vector<Verdict>(variants.size()),
-                                                 std::vector<Verdict>(variants.size())};
-    StageMemoryCache memory[3]; // BF16, FP8 (whose recipes hold the same bytes), NVFP4
-    const auto kind = [](const core::Fp8& p) {
-        return !p.enabled() ? 0 : p.recipe == core::Fp8Recipe::nvfp4 ? 2 : 1;
-    };
+    // The FP8 recipes hold the same bytes; NVFP4 fewer (half-byte copies and saved inputs).
+    StageMemoryCache memory[3]; // BF16, FP8, NVFP4
+    // FP8's and NVFP4's verdicts, by sharding variant and saver (MemorySaver::code).
+    std::vector<MemoryVerdict> verdicts(2 * variants.size() * 4);
     // One job whose plan each variant overwrites: only the layouts that fit are copied out.
     JobSpec job = split_job;
     for (const core::Fp8& precision : precisions_) {
+        const int kind = !precision.enabled()                         ? 0
+                         : precision.recipe == core::Fp8Recipe::nvfp4 ? 2
+                                                                      : 1;
         for (std::size_t v = 0; v < variants.size(); ++v) {
             if (v > 0) ++out.result.layouts; // a sharding tried beyond the enumerated one
-            job.plan = variants[v];
-            job.plan.fp8 = precision;
-            job.plan.token_dispatcher = best_dispatcher(job);
-            job.plan.tp_comm_overlap = tp_overlap_pays(job);
-            try {
-                core::validate(job.plan);
-            } catch (const core::SpecError& e) {
-                record_rejection(out.result, e.field(), e.reason());
-                continue;
-            }
-            const auto& parameters = parameters_.get(job);
-            Verdict verdict;
-            const int k = kind(precision);
-            if (k > 0 && quantized_verdict[k - 1][v].known) {
-                verdict = quantized_verdict[k - 1][v];
-                if (!verdict.fits) continue;
-                job.plan.recompute = verdict.recompute;
-            } else {
-                const auto& flights =
-                    in_flight_.get(job.plan, std::int32_t(job.micro_batches_per_step()));
-                verdict.fits = choose_recompute(job, space_, options_.memory_budget_bytes, flights,
-                                                parameters, memory[k], verdict.why, verdict.peak,
-                                                out.result, options_.rejected_examples);
-                verdict.known = true;
-                verdict.recompute = job.plan.recompute;
-                if (k > 0) quantized_verdict[k - 1][v] = verdict;
-                if (!verdict.fits) continue;
-            }
-            // After the recomputation is chosen: Megatron runs neither beside some of them.
-            set_moe_overlaps(job.plan);
-            const bool no_recompute = job.plan.recompute.granularity == RecomputeGranularity::none;
-            out.feasible.push_back({job, verdict.why, split_reason, verdict.peak,
-                                    lower_bound_s(job, profile_, parameters, layer_costs_)});
-            if (no_recompute) break; // more sharding would only add communication
+            MemoryVerdict* shared =
+                kind == 0 ? nullptr
+                          : &verdicts[((std::size_t(kind) - 1) * variants.size() + v) * 4];
+            if (check_variant(job, variants[v], precision, split_reason, memory[kind], shared, out))
+                break;
         }
     }
 }

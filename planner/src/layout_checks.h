@@ -75,8 +75,10 @@ private:
 };
 
 // One split and precision class's stage memory by recomputation. The activations do not
-// depend on the data-parallel sharding: a sharding variant of a layout already seen re-derives
-// only its weights, gradients and optimizer state (simulator::sharded_state).
+// depend on the data-parallel sharding or the memory savers: a sharding or saver variant of a
+// layout already seen re-derives only its weights, gradients and optimizer state
+// (simulator::sharded_state, the one place the quantized parameter gather and the moments'
+// dtype change memory).
 class StageMemoryCache {
 public:
     Peak peak(const core::JobSpec& job, const std::vector<core::InFlight>& flights,
@@ -84,7 +86,8 @@ public:
 
 private:
     struct Entry {
-        bool distributed_optimizer = false;
+        bool distributed_optimizer = false, param_gather = false;
+        core::Dtype moments = core::Dtype::fp32;
         core::Sharding sharding;
         std::vector<simulator::StageMemory> stages;
     };
@@ -120,6 +123,7 @@ struct Feasible {
     core::JobSpec job;
     RecomputeWhy recompute_why;
     std::string split_reason;
+    std::string memory_savers; // the savers taken (SearchSpace::memory_savers), "" for none
     Peak peak;
     double lower_bound_s = 0.0;
 };
@@ -129,6 +133,24 @@ struct Feasible {
 struct CheckedLayouts {
     std::vector<Feasible> feasible;
     PlanResult result;
+};
+
+// A memory saver a layout may take before it recomputes or shards more
+// (SearchSpace::memory_savers): the quantized parameter gather, BF16 Adam moments, or both.
+struct MemorySaver {
+    bool param_gather = false, bf16_moments = false;
+    int code() const { return int(param_gather) + 2 * int(bf16_moments); }
+    // What it takes, for --explain and the plan file's "planner" object ("" for none).
+    std::string text(const core::Fp8& precision) const;
+};
+
+// One memory verdict: the FP8 recipes hold the same bytes, so one per (sharding, saver) serves
+// them all.
+struct MemoryVerdict {
+    bool known = false, fits = false;
+    core::Recompute recompute;
+    RecomputeWhy why;
+    Peak peak;
 };
 
 class LayoutChecker {
@@ -147,6 +169,15 @@ private:
     // One split of a layout, validated: each precision, each sharding variant.
     void check_split(const core::JobSpec& split_job, const std::string& split_reason,
                      CheckedLayouts& out);
+    // One (precision, sharding variant) of a split: the savers in the order they are tried;
+    // true when it fits without recomputation (more sharding would only cost time).
+    bool check_variant(core::JobSpec& job, const core::ParallelPlan& variant,
+                       const core::Fp8& precision, const std::string& split_reason,
+                       StageMemoryCache& memory, MemoryVerdict* shared_verdicts,
+                       CheckedLayouts& out);
+    // The memory savers tried for `variant`, none first.
+    std::vector<MemorySaver> savers_for(const core::Fp8& precision,
+                                        const core::ParallelPlan& variant) const;
     // The layout, then — for an unpinned ZeRO-1 layout — the more sharded forms the planner
     // escalates to while memory stays tight (SearchSpace::sharding).
     std::vector<core::ParallelPlan> sharding_variants(const core::ParallelPlan& p) const;

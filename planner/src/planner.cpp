@@ -230,6 +230,7 @@ Candidate candidate(const Feasible& f, const simulator::Report& r) {
     c.job = f.job;
     c.recompute_reason = f.recompute_why.text(f.job.plan.recompute);
     c.split_reason = f.split_reason;
+    c.memory_savers = f.memory_savers;
     c.step_time_s = r.step_time_s;
     c.tokens_per_s = r.tokens_per_s;
     c.tflops_per_device = r.tflops_per_device;

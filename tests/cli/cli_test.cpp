@@ -28,8 +28,9 @@ TEST(Cli, PresetsShowPrintsACopyableFile) {
 }
 
 TEST(Cli, ValidateEveryModelPresetOnOneNode) {
-    // Every model validates with a trivially legal layout: tp 1, pp 1, dp 8 (the rules; most
-    // of these models do not fit one GPU that way, which --allow-oom waives).
+    // Every model validates with a trivially legal layout: tp 1, pp 1, dp 8 with the
+    // distributed optimizer (DeepSeek-V3's BF16 moments need it; most of these models do not
+    // fit one GPU that way, which --allow-oom waives).
     const auto list = run_trident({"presets", "models"});
     std::istringstream lines(list.out);
     std::string line;
@@ -39,9 +40,10 @@ TEST(Cli, ValidateEveryModelPresetOnOneNode) {
     while (std::getline(lines, line)) {
         const auto words = split_words(line);
         if (words.empty()) continue;
-        const auto r = run_trident({"validate", "--model", words[0], "--cluster", "hgx-h200",
-                                    "--tp", "1", "--pp", "1", "--dp", "8", "--mbs", "1", "--gbs",
-                                    "8", "--seq-length", "32", "--allow-oom"});
+        const auto r =
+            run_trident({"validate", "--model", words[0], "--cluster", "hgx-h200", "--tp", "1",
+                         "--pp", "1", "--dp", "8", "--mbs", "1", "--gbs", "8", "--seq-length", "32",
+                         "--distributed-optimizer", "--allow-oom"});
         EXPECT_EQ(r.exit_code, 0) << words[0] << ": " << r.err;
         EXPECT_NE(r.out.find("valid"), std::string::npos);
         ++checked;

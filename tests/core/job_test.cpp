@@ -199,3 +199,21 @@ TEST(Job, PlanPresetsLoadAndRoundTrip) {
     in.global_batch_size = 2520 * 2;
     EXPECT_EQ(load_job(in).micro_batches_per_step(), 280);
 }
+
+// Megatron gathers quantized weights and keeps moments below fp32 only beside a sharded
+// optimizer (arguments.py, optimizer/__init__.py).
+TEST(Job, MemorySaversNeedTheDistributedOptimizer) {
+    auto in = base();
+    in.precision = "fp8-delayed";
+    in.fp8_param_gather = true;
+    EXPECT_EQ(error_field(in), "parallel.fp8.param_gather");
+    in.distributed_optimizer = true;
+    EXPECT_EQ(error_field(in), "(no error)");
+    in = base();
+    in.use_precision_aware_optimizer = true;
+    in.exp_avg_dtype = "bf16";
+    in.exp_avg_sq_dtype = "bf16";
+    EXPECT_EQ(error_field(in), "model.precision.optimizer_state");
+    in.distributed_optimizer = true;
+    EXPECT_EQ(error_field(in), "(no error)");
+}

@@ -28,6 +28,7 @@ JobSpec job_for(const std::string& model, std::int64_t tp, std::int64_t pp, std:
     in.global_batch_size = 64 * 16;
     in.seq_length = 32;
     in.sequence_parallel = sp;
+    in.distributed_optimizer = true; // DeepSeek-V3's BF16 moments need it, as in Megatron
     return load_job(in);
 }
 

@@ -209,6 +209,7 @@ TEST(CpuExecutor, WarnsOfWhatItRunsOtherwise) {
     fp8.fp8_recipe = "tensorwise";
     EXPECT_TRUE(executor::ignored_by_executor(job_with(fp8), false).empty());
     fp8.fp8_param_gather = true;
+    fp8.distributed_optimizer = true; // Megatron gathers FP8 weights only with it
     const auto gathered = executor::ignored_by_executor(job_with(fp8), false);
     ASSERT_EQ(gathered.size(), 1u);
     EXPECT_EQ(gathered[0].rfind("parallel.fp8.param_gather: ", 0), 0u) << gathered[0];

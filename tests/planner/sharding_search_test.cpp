@@ -171,6 +171,7 @@ TEST(MoeExport, MegatronArgumentsNameTheTokenDispatcher) {
     in.cluster = "hgx-h800";
     in.nodes = 8;
     in.ep = 64;
+    in.distributed_optimizer = true; // its BF16 moments need it, as in Megatron
     in.global_batch_size = 64;
     const std::string v3 = planner::megatron_arguments(core::load_job(in));
     EXPECT_NE(v3.find("--moe-router-num-groups 8 \\\n  --moe-router-group-topk 4"),

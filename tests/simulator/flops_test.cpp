@@ -103,6 +103,7 @@ TEST(Flops, DeepSeekV3MlaSharedExpertsAndMtpMatchMegatron) {
     in.micro_batch_size = 1;
     in.global_batch_size = 32;
     in.seq_length = 2048;
+    in.distributed_optimizer = true; // its BF16 moments need it, as in Megatron
     const core::JobSpec j = core::load_job(in);
     const auto& m = j.model;
     ASSERT_TRUE(m.mla && m.moe);

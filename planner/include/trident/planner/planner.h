@@ -65,6 +65,13 @@ struct SearchSpace {
     // Precisions (FP8 recipes with their settings) to try; empty: BF16 and every FP8 recipe the
     // device profile runs (device.fp8_recipes), format hybrid.
     std::vector<core::Fp8> precisions;
+    // What saves memory before recomputation or more sharding: where a layout would need
+    // either, the planner first tries the FP8 (NVFP4) parameter gather — the quantized weight as
+    // the parameter, gathered in its format — and Adam's moments in BF16 (Megatron's precision-
+    // aware optimizer), each and both. False (--no-memory-savers): neither.
+    bool memory_savers = true;
+    // The moments' dtype was given (--exp-avg-dtype, even fp32): the planner keeps it.
+    bool optimizer_dtype_pinned = false;
     bool split_pinned() const {
         return !pipeline_layout.empty() || first_stage_layers || last_stage_layers ||
                account_for_embedding || account_for_loss;
@@ -89,7 +96,8 @@ struct PlanOptions {
 struct Candidate {
     core::JobSpec job;
     std::string recompute_reason;
-    std::string split_reason; // which pipeline split, and why
+    std::string split_reason;  // which pipeline split, and why
+    std::string memory_savers; // the memory savers the layout took, and why; "" for none
     double step_time_s = 0.0;
     double tokens_per_s = 0.0;
     double tflops_per_device = 0.0;
