@@ -8,6 +8,8 @@
 #include <sstream>
 #include <unistd.h>
 
+using trident::test::file_text;
+using trident::test::number_after;
 using trident::test::run_trident;
 using trident::test::split_words;
 
@@ -179,17 +181,9 @@ TEST(Cli, PlanWritesAPlanThatSimulatesToItsPrediction) {
     EXPECT_NE(r.out.find("--tensor-model-parallel-size"), std::string::npos);
     const auto sim = run_trident({"simulate", "--plan", path, "--json", path + ".report"});
     ASSERT_EQ(sim.exit_code, 0) << sim.err;
-    std::ifstream plan_in(path), report_in(path + ".report");
-    std::stringstream plan_text, report_text;
-    plan_text << plan_in.rdbuf();
-    report_text << report_in.rdbuf();
     // The plan records the predicted step time; simulating the plan gives the same number.
-    const auto number_after = [](const std::string& text, const std::string& key) {
-        const auto at = text.find("\"" + key + "\": ");
-        return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size() + 4));
-    };
-    const double predicted = number_after(plan_text.str(), "predicted_step_time_s");
-    const double simulated = number_after(report_text.str(), "step_time_s");
+    const double predicted = number_after(file_text(path), "predicted_step_time_s");
+    const double simulated = number_after(file_text(path + ".report"), "step_time_s");
     EXPECT_GT(predicted, 0);
     EXPECT_NEAR(predicted, simulated, 1e-9 * simulated);
     std::remove(path.c_str());

@@ -62,4 +62,16 @@ std::vector<std::string> split_words(const std::string& line) {
     return words;
 }
 
+std::string file_text(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+double number_after(const std::string& text, const std::string& key) {
+    const auto at = text.find("\"" + key + "\": ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size() + 4));
+}
+
 } // namespace trident::test

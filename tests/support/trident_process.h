@@ -18,4 +18,9 @@ CommandResult run_shell(const std::string& command);
 // Splits on spaces (the test manifests never quote).
 std::vector<std::string> split_words(const std::string& line);
 
+// A file's whole text ("" when it cannot be read).
+std::string file_text(const std::string& path);
+// The number after `"key": ` in JSON text; -1 when the key is absent.
+double number_after(const std::string& text, const std::string& key);
+
 } // namespace trident::test

@@ -62,17 +62,13 @@ void fake_quantize(float* out, const float* x, std::int64_t n, float scale, Fp8K
 
 void fake_quantize_blocks(float* out, const float* x, std::int64_t rows, std::int64_t cols,
                           std::int64_t block_rows, std::int64_t block_cols, Fp8Kind kind) {
-    for (std::int64_t r0 = 0; r0 < rows; r0 += block_rows)
-        for (std::int64_t c0 = 0; c0 < cols; c0 += block_cols) {
-            const std::int64_t r1 = std::min(rows, r0 + block_rows),
-                               c1 = std::min(cols, c0 + block_cols);
-            float amax = 0.0f;
-            for (std::int64_t r = r0; r < r1; ++r)
-                amax = std::max(amax, abs_max(x + r * cols + c0, c1 - c0));
+    for_each_block(
+        x, rows, cols, block_rows, block_cols,
+        [&](std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1, float amax) {
             const float scale = fp8_scale(amax, kind);
             for (std::int64_t r = r0; r < r1; ++r)
                 fake_quantize(out + r * cols + c0, x + r * cols + c0, c1 - c0, scale, kind);
-        }
+        });
 }
 
 float mx_decode_scale(float amax, Fp8Kind kind) {

@@ -108,30 +108,26 @@ void fake_quantize_nvfp4(float* out, const float* x, std::int64_t rows, std::int
     // Blocks: 16 × 16 tiles, or 1 × 16 along the contraction dimension.
     const std::int64_t block_rows = layout.square_blocks || layout.contract_rows ? kNvfp4Block : 1;
     const std::int64_t block_cols = layout.square_blocks || !layout.contract_rows ? kNvfp4Block : 1;
-    for (std::int64_t r0 = 0; r0 < rows; r0 += block_rows)
-        for (std::int64_t c0 = 0; c0 < cols; c0 += block_cols) {
-            const std::int64_t r1 = std::min(rows, r0 + block_rows),
-                               c1 = std::min(cols, c0 + block_cols);
-            float amax = 0.0f;
-            for (std::int64_t r = r0; r < r1; ++r)
-                amax = std::max(amax, abs_max(out + r * cols + c0, c1 - c0));
-            if (std::isnan(amax)) continue; // NaN stays NaN
-            const float block = fp8_round(amax / kE2m1Max / global, Fp8Kind::e4m3) * global;
-            for (std::int64_t r = r0; r < r1; ++r)
-                for (std::int64_t c = c0; c < c1; ++c) {
-                    float& v = out[r * cols + c];
-                    if (block == 0.0f) {
-                        v = 0.0f;
-                        continue;
-                    }
-                    const float scaled = v / block;
-                    v = (layout.stochastic
-                             ? e2m1_round_stochastic(
-                                   scaled, uniform_of(layout.seed, std::uint64_t(r * cols + c)))
-                             : e2m1_round(scaled)) *
-                        block;
+    const auto quantize_block = [&](std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                                    std::int64_t c1, float amax) {
+        if (std::isnan(amax)) return; // NaN stays NaN
+        const float block = fp8_round(amax / kE2m1Max / global, Fp8Kind::e4m3) * global;
+        for (std::int64_t r = r0; r < r1; ++r)
+            for (std::int64_t c = c0; c < c1; ++c) {
+                float& v = out[r * cols + c];
+                if (block == 0.0f) {
+                    v = 0.0f;
+                    continue;
                 }
-        }
+                const float scaled = v / block;
+                v = (layout.stochastic
+                         ? e2m1_round_stochastic(
+                               scaled, uniform_of(layout.seed, std::uint64_t(r * cols + c)))
+                         : e2m1_round(scaled)) *
+                    block;
+            }
+    };
+    for_each_block(out, rows, cols, block_rows, block_cols, quantize_block);
     if (layout.hadamard)
         for_each_line(rows, cols, layout.contract_rows,
                       [&](const Line& line) { hadamard_line(out, line, true); });

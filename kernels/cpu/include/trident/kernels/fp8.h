@@ -21,6 +21,24 @@ float fp8_max(Fp8Kind kind);
 float fp8_round(float x, Fp8Kind kind);
 // The largest |x| over n values (0 for none; NaN propagates).
 float abs_max(const float* x, std::int64_t n);
+// Walks the block_rows × block_cols blocks of a rows × cols row-major matrix (the last ones
+// clipped) and calls f(r0, r1, c0, c1, amax) with each block's largest magnitude: what the
+// blockwise FP8 recipe and NVFP4 scale by.
+template <class F>
+void for_each_block(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t block_rows,
+                    std::int64_t block_cols, F&& f) {
+    for (std::int64_t r0 = 0; r0 < rows; r0 += block_rows)
+        for (std::int64_t c0 = 0; c0 < cols; c0 += block_cols) {
+            const std::int64_t r1 = r0 + block_rows < rows ? r0 + block_rows : rows;
+            const std::int64_t c1 = c0 + block_cols < cols ? c0 + block_cols : cols;
+            float amax = 0.0f;
+            for (std::int64_t r = r0; r < r1; ++r) {
+                const float m = abs_max(x + r * cols + c0, c1 - c0);
+                amax = m > amax || m != m ? m : amax; // NaN stays NaN
+            }
+            f(r0, r1, c0, c1, amax);
+        }
+}
 // The scale for amax (max / amax, at most FLT_MAX; 1 when amax is 0 or not finite: nothing
 // to scale).
 float fp8_scale(float amax, Fp8Kind kind);
