@@ -1,6 +1,7 @@
 #include "run_report.h"
 
 #include "format.h"
+#include "trident/core/step_numbers.h"
 #include "trident/core/units.h"
 #include "trident/executor/checkpoint.h"
 
@@ -146,9 +147,8 @@ void print_run_summary(const executor::TrainingSummary& summary, const core::Job
         total_s += r.stats.seconds;
         flops += r.flops_per_device_s * r.stats.seconds;
     }
-    std::sort(seconds.begin(), seconds.end());
     const std::size_t n = seconds.size();
-    const double median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+    const double median = core::median(seconds);
     const double tokens = double(n) * double(job.training.tokens_per_step());
     std::string mfu;
     if (summary.steps.back().mfu && summary.steps.back().flops_per_device_s > 0) {

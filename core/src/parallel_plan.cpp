@@ -74,9 +74,7 @@ std::string describe(const Recompute& r, std::int64_t layers_per_chunk) {
 std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chunk) {
     const auto on = [](bool b) { return b ? "on" : "off"; };
     return "precision " + precision_name(p.fp8.recipe) +
-           (!p.fp8.param_gather                ? ""
-            : p.fp8.recipe == Fp8Recipe::nvfp4 ? " (NVFP4 parameter gather)"
-                                               : " (FP8 parameter gather)") +
+           (p.fp8.param_gather ? " (" + param_gather_name(p.fp8.recipe) + ")" : "") +
            " · recompute " + describe(p.recompute, layers_per_chunk) + " · sequence parallel " +
            on(p.sequence_parallel) + " · " +
            (p.zero_stage() >= 2 || p.sharding.instances > 1
@@ -88,6 +86,10 @@ std::string describe_features(const ParallelPlan& p, std::int64_t layers_per_chu
            (p.pp > 1 ? std::string(" · pipeline sends ") +
                            (p.p2p_overlapped() ? "overlapped" : "blocking")
                      : std::string());
+}
+
+std::string param_gather_name(Fp8Recipe r) {
+    return r == Fp8Recipe::nvfp4 ? "NVFP4 parameter gather" : "FP8 parameter gather";
 }
 
 std::string precision_name(Fp8Recipe r) {

@@ -21,7 +21,8 @@ double state_bytes_per_parameter(const Precision& precision, std::int64_t optimi
     const double master = precision.master_weights ? 4.0 : 0.0;
     const double optimizer = optimizer_state_bytes_per_parameter(precision);
     // The master copy sharded like the moments, or held whole beside them.
-    const double held = master_sharded ? optimizer / shards : master + (optimizer - master) / shards;
+    const double held =
+        master_sharded ? optimizer / shards : master + (optimizer - master) / shards;
     return double(dtype_bytes(precision.params)) + double(dtype_bytes(precision.grads)) + held;
 }
 
@@ -43,6 +44,13 @@ double bubble_fraction(double idle_s, double step_s) {
 
 double idle_seconds(double step_s, double busy_s) {
     return std::max(0.0, step_s - busy_s);
+}
+
+double median(std::vector<double> values) {
+    if (values.empty()) return 0.0;
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 } // namespace trident::core

@@ -70,10 +70,13 @@ QString display_text(const planner::Candidate& c, int column, double budget_byte
         return QString::number(c.tokens_per_s, 'f', 0);
     case PlannerTableModel::mfu:
         return QString::number(100.0 * c.mfu, 'f', 1) + " %" +
-               (p.fp8.enabled() ? " (" + QString::number(100.0 * c.mfu_fp8_peak, 'f', 1) +
-                                      (p.fp8.recipe == core::Fp8Recipe::nvfp4 ? " % of FP4 peak)"
-                                                                              : " % of FP8 peak)")
-                                : QString());
+               (p.fp8.enabled()
+                    ? " (" + QString::number(100.0 * c.mfu_fp8_peak, 'f', 1) + " % of " +
+                          QString::fromStdString(
+                              core::to_string(core::quantized_dtype(p.fp8.recipe)))
+                              .toUpper() +
+                          " peak)"
+                    : QString());
     case PlannerTableModel::bubble:
         return QString::number(100.0 * c.bubble_fraction, 'f', 1) + " %";
     case PlannerTableModel::peak_memory: { // in the unit that fits the budget

@@ -398,8 +398,7 @@ bool LayoutChecker::tp_overlap_pays(const JobSpec& job) {
 
 std::string MemorySaver::text(const core::Fp8& precision) const {
     const std::string gather =
-        std::string(precision.recipe == core::Fp8Recipe::nvfp4 ? "NVFP4" : "FP8") +
-        " parameter gather (the quantized weight is the parameter)";
+        core::param_gather_name(precision.recipe) + " (the quantized weight is the parameter)";
     const std::string moments = "BF16 Adam moments (precision-aware optimizer)";
     const std::string what = param_gather && bf16_moments ? gather + " and " + moments
                              : param_gather               ? gather

@@ -3,6 +3,7 @@
 #include "trident/core/job_loader.h"
 #include "trident/core/presets.h"
 #include "trident/core/spec_error.h"
+#include "trident/core/step_numbers.h"
 #include "trident/simulator/simulate.h"
 
 #include <algorithm>
@@ -58,13 +59,6 @@ double predicted_value(const Report& r, PublishedMetric metric) {
         return r.mfu;
     }
     return 0.0;
-}
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct LoadedRun {
@@ -192,8 +186,8 @@ ErrorSummary summarize(std::span<const AccuracyRow> rows) {
     }
     s.runs = errors.size();
     if (errors.empty()) return s;
-    s.median_error = median(errors);
-    s.median_abs_error = median(magnitudes);
+    s.median_error = core::median(errors);
+    s.median_abs_error = core::median(magnitudes);
     s.min_error = *std::min_element(errors.begin(), errors.end());
     s.max_error = *std::max_element(errors.begin(), errors.end());
     s.within_10 = double(std::count_if(magnitudes.begin(), magnitudes.end(),

@@ -146,9 +146,7 @@ double CostModel::op_s(const Op& op, std::int32_t pipeline_rank) const {
     core::Timing t;
     switch (op.kind) {
     case OpKind::gemm: {
-        const core::Dtype d = !op.fp8                                          ? dtype
-                              : job_.plan.fp8.recipe == core::Fp8Recipe::nvfp4 ? core::Dtype::fp4
-                                                                               : core::Dtype::fp8;
+        const core::Dtype d = op.fp8 ? core::quantized_dtype(job_.plan.fp8.recipe) : dtype;
         if (op.grouped) {
             t = profile_.grouped_gemm(d, op.count, op.m, op.n, op.k);
             t.seconds /= double(op.count); // the groups' time, counted once below

@@ -13,6 +13,13 @@ namespace trident::simulator {
 
 namespace {
 
+// Bytes per element of a linear layer's saved input: FP8 and NVFP4 layers keep the cast,
+// transposed copy Transformer Engine made for the weight gradient (1 byte; NVFP4 0.5 + a
+// scale per 16), the others the activation itself (`eb`).
+double linear_input_bytes(const LayerView& v, double eb) {
+    return v.fp8 != core::Fp8Recipe::none ? core::quantized_bytes(v.fp8) : eb;
+}
+
 double mask_bytes(const core::ModelSpec& m, double elements) {
     return m.dropout ? elements : 0.0;
 }
@@ -50,9 +57,7 @@ double moe_block_bytes(const core::ModelSpec& m, const LayerView& v, double lb) 
 double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64_t layer) {
     const bool flash_attention = v.flash_attention;
     const double eb = double(core::dtype_bytes(m.precision.params)); // bytes per activation
-    // The inputs of FP8 linear layers are saved as FP8 for the weight gradient (Transformer
-    // Engine keeps the cast, transposed copy): one byte each.
-    const double lb = v.fp8 != core::Fp8Recipe::none ? core::quantized_bytes(v.fp8) : eb;
+    const double lb = linear_input_bytes(v, eb);
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
     const double T = double(v.tokens());
     const double h = double(m.hidden_size), s = double(v.seq);
@@ -117,8 +122,7 @@ double activation_bytes(const core::ModelSpec& m, const LayerView& v, std::int64
 double weight_gradient_state_bytes(const core::ModelSpec& m, const LayerView& v,
                                    std::int64_t layer) {
     const double eb = double(core::dtype_bytes(m.precision.params));
-    const double lb =
-        v.fp8 != core::Fp8Recipe::none ? core::quantized_bytes(v.fp8) : eb; // FP8 linear inputs
+    const double lb = linear_input_bytes(v, eb);
     const double t = double(v.tp), sd = v.sequence_parallel ? t : 1.0;
     const double T = double(v.tokens());
     const double h = double(m.hidden_size);
@@ -196,9 +200,7 @@ LossBytes loss_bytes(const core::JobSpec& job) {
     for (std::int64_t d = 0; d < m.mtp_num_layers; ++d) {
         const LayerView v = mtp_view(job, LayerView::of(p, job.training.seq_length), d);
         const std::int64_t layer = m.num_layers + d;
-        const double eh_input =
-            (v.fp8 != core::Fp8Recipe::none ? core::quantized_bytes(v.fp8) : eb) * 2.0 * T *
-            double(m.hidden_size) / sd;
+        const double eh_input = linear_input_bytes(v, eb) * 2.0 * T * double(m.hidden_size) / sd;
         out.stored += norm_output + eh_input + activation_bytes(m, v, layer) + head.stored;
         out.weight_state += eh_input + weight_gradient_state_bytes(m, v, layer) + head.weight_state;
     }

@@ -125,21 +125,24 @@ struct Builder {
         return index;
     }
 
+    // A tensor-parallel collective with its pairing; its index, -1 for none (no bytes).
+    std::int32_t tp_collective(std::string_view name, Collective c, double bytes, Phase phase,
+                               TpPairing pairing) {
+        const std::int32_t i = collective(name, c, GroupKind::tensor, bytes, phase);
+        if (i >= 0) ops[std::size_t(i)].pairing = pairing;
+        return i;
+    }
     // A tensor-parallel collective meeting the next linear layer's GEMM of `gemm_phase`.
     void before_linear(std::string_view name, Collective c, double bytes, Phase phase,
                        Phase gemm_phase, TpPairing pairing) {
-        const std::int32_t i = collective(name, c, GroupKind::tensor, bytes, phase);
-        if (i < 0) return;
-        ops[std::size_t(i)].pairing = pairing;
-        awaiting_linear.emplace_back(std::size_t(i), gemm_phase);
+        const std::int32_t i = tp_collective(name, c, bytes, phase, pairing);
+        if (i >= 0) awaiting_linear.emplace_back(std::size_t(i), gemm_phase);
     }
     // One meeting the last linear layer's GEMM of `gemm_phase`.
     void after_linear(std::string_view name, Collective c, double bytes, Phase phase,
                       Phase gemm_phase, TpPairing pairing) {
-        const std::int32_t i = collective(name, c, GroupKind::tensor, bytes, phase);
-        if (i < 0) return;
-        ops[std::size_t(i)].pairing = pairing;
-        ops[std::size_t(i)].partner = last_linear[std::size_t(gemm_phase)];
+        const std::int32_t i = tp_collective(name, c, bytes, phase, pairing);
+        if (i >= 0) ops[std::size_t(i)].partner = last_linear[std::size_t(gemm_phase)];
     }
 
     // Entering a tensor-parallel region (before a column-parallel GEMM). Under sequence

@@ -163,8 +163,8 @@ void print_report(const Report& r, std::ostream& out, StageRows stage_rows) {
         << core::flop_rate_text(r.tflops_per_device * 1e12) << "   MFU "
         << fmt("%.1f %%", 100 * r.mfu) << " of " << peak_name << " peak"
         << (p.fp8.enabled()
-                ? ", " + fmt("%.1f %%", 100 * r.mfu_fp8_peak) +
-                      (p.fp8.recipe == core::Fp8Recipe::nvfp4 ? " of FP4 peak" : " of FP8 peak")
+                ? ", " + fmt("%.1f %%", 100 * r.mfu_fp8_peak) + " of " +
+                      upper(core::to_string(core::quantized_dtype(p.fp8.recipe))) + " peak"
                 : "")
         << "   HFU " << fmt("%.1f %%", 100 * r.hfu) << "   (" << peak_name << " peak "
         << core::flop_rate_text(r.peak_flops_per_s) << ")\n";
@@ -217,7 +217,7 @@ core::Json report_json(const Report& r) {
     j["tflops_per_device"] = r.tflops_per_device;
     j["mfu"] = r.mfu;
     if (r.job.plan.fp8.enabled())
-        j[r.job.plan.fp8.recipe == core::Fp8Recipe::nvfp4 ? "mfu_fp4_peak" : "mfu_fp8_peak"] =
+        j["mfu_" + core::to_string(core::quantized_dtype(r.job.plan.fp8.recipe)) + "_peak"] =
             r.mfu_fp8_peak;
     j["hfu"] = r.hfu;
     j["microbatches"] = r.microbatches;

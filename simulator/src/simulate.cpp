@@ -395,10 +395,9 @@ Report simulate(const core::JobSpec& job, const core::Profile& profile,
     report.hfu = core::flops_utilization(flops.hardware, report.step_time_s, devices,
                                          report.peak_flops_per_s);
     if (p.fp8.enabled())
-        report.mfu_fp8_peak = core::flops_utilization(
-            flops.model, report.step_time_s, devices,
-            profile.peak_flops_per_s(p.fp8.recipe == core::Fp8Recipe::nvfp4 ? core::Dtype::fp4
-                                                                            : core::Dtype::fp8));
+        report.mfu_fp8_peak =
+            core::flops_utilization(flops.model, report.step_time_s, devices,
+                                    profile.peak_flops_per_s(core::quantized_dtype(p.fp8.recipe)));
     if (options.trace) build_trace(job, cost, timeline, report);
     report.fallbacks = cost.fallbacks();
     return report;

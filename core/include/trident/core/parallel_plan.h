@@ -2,6 +2,7 @@
 // ParallelPlan: how one training step is split over devices — tensor (tp), context (cp),
 // expert (ep), data (dp) and pipeline (pp) degrees, virtual stages, micro-batching, the
 // pipeline schedule, activation recomputation and optimizer sharding.
+#include "trident/core/dtype.h"
 #include "trident/core/json_io.h"
 
 #include <array>
@@ -96,6 +97,13 @@ inline constexpr std::array<std::string_view, 6> kFp8RecipeNames = {
 constexpr double quantized_bytes(Fp8Recipe r) {
     return r == Fp8Recipe::none ? 0.0 : r == Fp8Recipe::nvfp4 ? 0.5 + 1.0 / 16.0 : 1.0;
 }
+// The dtype of a recipe's GEMM inputs, table and peak: fp4 for NVFP4, fp8 for the FP8 recipes.
+constexpr Dtype quantized_dtype(Fp8Recipe r) {
+    return r == Fp8Recipe::nvfp4 ? Dtype::fp4 : Dtype::fp8;
+}
+// "FP8 parameter gather" or, under NVFP4, "NVFP4 parameter gather" (fp8.param_gather's name in
+// banners and the planner's explanations).
+std::string param_gather_name(Fp8Recipe r);
 // The precision names the planner and the report use: "bf16", "fp8-delayed", …, "mxfp8",
 // "nvfp4".
 std::string precision_name(Fp8Recipe r);

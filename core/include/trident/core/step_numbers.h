@@ -3,6 +3,7 @@
 #include "trident/core/model_spec.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace trident::core {
 
@@ -37,5 +38,9 @@ double flops_per_device_s(double flops, double step_s, double devices);
 // it, optimizer), 0 for an empty step.
 double bubble_fraction(double idle_s, double step_s);
 double idle_seconds(double step_s, double busy_s); // never negative
+
+// The median of `values` (the mean of the middle two for an even count; 0 for none): step
+// times over a run, errors over published runs.
+double median(std::vector<double> values);
 
 } // namespace trident::core
