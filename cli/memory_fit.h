@@ -36,7 +36,9 @@ inline void require_fits(const std::vector<simulator::StageMemory>& stages, doub
             " (weights " + in(m.weights_bytes) + ", gradients " + in(m.gradients_bytes) +
             ", optimizer " + in(m.optimizer_bytes) + ", activations " +
             in(m.activations_bytes + m.backward_working_bytes) + ", buffers " +
-            in(m.buffers_bytes + m.gathered_bytes) + ")" +
+            in(m.buffers_bytes + m.gathered_bytes) + ", allocator reserve " +
+            in(m.allocator_reserve_bytes) + ", context and NCCL/DeepEP buffers " +
+            in(m.runtime_bytes) + ")" +
             (over > 1 ? "; " + std::to_string(over) + " stages do not fit" : std::string()) +
             "; `trident plan` finds layouts that fit, --allow-oom prints the report anyway");
 }

@@ -249,8 +249,10 @@ void add_search_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>
 
 // The budget, how much to show and where the result goes.
 void add_output_options(CLI::App* app, const std::shared_ptr<PlanCommandOptions>& o) {
-    app->add_option("--memory-budget", o->memory_budget,
-                    "Per-device budget: 70GiB, 80GB, 0.9 or 90% (default 90% of the device)");
+    app->add_option(
+        "--memory-budget", o->memory_budget,
+        "Per-device budget: 70GiB, 80GB, 0.9 or 90% (default 100% of the device: reserve, "
+        "context and NCCL buffers are counted)");
     app->add_option("--top", o->top, "How many layouts to list (default 10)")
         ->check(CLI::Range(1, 1000));
     app->add_flag("--csv", o->csv, "Print the table as CSV");
@@ -447,10 +449,9 @@ SizeSearch search_size(const PlanCommandOptions& o, const planner::SearchSpace& 
     const core::ProfileChoice choice = choose_profile(o.profile, specs);
     core::Profile profile = core::Profile::from_json(choice.json, "profile");
     specs.profile = choice.reference; // the plan file records the profile it was made with
-    const double budget = o.memory_budget.empty()
-                              ? 0.9 * profile.memory_bytes() // the default: 90 % of the device
-                              : planner::parse_memory_budget(
-                                    o.memory_budget, profile.memory_bytes(), "--memory-budget");
+    const double budget = planner::parse_memory_budget(
+        o.memory_budget.empty() ? std::string(planner::kDefaultMemoryBudget) : o.memory_budget,
+        profile.memory_bytes(), "--memory-budget");
     planner::PlanOptions options;
     options.memory_budget_bytes = budget;
     // A ramp keeps only the layouts that divide every ramp batch: search wider, then trim.

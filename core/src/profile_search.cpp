@@ -78,17 +78,16 @@ ProfileChoice find_profile(const std::string& reference, const ClusterSpec& clus
         presets += (presets.empty() ? "" : ", ") + name;
     // The localhost cluster's device is this machine's CPU; any other is a GPU to measure.
     const std::string measure =
-        cluster.device.rfind("cpu", 0) == 0
+        cluster.host_cpu_device()
             ? "mpirun -np " + std::to_string(cluster.devices_per_node) +
                   " trident profile --backend cpu" +
                   (cluster.device == "cpu-host" ? "" : " --name " + cluster.device)
             : "trident profile --backend cuda --name " + cluster.device;
-    throw SpecError("cluster.device", "no profile for device '" + cluster.device +
-                                          "' (looked for " + looked +
-                                          " and a preset of that name; presets: " + presets +
-                                          "): measure one with `" + measure +
-                                          "`, or give --profile FILE" +
-                                          (note.empty() ? "" : "; " + note));
+    throw SpecError("cluster.device",
+                    "no profile for device '" + cluster.device + "' (looked for " + looked +
+                        " and a preset of that name; presets: " + presets +
+                        "): measure one with `" + measure + "`, or give --profile FILE" +
+                        (note.empty() ? "" : "; " + note));
 }
 
 Profile load_profile(const std::string& reference, const ClusterSpec& cluster,

@@ -81,7 +81,7 @@ void PlannerPanel::build_controls() {
     profile_box_->setToolTip("Device profile: a preset or a trident.profile/1 file; empty for "
                              "./DEVICE.json, the user's profile folder, then the device's preset");
     auto* profile_file = new QPushButton("File…");
-    budget_edit_ = new QLineEdit("90%");
+    budget_edit_ = new QLineEdit(planner::kDefaultMemoryBudget);
     budget_edit_->setToolTip("Per-device budget: 70GiB, 80GB, 0.9 or 90% of the device");
     auto* model_file = new QPushButton("File…");
     auto* cluster_file = new QPushButton("File…");

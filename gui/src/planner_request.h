@@ -3,6 +3,7 @@
 // a budget in words), and loading it into what planner::plan() takes.
 #include "trident/core/job.h"
 #include "trident/core/profile.h"
+#include "trident/planner/memory_budget.h"
 
 #include <cstdint>
 #include <string>
@@ -16,7 +17,7 @@ struct PlannerRequest {
     std::int64_t devices_per_node = 8;
     std::int64_t global_batch_size = 64;
     std::int64_t seq_length = 1024;
-    std::string memory_budget = "90%"; // "70GiB", "80GB", "0.9", "90%"
+    std::string memory_budget = planner::kDefaultMemoryBudget; // "70GiB", "80GB", "0.9", "90%"
     std::string profile; // preset or trident.profile/1 file; empty: core::find_profile's order
 };
 

@@ -4,6 +4,7 @@
 #include "trident/core/parameter_count.h"
 #include "trident/core/schedule.h"
 #include "trident/core/step_numbers.h"
+#include "trident/simulator/device_memory.h"
 #include "trident/simulator/flops.h"
 
 #include <algorithm>
@@ -180,9 +181,13 @@ namespace {
 // What the last stage keeps per micro-batch for the loss (and multi-token prediction): until B
 // (Korthikanti et al. 2022, §4.3) the final norm's input, the output layer's input and the fp32
 // logits the softmax cross-entropy keeps (vocabulary-parallel over tp); between B and W the output
-// layer's input and the logits, turned into their gradient in place.
+// layer's input and the logits, turned into their gradient in place. `transient`: what the loss
+// holds for a moment on top of `stored` — the output layer's 16-bit logits beside the fp32 copy
+// the cross-entropy makes of them (Megatron-Core's _VocabParallelCrossEntropy casts with
+// .float() while the caller still holds the 16-bit tensor), and again in the backward the
+// 16-bit cast of the fp32 logits' gradient beside it.
 struct LossBytes {
-    double stored = 0.0, weight_state = 0.0;
+    double stored = 0.0, weight_state = 0.0, transient = 0.0;
 };
 
 LossBytes loss_bytes(const core::JobSpec& job) {
@@ -192,8 +197,11 @@ LossBytes loss_bytes(const core::JobSpec& job) {
     const double T = double(LayerView::of(p, job.training.seq_length).tokens());
     const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
     const double norm_output = eb * T * double(m.hidden_size) / sd;
-    const double logits = 4.0 * T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
-    const LossBytes head{2.0 * norm_output + logits, norm_output + logits};
+    const double logit_elements = T * double(m.padded_vocab_size(p.tp)) / double(p.tp);
+    const double logits = 4.0 * logit_elements;
+    // fp32 parameters make fp32 logits: .float() is then the same tensor.
+    const double transient = eb < 4.0 ? eb * logit_elements : 0.0;
+    const LossBytes head{2.0 * norm_output + logits, norm_output + logits, transient};
     LossBytes out = head;
     // Each multi-token-prediction module keeps, besides its layer's activations, the next
     // tokens' embeddings (enorm's input), the projection's 2h-wide input and a loss of its own.
@@ -278,6 +286,9 @@ ChunkActivations chunk_activations(const core::JobSpec& job, const core::Pipelin
         if (!fused_backward) above += b.state;
     }
     c.stored += loss.stored;
+    // The loss's forward and the start of its backward: every layer's bytes, the loss's, and
+    // the 16-bit logits (or their gradient's cast) beside the fp32 ones.
+    worst = std::max(worst, c.stored + loss.transient);
     c.weight_state += loss.weight_state + embedding_state;
     if (!fused_backward) worst = std::max(worst, c.weight_state); // B's end: W's inputs only
     c.backward_extra = std::max(0.0, worst - c.stored);
@@ -406,6 +417,8 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
     const double h = double(m.hidden_size);
     const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
 
+    const double workspace = cublas_workspace_bytes(job);
+    const double reserve = job.cluster.host_cpu_device() ? 0.0 : allocator_reserve_fraction(job);
     const core::PipelineSplit split = job.pipeline_split();
     LayerBytesTable fused_layers(job, true), split_layers(job, false);
     std::vector<StageMemory> stages(std::size_t(p.pp));
@@ -443,8 +456,11 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
         }
         // Point-to-point send and receive buffers for activations and gradients, and the
         // all-gathered activation that sequence parallelism materialises for each GEMM.
+        // Transformer Engine's cuBLAS workspace, kept from the first GEMM on.
         s.buffers_bytes = (p.pp > 1 ? 4.0 * weight_b * T * h / sd : 0.0) +
-                          (p.sequence_parallel ? weight_b * T * h : 0.0);
+                          (p.sequence_parallel ? weight_b * T * h : 0.0) + workspace;
+        s.allocator_reserve_bytes = reserve * s.allocated_bytes();
+        s.runtime_bytes = runtime_memory(job, r).total();
     }
     return stages;
 }

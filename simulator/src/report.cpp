@@ -1,6 +1,7 @@
 #include "trident/simulator/report.h"
 
 #include "trident/core/units.h"
+#include "trident/simulator/device_memory.h"
 
 #include <algorithm>
 #include <cctype>
@@ -90,6 +91,27 @@ void print_moe(const Report& r, std::ostream& out) {
 
 // One row per stage (time and memory), or in a summary one per run of neighbouring stages with
 // the same times, showing the memory of the run's busiest stage.
+// The busiest stage's memory as Megatron reports it and as the device must hold it.
+void print_memory_line(const Report& r, const core::Unit& unit, std::ostream& out) {
+    if (r.stages.empty()) return;
+    std::size_t busiest = 0;
+    for (std::size_t s = 0; s < r.stages.size(); ++s)
+        if (r.stages[s].memory.total_bytes() > r.stages[busiest].memory.total_bytes()) busiest = s;
+    const StageMemory& m = r.stages[busiest].memory;
+    const auto in = [&](double bytes) { return fmt("%.1f", bytes / unit.scale); };
+    out << "memory of stage " << r.stages[busiest].stage << ": " << in(m.allocated_bytes()) << " "
+        << unit.name << " allocated (Megatron's max allocated), " << in(m.reserved_bytes())
+        << " reserved (an allocator allowance of "
+        << fmt("%.0f %%", 100 * m.allocator_reserve_bytes / std::max(1.0, m.allocated_bytes()))
+        << "), " << in(m.total_bytes()) << " on the device";
+    const RuntimeMemory runtime = runtime_memory(r.job, r.stages[busiest].stage);
+    if (runtime.total() > 0)
+        out << " (CUDA context " << in(runtime.cuda_context_bytes) << ", NCCL "
+            << in(runtime.nccl_bytes)
+            << (runtime.deepep_bytes > 0 ? ", DeepEP " + in(runtime.deepep_bytes) : "") << ")";
+    out << "\n";
+}
+
 void print_stage_table(const Report& r, const core::Unit& unit, StageRows stage_rows,
                        std::ostream& out) {
     const auto in = [&](double bytes) { return fmt("%.1f", bytes / unit.scale); };
@@ -101,11 +123,13 @@ void print_stage_table(const Report& r, const core::Unit& unit, StageRows stage_
              << fmt("%11.3f", s.recompute_s) << fmt("%10.3f", s.collective_s)
              << fmt("%8.3f", s.data_parallel_s) << fmt("%11.3f", s.optimizer_s)
              << fmt("%9.3f", s.bubble_s) << fmt("%8.1f%%", 100 * s.bubble_fraction(r.step_time_s));
-        memory << pad(in(m.total_bytes()), 9) << " (" << in(m.weights_bytes) << " "
-               << in(m.gradients_bytes) << " " << in(m.optimizer_bytes) << " "
-               << in(m.activations_bytes + m.backward_working_bytes) << " "
-               << in(m.buffers_bytes + m.gathered_bytes) << ")"
-               << fmt("%17.0f%%", 100 * m.total_bytes() / r.memory_capacity_bytes)
+        const std::string parts = "(" + in(m.weights_bytes) + " " + in(m.gradients_bytes) + " " +
+                                  in(m.optimizer_bytes) + " " +
+                                  in(m.activations_bytes + m.backward_working_bytes) + " " +
+                                  in(m.buffers_bytes + m.gathered_bytes) + " " +
+                                  in(m.allocator_reserve_bytes) + " " + in(m.runtime_bytes) + ")";
+        memory << pad(in(m.total_bytes()), 9) << " " << pad(parts, -54)
+               << fmt("%10.0f%%", 100 * m.total_bytes() / r.memory_capacity_bytes)
                << (m.total_bytes() > r.memory_capacity_bytes ? "  OUT OF MEMORY" : "");
         times.push_back(time.str());
         memories.push_back(memory.str());
@@ -130,7 +154,9 @@ void print_stage_table(const Report& r, const core::Unit& unit, StageRows stage_
     for (const Shown& row : shown) width = std::max(width, int(row.label.size()));
     out << pad("stage", -width)
         << " layers  compute  recompute  tp/cp/ep  dp+emb  optimizer   bubble  bubble%   "
-        << pad("memory " + std::string(unit.name) + " (weights grads optim activ buffers)", -53)
+        << pad("memory " + std::string(unit.name) +
+                   " (weights grads optim activ buffers reserve runtime)",
+               -64)
         << "of capacity\n";
     for (const Shown& row : shown)
         out << pad(row.label, width) << times[row.time_row] << memories[row.memory_row] << "\n";
@@ -138,6 +164,7 @@ void print_stage_table(const Report& r, const core::Unit& unit, StageRows stage_
         out << "(" << times.size() << " stages in " << shown.size()
             << " rows: a range is neighbouring stages with the same times, its memory the "
                "busiest one's; --stages all lists each)\n";
+    print_memory_line(r, unit, out);
 }
 
 } // namespace
@@ -256,6 +283,10 @@ core::Json report_json(const Report& r) {
                             {"backward_working_bytes", m.backward_working_bytes},
                             {"buffers_bytes", m.buffers_bytes},
                             {"gathered_bytes", m.gathered_bytes},
+                            {"allocator_reserve_bytes", m.allocator_reserve_bytes},
+                            {"runtime_bytes", m.runtime_bytes},
+                            {"allocated_bytes", m.allocated_bytes()},
+                            {"reserved_bytes", m.reserved_bytes()},
                             {"total_bytes", m.total_bytes()},
                             {"in_flight_microbatches", m.in_flight}}}});
     }

@@ -97,7 +97,7 @@ TEST(Cli, ResolvedPlanFileRoundTrips) {
     const std::string path = testing::TempDir() + "trident-plan.json";
     const auto first = run_trident(split_words(
         "validate --model mixtral-8x7b --cluster dgx-h100 --nodes 2 --tp 2 --pp 2 --dp auto "
-        "--ep 4 --mbs 1 --gbs 32 --seq-length 4096 --out " +
+        "--ep 4 --mbs 1 --gbs 32 --seq-length 4096 --distributed-optimizer --out " +
         path));
     ASSERT_EQ(first.exit_code, 0) << first.err;
     const auto again = run_trident({"validate", "--plan", path, "--json"});

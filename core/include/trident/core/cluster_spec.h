@@ -41,6 +41,8 @@ struct ClusterSpec {
     std::optional<ClusterReliability> reliability; // "reliability"; absent: failures not modelled
 
     std::int64_t devices() const { return nodes * devices_per_node; }
+    // The localhost cluster's device (or another "cpu…" profile): this machine's CPU, no GPU.
+    bool host_cpu_device() const { return device.rfind("cpu", 0) == 0; }
     // The devices that share the intra-node fabric: the NVLink domain, else one node.
     std::int64_t fabric_domain() const {
         return nvlink_domain > 0 ? nvlink_domain : devices_per_node;

@@ -71,10 +71,21 @@ struct StageMemory {
     // the unsharded gradients of the units being reduce-scattered.
     double gathered_bytes = 0.0;
     std::int32_t in_flight = 0; // (micro-batch, chunk) pairs held until their backward
-    double total_bytes() const {
+    // The caching allocator's reserve over the allocated peak (kAllocatorReserveFraction).
+    double allocator_reserve_bytes = 0.0;
+    // Outside PyTorch's allocator: the CUDA context, NCCL's and DeepEP's buffers
+    // (RuntimeMemory, device_memory.h); none on a CPU device.
+    double runtime_bytes = 0.0;
+    // The peak of the tensors the allocator hands out: Megatron's "max allocated"
+    // (torch.cuda.max_memory_allocated).
+    double allocated_bytes() const {
         return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes +
                backward_working_bytes + buffers_bytes + gathered_bytes;
     }
+    // What the allocator keeps from the device: Megatron's "max reserved".
+    double reserved_bytes() const { return allocated_bytes() + allocator_reserve_bytes; }
+    // What the device must hold (nvidia-smi's figure): what "fits" is judged by.
+    double total_bytes() const { return reserved_bytes() + runtime_bytes; }
 };
 
 // The weights, gradients and optimizer state of a stage's rank under the plan's sharding, and
