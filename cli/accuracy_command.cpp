@@ -33,6 +33,10 @@ std::string metric_label(simulator::PublishedMetric m) {
         return "HW TFLOP/s/GPU";
     case simulator::PublishedMetric::mfu:
         return "MFU";
+    case simulator::PublishedMetric::max_allocated_mib:
+        return "max alloc MiB";
+    case simulator::PublishedMetric::max_reserved_mib:
+        return "max resv MiB";
     }
     return "";
 }
@@ -79,9 +83,12 @@ void print_rows(const std::vector<simulator::AccuracyRow>& rows, std::ostream& o
 
 void print_summaries(const std::vector<simulator::AccuracyRow>& rows, std::ostream& out) {
     std::map<std::string, std::vector<simulator::AccuracyRow>> by;
-    for (const simulator::AccuracyRow& r : rows)
+    for (const simulator::AccuracyRow& r : rows) {
         if (r.simulated()) by[r.category.text()].push_back(r);
-    by["all"] = rows;
+        // Throughput and memory figures are summarised apart (not-expressible rows with the
+        // throughput ones: their metric is known, their category is not).
+        by[simulator::is_memory_metric(r.run->metric) ? "all memory" : "all"].push_back(r);
+    }
     char line[256];
     std::snprintf(line, sizeof line, "\n%-26s %5s %8s %11s %12s   %s\n", "by category", "runs",
                   "median", "median |e|", "within 10 %", "range");
@@ -119,12 +126,20 @@ core::Json rows_json(const std::vector<simulator::AccuracyRow>& rows) {
         list.push_back(row);
     }
     j["runs"] = list;
-    const simulator::ErrorSummary s = simulator::summarize(rows);
-    j["summary"] = {{"runs", s.runs},
-                    {"not_expressible", s.not_expressible},
-                    {"median_error", s.median_error},
-                    {"median_abs_error", s.median_abs_error},
-                    {"within_10", s.within_10}};
+    const auto summary = [&](bool memory) {
+        std::vector<simulator::AccuracyRow> chosen;
+        for (const simulator::AccuracyRow& r : rows)
+            if (simulator::is_memory_metric(r.run->metric) == memory) chosen.push_back(r);
+        const simulator::ErrorSummary s = simulator::summarize(chosen);
+        return core::Json{{"runs", s.runs},
+                          {"not_expressible", s.not_expressible},
+                          {"median_error", s.median_error},
+                          {"median_abs_error", s.median_abs_error},
+                          {"min_error", s.min_error},
+                          {"within_10", s.within_10}};
+    };
+    j["summary"] = summary(false);
+    j["memory_summary"] = summary(true);
     return j;
 }
 

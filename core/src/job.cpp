@@ -116,8 +116,12 @@ void validate(const JobSpec& job) {
     if (p.moe_shared_expert_overlap) validate_shared_expert_overlap(m, p);
     validate_torch_fsdp2(m, p);
     // Megatron keeps main gradients and moments below fp32 only in the precision-aware optimizer,
-    // which it refuses without the distributed one (optimizer/__init__.py).
-    if ((m.precision.grads != Dtype::fp32 || m.precision.optimizer_state != Dtype::fp32) &&
+    // which it refuses without the distributed one (optimizer/__init__.py) — except fp16
+    // gradients of fp16 parameters, its --fp16 default (arguments.py forces fp32 gradient
+    // accumulation for bf16 only).
+    const bool fp16_default = m.precision.params == Dtype::fp16 && m.precision.grads == Dtype::fp16;
+    if (((m.precision.grads != Dtype::fp32 && !fp16_default) ||
+         m.precision.optimizer_state != Dtype::fp32) &&
         !p.distributed_optimizer)
         throw SpecError(m.precision.optimizer_state != Dtype::fp32
                             ? "model.precision.optimizer_state"

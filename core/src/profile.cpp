@@ -272,7 +272,7 @@ void Profile::read_fabrics(ObjectReader& top) {
 }
 
 double Profile::peak_flops_per_s(Dtype d) const {
-    auto it = peak_.find(d);
+    auto it = find_rate_table(peak_, d);
     if (it == peak_.end())
         throw SpecError("profile." + name_ + ".device.peak_flops_per_s",
                         "has no " + to_string(d) + " peak");
@@ -281,7 +281,7 @@ double Profile::peak_flops_per_s(Dtype d) const {
 
 Timing Profile::attention(Dtype d, std::int64_t bh, std::int64_t seq, std::int64_t head_dim,
                           bool causal, bool backward) const {
-    auto it = attention_.find(d);
+    auto it = find_rate_table(attention_, d);
     if (it == attention_.end())
         throw SpecError("profile." + name_ + ".kernels.attention",
                         "has no " + to_string(d) + " table");

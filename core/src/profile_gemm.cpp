@@ -66,7 +66,7 @@ void Profile::read_grouped_gemm(ObjectReader& kernels) {
 }
 
 Timing Profile::gemm(Dtype d, std::int64_t m, std::int64_t n, std::int64_t k) const {
-    auto it = gemm_.find(d);
+    auto it = find_rate_table(gemm_, d);
     if (it == gemm_.end())
         throw SpecError("profile." + name_ + ".kernels.gemm", "has no " + to_string(d) + " table");
     if (m <= 0 || n <= 0 || k <= 0) return {};
@@ -103,7 +103,7 @@ Timing Profile::grouped_gemm(Dtype d, std::int64_t groups, std::int64_t m, std::
                              std::int64_t k) const {
     if (groups <= 1) return gemm(d, m, n, k);
     if (m <= 0 || n <= 0 || k <= 0) return {};
-    const auto it = grouped_gemm_.find(d);
+    const auto it = find_rate_table(grouped_gemm_, d);
     if (it == grouped_gemm_.end()) {
         const Timing one = gemm(d, m, n, k);
         return {double(groups) * one.seconds,

@@ -38,6 +38,15 @@ PublishedRun run_from_json(const core::Json& j, const std::string& field) {
     core::ObjectReader p(r.require("published"), r.field("published"));
     run.metric = parse_metric(p.string("metric"), p.field("metric"));
     run.value = p.number("value", 1e-9, 1e12);
+    if (p.has("stage")) {
+        if (!is_memory_metric(run.metric))
+            throw core::SpecError(p.field("stage"), "only a memory figure names its pipeline "
+                                                    "stage; a throughput is the whole job's");
+        const core::Json& stage = p.require("stage");
+        run.stage = stage.is_string() && stage.get<std::string>() == "last"
+                        ? -1
+                        : std::int32_t(p.integer("stage", 0, 1 << 20));
+    }
     if (run.metric == PublishedMetric::mfu && run.value > 1.0)
         throw core::SpecError(p.field("value"), "an MFU is a fraction (0.43, not 43), got " +
                                                     std::to_string(run.value));
@@ -46,7 +55,8 @@ PublishedRun run_from_json(const core::Json& j, const std::string& field) {
     return run;
 }
 
-double predicted_value(const Report& r, PublishedMetric metric) {
+double predicted_value(const Report& r, const PublishedRun& run) {
+    const PublishedMetric metric = run.metric;
     const double devices = double(r.job.cluster.devices());
     switch (metric) {
     case PublishedMetric::tokens_per_s_per_gpu:
@@ -57,8 +67,20 @@ double predicted_value(const Report& r, PublishedMetric metric) {
         return r.hfu * r.peak_flops_per_s / 1e12;
     case PublishedMetric::mfu:
         return r.mfu;
+    case PublishedMetric::max_allocated_mib:
+    case PublishedMetric::max_reserved_mib:
+        break;
     }
-    return 0.0;
+    const std::size_t stage = run.stage < 0 ? r.stages.size() - 1 : std::size_t(run.stage);
+    if (stage >= r.stages.size())
+        throw core::SpecError("published run " + run.name + ".published.stage",
+                              "stage " + std::to_string(run.stage) + " of a " +
+                                  std::to_string(r.stages.size()) + "-stage pipeline");
+    const StageMemory& m = r.stages[stage].memory;
+    constexpr double kMiB = 1024.0 * 1024.0; // Megatron's "MB" (report_memory divides by 2^20)
+    return (metric == PublishedMetric::max_allocated_mib ? m.allocated_bytes()
+                                                         : m.reserved_bytes()) /
+           kMiB;
 }
 
 struct LoadedRun {
@@ -126,8 +148,8 @@ const std::vector<PublishedRun>& shipped_published_runs() {
 }
 
 std::string RunCategory::text() const {
-    return kind + " · " + (architecture.empty() ? "unknown device" : architecture) + " · " +
-           precision;
+    return (quantity.empty() ? "" : quantity + " · ") + kind + " · " +
+           (architecture.empty() ? "unknown device" : architecture) + " · " + precision;
 }
 
 RunCategory category_of(const core::JobSpec& job, const core::Profile& profile) {
@@ -160,8 +182,9 @@ AccuracyRow evaluate_run(const PublishedRun& run) {
     try {
         const LoadedRun loaded = load_run(run);
         row.category = category_of(loaded.job, loaded.profile);
+        if (is_memory_metric(run.metric)) row.category.quantity = "memory";
         const Report report = simulate(loaded.job, loaded.profile);
-        row.predicted = predicted_value(report, run.metric);
+        row.predicted = predicted_value(report, run);
         row.error = row.predicted / run.value - 1.0;
         row.step_time_s = report.step_time_s;
         for (const StageReport& s : report.stages)
@@ -205,6 +228,10 @@ std::optional<ErrorBand> expected_error_band(const RunCategory& category) {
     const auto& runs = shipped_published_runs();
     for (const PublishedRun& run : runs) {
         if (categories.contains(run.name)) continue;
+        if (is_memory_metric(run.metric)) { // a memory figure says nothing of throughput
+            categories[run.name] = std::nullopt;
+            continue;
+        }
         try {
             const LoadedRun loaded = load_run(run);
             categories[run.name] = category_of(loaded.job, loaded.profile);

@@ -32,6 +32,11 @@ TEST(AccuracyCommand, PrintsEachRunAndTheErrorPerCategory) {
     ASSERT_GT(j["runs"].size(), 40u);
     for (const auto& row : j["runs"])
         EXPECT_TRUE(row.contains("predicted") != row.contains("not_expressible")) << row.dump();
+    // Peak-memory figures are summarised apart from throughput.
+    EXPECT_NE(all.out.find("all memory"), std::string::npos);
+    EXPECT_NE(all.out.find("max alloc MiB"), std::string::npos);
+    EXPECT_GE(j["memory_summary"]["runs"].get<int>(), 10);
+    EXPECT_LT(j["memory_summary"]["runs"].get<int>(), j["summary"]["runs"].get<int>());
 }
 
 TEST(AccuracyCommand, ShowsOneRunsWholeReportAndNamesAnUnknownOne) {

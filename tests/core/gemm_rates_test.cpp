@@ -3,6 +3,7 @@
 // Training-sized shapes only (the tile model is coarser for GEMMs of a few microseconds).
 #include "trident/core/presets.h"
 #include "trident/core/profile.h"
+#include "trident/core/spec_error.h"
 
 #include <gtest/gtest.h>
 
@@ -68,4 +69,14 @@ TEST(GemmRates, LargeShapesLevelOffBelowTheBestASweepFinds) {
     EXPECT_LE(big, 1745.0);
     // A plateau (ao PR #2427 measures 1410-1450 from 4096³ to 8192³), not a climb to the peak.
     EXPECT_LE(big, 1.05 * tflops(b200, Dtype::bf16, 8192, 8192, 8192));
+}
+
+TEST(GemmRates, Fp16UsesTheBf16TablesOfAProfileWithoutFp16Ones) {
+    // One tensor-core rate for FP16 and BF16 (the datasheets): a BF16-measured profile times an
+    // FP16 job with its BF16 tables; a dtype with no table of its own kind still fails.
+    const Profile a100 = preset("a100-sxm4-80gb");
+    EXPECT_DOUBLE_EQ(a100.gemm(Dtype::fp16, 4096, 4096, 4096).seconds,
+                     a100.gemm(Dtype::bf16, 4096, 4096, 4096).seconds);
+    EXPECT_DOUBLE_EQ(a100.peak_flops_per_s(Dtype::fp16), a100.peak_flops_per_s(Dtype::bf16));
+    EXPECT_THROW(a100.gemm(Dtype::fp4, 4096, 4096, 4096), SpecError);
 }

@@ -1,7 +1,9 @@
 // Cross-spec rules: every impossible combination names its field.
 #include "trident/core/job_loader.h"
+#include "trident/core/presets.h"
 #include "trident/core/spec_error.h"
 
+#include <fstream>
 #include <gtest/gtest.h>
 
 using namespace trident::core;
@@ -216,4 +218,22 @@ TEST(Job, MemorySaversNeedTheDistributedOptimizer) {
     EXPECT_EQ(error_field(in), "model.precision.optimizer_state");
     in.distributed_optimizer = true;
     EXPECT_EQ(error_field(in), "(no error)");
+}
+
+TEST(Job, Fp16GradientsOfFp16ParametersAreMegatronsDefault) {
+    // --fp16 keeps gradients in fp16 without the precision-aware optimizer (Megatron forces
+    // fp32 accumulation for bf16 only); bf16 gradients still need it.
+    Json model = resolve_reference("gpt3-175b", PresetKind::model, "model");
+    const std::string path = testing::TempDir() + "trident-fp16-model.json";
+    const auto write = [&](const char* params, const char* grads) {
+        model["precision"]["params"] = params;
+        model["precision"]["grads"] = grads;
+        std::ofstream(path) << model.dump();
+    };
+    auto in = base();
+    in.model = path;
+    write("fp16", "fp16");
+    EXPECT_EQ(error_field(in), "(no error)");
+    write("bf16", "bf16");
+    EXPECT_EQ(error_field(in), "model.precision.grads");
 }

@@ -77,7 +77,9 @@ TEST(Profile, MissingEntriesAreErrorsNotZeros) {
     EXPECT_THROW(p.collective("infiniband", Collective::all_reduce, 2, 1000), SpecError);
     EXPECT_THROW(p.attention(Dtype::bf16, 1, 128, 64, false, false),
                  SpecError); // no non-causal rows
-    EXPECT_THROW(p.peak_flops_per_s(Dtype::fp16), SpecError);
+    EXPECT_THROW(p.peak_flops_per_s(Dtype::fp8), SpecError);
+    // FP16 is BF16's rate (find_rate_table), never a zero.
+    EXPECT_DOUBLE_EQ(p.peak_flops_per_s(Dtype::fp16), p.peak_flops_per_s(Dtype::bf16));
 }
 
 TEST(Profile, GridHolesAndBadRowsAreRejected) {

@@ -61,6 +61,17 @@ struct Provenance {
     std::string date;
 };
 
+// The entry of a per-dtype table for `d`. FP16 and BF16 run at one tensor-core rate on every
+// GPU generation Trident ships profiles for (dense TFLOP/s in NVIDIA's datasheets: A100 312 and
+// 312, H100 SXM 989 and 989, B200 2,250 and 2,250), so a profile measured in BF16 times an FP16
+// job with its BF16 tables; any other missing dtype stays missing (the caller names it).
+template <class Map>
+auto find_rate_table(const Map& tables, Dtype d) {
+    auto it = tables.find(d);
+    if (it == tables.end() && d == Dtype::fp16) it = tables.find(Dtype::bf16);
+    return it;
+}
+
 class Profile {
 public:
     static Profile from_json(const Json& j, const std::string& path = "profile");

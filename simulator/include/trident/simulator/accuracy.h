@@ -22,10 +22,18 @@ enum class PublishedMetric {
     tokens_per_s_per_gpu,
     model_tflops_per_gpu,    // model FLOPs per step / step time / GPUs (Narayanan's count)
     hardware_tflops_per_gpu, // recomputation included
-    mfu                      // a fraction of the BF16 peak
+    mfu,                     // a fraction of the BF16 peak
+    // Peak memory of one rank as Megatron's report_memory prints it, in MiB: "max allocated"
+    // (torch.cuda.max_memory_allocated) and "max reserved" (max_memory_reserved).
+    max_allocated_mib,
+    max_reserved_mib
 };
-inline constexpr std::array<std::string_view, 4> kPublishedMetricNames = {
-    "tokens_per_s_per_gpu", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu"};
+inline constexpr std::array<std::string_view, 6> kPublishedMetricNames = {
+    "tokens_per_s_per_gpu", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu",
+    "max_allocated_mib",    "max_reserved_mib"};
+inline bool is_memory_metric(PublishedMetric m) {
+    return m == PublishedMetric::max_allocated_mib || m == PublishedMetric::max_reserved_mib;
+}
 
 struct PublishedRun {
     std::string name;
@@ -34,6 +42,9 @@ struct PublishedRun {
     core::Json plan;    // a trident.plan/1 object, or a plan preset's name
     PublishedMetric metric = PublishedMetric::tokens_per_s_per_gpu;
     double value = 0.0;
+    // A memory figure's pipeline stage (the rank that printed it): "published.stage", a number
+    // or "last"; -1 for the last. Throughput figures are the whole job's.
+    std::int32_t stage = 0;
 };
 
 // A `trident.published-runs/1` document; SpecError naming the field otherwise.
@@ -41,10 +52,12 @@ std::vector<PublishedRun> published_runs_from_json(const core::Json& j, const st
 // The table shipped in profiles/accuracy/published-runs.json (compiled in).
 const std::vector<PublishedRun>& shipped_published_runs();
 
-// dense|moe × the profile's architecture × bf16|fp8|mxfp8|nvfp4.
+// dense|moe × the profile's architecture × bf16|fp8|mxfp8|nvfp4; memory figures apart
+// (`quantity` "memory"), summarised on their own and never in a throughput band.
 struct RunCategory {
     std::string kind, architecture, precision;
-    std::string text() const; // "dense · hopper · fp8"
+    std::string quantity;     // "" (throughput) or "memory"
+    std::string text() const; // "dense · hopper · fp8", "memory · dense · hopper · bf16"
     bool operator==(const RunCategory&) const = default;
 };
 RunCategory category_of(const core::JobSpec& job, const core::Profile& profile);
