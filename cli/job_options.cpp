@@ -110,6 +110,12 @@ void add_sharding_options(CLI::App& app, core::JobInputs& in) {
            "--use-torch-fsdp2", [&in](std::int64_t n) { in.use_torch_fsdp2 = n > 0; },
            "Shard the parameters through PyTorch FSDP2")
         ->group(group);
+    // Megatron renamed --keep-fp8-transpose-cache-when-using-custom-fsdp in August 2025.
+    app.add_flag_function(
+           "--keep-fp8-transpose-cache,--keep-fp8-transpose-cache-when-using-custom-fsdp",
+           [&in](std::int64_t n) { in.keep_fp8_transpose_cache = n > 0; },
+           "Megatron-FSDP keeps the FP8 weight transposes from forward to backward")
+        ->group(group);
     app.add_option_function<std::int64_t>(
            "--num-distributed-optimizer-instances",
            [&in](const std::int64_t& v) { in.optimizer_instances = v; },

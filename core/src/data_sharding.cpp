@@ -50,6 +50,7 @@ void read_sharding(ObjectReader& r, ParallelPlan& p) {
                             std::string(kDataShardingNames[int(s.strategy)]) + "\"");
     s.instances = r.integer_or("num_distributed_optimizer_instances", 1, 1, limits::kMaxDegree);
     s.prefetch_units = r.integer_or("fsdp_prefetch_units", 1, 0, 8);
+    s.keep_fp8_transpose_cache = r.boolean_or("keep_fp8_transpose_cache", false);
     // The strategy includes ZeRO-1: the distributed optimizer is on with it, and a plan that
     // says otherwise contradicts itself.
     if (s.strategy >= DataSharding::optim) {
@@ -78,10 +79,20 @@ void write_sharding(const ParallelPlan& p, Json& j) {
             true;
     if (s.instances > 1) j["num_distributed_optimizer_instances"] = s.instances;
     if (s.prefetch_units != 1) j["fsdp_prefetch_units"] = s.prefetch_units;
+    if (s.keep_fp8_transpose_cache) j["keep_fp8_transpose_cache"] = true;
 }
 
 void validate_sharding(const ParallelPlan& p, const std::string& path) {
     const Sharding& s = p.sharding;
+    // Only Megatron-FSDP drops the transposes it keeps otherwise (the flag is its own).
+    if (s.keep_fp8_transpose_cache &&
+        (p.zero_stage() < 3 || s.implementation != FsdpImplementation::megatron ||
+         !p.fp8.enabled()))
+        throw SpecError(path + ".keep_fp8_transpose_cache",
+                        "keeps Megatron-FSDP's FP8 weight transposes: it needs FP8 and "
+                        "use_megatron_fsdp with optim_grads_params (the plan has ZeRO-" +
+                            std::to_string(p.zero_stage()) + (p.fp8.enabled() ? "" : ", no FP8") +
+                            ")");
     if (s.strategy >= DataSharding::optim_grads && !p.distributed_optimizer)
         throw SpecError(path + ".distributed_optimizer",
                         "must be on with data_parallel_sharding_strategy \"" +

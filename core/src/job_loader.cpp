@@ -374,6 +374,8 @@ void apply_sharding_overrides(const JobInputs& in, Json& parallel) {
     if (in.optimizer_instances)
         parallel["num_distributed_optimizer_instances"] = *in.optimizer_instances;
     if (in.fsdp_prefetch_units) parallel["fsdp_prefetch_units"] = *in.fsdp_prefetch_units;
+    if (in.keep_fp8_transpose_cache)
+        parallel["keep_fp8_transpose_cache"] = *in.keep_fp8_transpose_cache;
 }
 
 std::optional<Fp8> fp8_override(const JobInputs& in) {

@@ -73,6 +73,7 @@ void sharding_arguments(const core::ParallelPlan& p, const Arg& arg) {
             arg("--use-megatron-fsdp", "");
             arg("--data-parallel-sharding-strategy",
                 std::string(core::kDataShardingNames[std::size_t(p.zero_stage())]));
+            if (p.sharding.keep_fp8_transpose_cache) arg("--keep-fp8-transpose-cache", "");
             arg("--no-gradient-accumulation-fusion", "");
             arg("--ckpt-format", "fsdp_dtensor");
         }

@@ -403,6 +403,11 @@ void sharded_state(const StageParameters& params, const core::ParallelPlan& p,
             (gathered_weight_bytes(double(unit.total()), double(unit.fp8), weight_b, p.fp8) +
              fp8_weight_copy_bytes(double(unit.fp8), p.fp8));
     s.gathered_bytes += std::min(2.0, gathered_units) * double(unit.total()) * grad_b;
+    // --keep-fp8-transpose-cache: every FP8 weight's transpose (columnwise copy) outlives its
+    // unit's gather, from the forward to the backward; the gathered units' are counted above.
+    if (zero >= 3 && p.sharding.keep_fp8_transpose_cache && p.fp8.enabled())
+        s.gathered_bytes += core::quantized_bytes(p.fp8.recipe) *
+                            std::max(0.0, params.fp8 - gathered_units * double(unit.fp8));
 }
 
 std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,

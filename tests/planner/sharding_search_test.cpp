@@ -93,6 +93,13 @@ TEST(ShardingSearch, MegatronArgumentsNameTheStrategy) {
     EXPECT_NE(megatron.find("--num-distributed-optimizer-instances 2"), std::string::npos);
     // Megatron-FSDP checks for its checkpoint format, FSDP2 for torch_dist.
     EXPECT_NE(megatron.find("--ckpt-format fsdp_dtensor"), std::string::npos);
+    EXPECT_EQ(megatron.find("--keep-fp8-transpose-cache"), std::string::npos);
+    in.precision = "fp8-tensorwise";
+    in.keep_fp8_transpose_cache = true;
+    EXPECT_NE(planner::megatron_arguments(core::load_job(in)).find("--keep-fp8-transpose-cache"),
+              std::string::npos);
+    in.precision.reset();
+    in.keep_fp8_transpose_cache.reset();
     in.data_parallel_sharding_strategy.reset();
     in.optimizer_instances.reset();
     in.use_torch_fsdp2 = true;

@@ -197,3 +197,59 @@ TEST(Sharding, Fp8ParameterGatherHalvesTheExpertGathersToo) {
     EXPECT_LT(fp8_gather, 0.85 * bf16_gather);
     EXPECT_GT(fp8_gather, 0.7 * bf16_gather);
 }
+
+TEST(Sharding, KeptFp8TransposesOutliveTheirUnitsGather) {
+    // Megatron-FSDP drops each FP8 weight's transpose after the forward unless
+    // --keep-fp8-transpose-cache: then every FP8 weight of the stage keeps its 1-byte transpose
+    // until the backward, beyond the two gathered units (one computing, one prefetched) whose
+    // copies are counted already.
+    const auto stage = [](bool keep) {
+        core::JobInputs in;
+        in.model = "llama3-8b";
+        in.cluster = "dgx-h100";
+        in.nodes = 1;
+        in.tp = 1;
+        in.pp = 1;
+        in.dp = "auto";
+        in.micro_batch_size = 1;
+        in.global_batch_size = 16;
+        in.seq_length = 4096;
+        in.data_parallel_sharding_strategy = "optim_grads_params";
+        in.use_megatron_fsdp = true;
+        in.precision = "fp8-tensorwise";
+        if (keep) in.keep_fp8_transpose_cache = true;
+        const core::JobSpec job = core::load_job(in);
+        return std::pair{simulator::memory_per_stage(
+                             job, core::make_schedule(core::ScheduleKind::one_f_one_b, 1, 1, 2))[0],
+                         simulator::stage_parameters(job, 0)};
+    };
+    const auto [dropped, params] = stage(false);
+    const auto [kept, same] = stage(true);
+    const double expected = params.fp8 - 2.0 * double(params.largest_unit().fp8);
+    EXPECT_GT(expected, 0.5 * params.fp8);
+    EXPECT_DOUBLE_EQ(kept.gathered_bytes - dropped.gathered_bytes, expected);
+    EXPECT_DOUBLE_EQ(kept.activations_bytes, dropped.activations_bytes);
+}
+
+TEST(Sharding, KeepingFp8TransposesNeedsMegatronFsdpAndFp8) {
+    core::JobInputs in;
+    in.model = "llama3-8b";
+    in.cluster = "dgx-h100";
+    in.nodes = 1;
+    in.dp = "auto";
+    in.micro_batch_size = 1;
+    in.global_batch_size = 16;
+    in.distributed_optimizer = true;
+    in.precision = "fp8-tensorwise";
+    in.keep_fp8_transpose_cache = true;
+    try {
+        core::load_job(in);
+        FAIL() << "kept transposes without Megatron-FSDP";
+    } catch (const core::SpecError& e) {
+        EXPECT_EQ(e.field(), "parallel.keep_fp8_transpose_cache");
+        EXPECT_NE(std::string(e.what()).find("ZeRO-1"), std::string::npos) << e.what();
+    }
+    in.data_parallel_sharding_strategy = "optim_grads_params";
+    const core::JobSpec job = core::load_job(in);
+    EXPECT_TRUE(core::plan_from_json(core::to_json(job.plan)).sharding.keep_fp8_transpose_cache);
+}

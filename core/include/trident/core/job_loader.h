@@ -72,6 +72,7 @@ struct JobInputs {
     std::optional<std::string> data_parallel_sharding_strategy;
     std::optional<bool> use_megatron_fsdp, use_torch_fsdp2;
     std::optional<std::int64_t> optimizer_instances, fsdp_prefetch_units;
+    std::optional<bool> keep_fp8_transpose_cache;
     std::optional<bool> allow_cross_node_tp;
     std::optional<bool> overlap_grad_reduce;
     std::optional<bool> overlap_param_gather;

@@ -156,6 +156,10 @@ struct Sharding {
     // FSDP units (layers) gathered ahead of the one computing: 1 is Megatron-FSDP's double
     // buffer and FSDP2's default prefetch; 0 gathers each unit only when it is needed.
     std::int64_t prefetch_units = 1;
+    // --keep-fp8-transpose-cache: Megatron-FSDP keeps each FP8 weight's transpose (columnwise
+    // copy) from the forward to the backward instead of dropping it after the forward and
+    // casting it again (mixed_precision.py fp8_discard_transpose_cache).
+    bool keep_fp8_transpose_cache = false;
 };
 
 // Megatron's default order: tp varies fastest, then cp, ep, dp, and pp slowest, so tensor
