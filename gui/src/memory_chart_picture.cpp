@@ -27,6 +27,8 @@ QColor memory_part_color(MemoryPart part) {
         return {165, 90, 190};
     case MemoryPart::buffers:
         return {150, 150, 150};
+    case MemoryPart::reserve:
+        return {210, 210, 210};
     }
     return Qt::black;
 }
@@ -41,8 +43,10 @@ double memory_part_bytes(const simulator::StageMemory& m, MemoryPart part) {
         return m.optimizer_bytes;
     case MemoryPart::activations: // stored, and the backward's working set on top
         return m.activations_bytes + m.backward_working_bytes;
-    case MemoryPart::buffers:
-        return m.buffers_bytes;
+    case MemoryPart::buffers: // with what ZeRO-2/3 hold gathered
+        return m.buffers_bytes + m.gathered_bytes;
+    case MemoryPart::reserve:
+        return m.allocator_reserve_bytes + m.runtime_bytes;
     }
     return 0.0;
 }

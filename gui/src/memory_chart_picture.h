@@ -18,10 +18,12 @@ class QPainter;
 
 namespace trident::gui {
 
-enum class MemoryPart { weights, gradients, optimizer, activations, buffers };
-inline constexpr int kMemoryPartCount = 5;
+// `reserve`: the allocator's reserve and what lives outside it (CUDA context, NCCL, DeepEP):
+// what the device holds beyond the allocated tensors (simulator/device_memory.h).
+enum class MemoryPart { weights, gradients, optimizer, activations, buffers, reserve };
+inline constexpr int kMemoryPartCount = 6;
 inline constexpr std::array<std::string_view, kMemoryPartCount> kMemoryPartNames = {
-    "weights", "gradients", "optimizer", "activations", "buffers"};
+    "weights", "gradients", "optimizer", "activations", "buffers", "reserve & runtime"};
 
 QColor memory_part_color(MemoryPart part);
 double memory_part_bytes(const simulator::StageMemory& memory, MemoryPart part);

@@ -20,6 +20,8 @@ std::vector<simulator::StageMemory> two_stages() {
     a.optimizer_bytes = 20 * kGiB;
     a.activations_bytes = 15 * kGiB;
     a.buffers_bytes = 1 * kGiB;
+    a.allocator_reserve_bytes = 2 * kGiB;
+    a.runtime_bytes = 1 * kGiB;
     simulator::StageMemory b = a;
     b.activations_bytes = 5 * kGiB;
     return {a, b};
@@ -41,7 +43,7 @@ TEST(PlannerMemoryChart, OneStackedBarPerStageUnderTheBudgetLine) {
             }
     }
     EXPECT_EQ(segments, 2 * kMemoryPartCount);
-    // Stage 0 holds 56 GiB, stage 1 46 GiB: both below the 70 GiB line (smaller y is higher).
+    // Stage 0 holds 59 GiB, stage 1 49 GiB: both below the 70 GiB line (smaller y is higher).
     EXPECT_GT(stage0_top, p.budget_y);
     EXPECT_GT(stage1_top, stage0_top);
 }
@@ -71,7 +73,7 @@ TEST(PlannerMemoryChart, HoveringABarDescribesItsStage) {
     const MemoryChartPicture p = chart.picture(QSizeF(600, 300));
     ASSERT_EQ(p.bars.size(), 2u);
     const QString text = chart.describe_at(p.bars[1].center());
-    EXPECT_TRUE(text.startsWith("stage 1: 46.00 GiB")) << text.toStdString();
+    EXPECT_TRUE(text.startsWith("stage 1: 49.00 GiB")) << text.toStdString();
     EXPECT_TRUE(text.contains("activations 5.00 GiB")) << text.toStdString();
     EXPECT_TRUE(chart.describe_at(QPointF(1, 1)).isEmpty());
 }
