@@ -443,6 +443,12 @@ SizeSearch search_size(const PlanCommandOptions& o, const planner::SearchSpace& 
         inputs.moe_expert_capacity_factor =
             number == space.capacity_factors.end() ? "none" : exact_number(**number);
     }
+    // A pinned FP8/NVFP4 parameter gather needs the distributed optimizer (Megatron's rule):
+    // the layouts the search tries carry it, and so do the specs it starts from — unless
+    // --distributed-optimizer pins it off, which the loader then refuses by name.
+    if ((inputs.fp8_param_gather.value_or(false) || inputs.fp4_param_gather.value_or(false)) &&
+        !inputs.distributed_optimizer)
+        inputs.distributed_optimizer = o.distributed_optimizer.value_or(true);
     core::JobSpec specs = core::load_specs(inputs);
     record_data(o, specs);
     (void)check_train_budget(o.budget, specs); // a malformed budget fails before the search

@@ -378,22 +378,31 @@ void apply_sharding_overrides(const JobInputs& in, Json& parallel) {
         parallel["keep_fp8_transpose_cache"] = *in.keep_fp8_transpose_cache;
 }
 
+namespace {
+
+// A plan that checks a recipe's own rules: whether a layout gathers the parameters a
+// parameter gather needs (the distributed optimizer) is each searched layout's rule.
+ParallelPlan recipe_check(const Fp8& recipe) {
+    ParallelPlan check;
+    check.fp8 = recipe;
+    check.distributed_optimizer = true;
+    return check;
+}
+
+} // namespace
+
 std::optional<Fp8> fp8_override(const JobInputs& in) {
     Json parallel = Json::object();
     apply_fp8_overrides(in, parallel);
     if (parallel.contains("fp4")) {
         const Fp8 f = fp4_from_json(parallel["fp4"]);
-        ParallelPlan check;
-        check.fp8 = f;
-        validate(check);
+        validate(recipe_check(f));
         return f;
     }
     if (!in.precision && !parallel.contains("fp8")) return std::nullopt;
     if (!parallel.contains("fp8")) return Fp8{}; // --precision bf16
     const Fp8 f = fp8_from_json(parallel["fp8"]);
-    ParallelPlan check;
-    check.fp8 = f;
-    validate(check);
+    validate(recipe_check(f));
     return f;
 }
 

@@ -43,3 +43,19 @@ TEST(MemorySaversCli, NoMemorySaversTakesNone) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("memory savers for #1: none"), std::string::npos) << r.out;
 }
+
+TEST(MemorySaversCli, APinnedParameterGatherSearchesTheDistributedOptimizer) {
+    // --fp8-param-gather pinned on plan: every layout it tries shards the optimizer state
+    // (Megatron's rule), whether --distributed-optimizer is given or not; pinned off, the
+    // search says why nothing is valid.
+    const std::string base = "plan --model llama3-8b --cluster dgx-h100 --nodes 1 --gbs 64 "
+                             "--seq-length 4096 --precision fp8-blockwise --fp8-param-gather";
+    for (const std::string extra : {"", " --distributed-optimizer"}) {
+        const auto r = run_trident(split_words(base + extra));
+        ASSERT_EQ(r.exit_code, 0) << extra << ": " << r.err;
+        EXPECT_NE(r.out.find("fp8-blockwise"), std::string::npos) << r.out;
+    }
+    const auto off = run_trident(split_words(base + " --no-distributed-optimizer"));
+    EXPECT_NE(off.exit_code, 0);
+    EXPECT_NE(off.err.find("param_gather"), std::string::npos) << off.err;
+}
