@@ -100,7 +100,12 @@ void print_memory_line(const Report& r, const core::Unit& unit, std::ostream& ou
     const StageMemory& m = r.stages[busiest].memory;
     const auto in = [&](double bytes) { return fmt("%.1f", bytes / unit.scale); };
     out << "memory of stage " << r.stages[busiest].stage << ": " << in(m.allocated_bytes()) << " "
-        << unit.name << " allocated (Megatron's max allocated), " << in(m.reserved_bytes())
+        << unit.name << " allocated";
+    if (m.allocator_reserve_bytes <= 0 && m.runtime_bytes <= 0) { // a CPU device: nothing more
+        out << "\n";
+        return;
+    }
+    out << " (Megatron's max allocated), " << in(m.reserved_bytes())
         << " reserved (an allocator allowance of "
         << fmt("%.0f %%", 100 * m.allocator_reserve_bytes / std::max(1.0, m.allocated_bytes()))
         << "), " << in(m.total_bytes()) << " on the device";

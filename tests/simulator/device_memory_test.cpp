@@ -1,10 +1,14 @@
 // What the device holds beyond the allocated tensors (simulator/device_memory.h) against sizes
 // worked out by hand from the code that allocates them, and the loss's transient logits.
+#include "../support/preset_profile.h"
 #include "trident/core/job_loader.h"
 #include "trident/simulator/device_memory.h"
 #include "trident/simulator/memory.h"
+#include "trident/simulator/report.h"
+#include "trident/simulator/simulate.h"
 
 #include <gtest/gtest.h>
+#include <sstream>
 
 using namespace trident;
 
@@ -89,4 +93,15 @@ TEST(DeviceMemory, LossHoldsTheBf16LogitsBesideTheirFp32Copy) {
     const auto stages = simulator::memory_per_stage(
         job, core::make_schedule(core::ScheduleKind::one_f_one_b, 1, 1, 8));
     EXPECT_DOUBLE_EQ(stages[0].backward_working_bytes, 2.0 * 1024 * 50304);
+}
+
+TEST(DeviceMemory, TheReportNamesAllocatedReservedAndDeviceMemory) {
+    const core::JobSpec job = job_of("mixtral-8x7b", "dgx-h100", 1, 1, 1, 8);
+    std::ostringstream out;
+    simulator::print_report(simulator::simulate(job, test::preset_profile("h100-sxm5-80gb")), out);
+    const std::string text = out.str();
+    EXPECT_NE(text.find("allocated (Megatron's max allocated)"), std::string::npos) << text;
+    EXPECT_NE(text.find("reserved (an allocator allowance of 10 %)"), std::string::npos) << text;
+    EXPECT_NE(text.find("on the device (CUDA context 0.4, NCCL 3.0)"), std::string::npos) << text;
+    EXPECT_NE(text.find("reserve runtime)"), std::string::npos) << "the stage table's columns";
 }
