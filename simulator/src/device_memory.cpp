@@ -32,36 +32,31 @@ double p2p_bytes(std::int64_t size, std::int64_t peers, std::int64_t stride, std
            (double(on) * kNcclChannels + double(off) * kNcclNetChannelsPerPeer);
 }
 
-// DeepEP's default Config(num_sms, nvl_send, nvl_recv, rdma_send, rdma_recv) per rank count
-// (deep_ep/buffer.py get_dispatch_config / get_combine_config at 567632d); a count it does not
-// list takes the largest listed below it.
+// DeepEP's default Config(num_sms, nvl_send, nvl_recv, rdma_send, rdma_recv) per rank count,
+// for dispatch and for combine (deep_ep/buffer.py get_dispatch_config / get_combine_config at
+// 567632d): the parts the size hints read. A count it does not list takes the largest listed
+// below it.
 struct DeepEpConfig {
-    std::int64_t ranks, nvl_recv, rdma_send, rdma_recv;
+    std::int64_t nvl_recv, rdma_send, rdma_recv;
 };
-constexpr std::array<DeepEpConfig, 10> kDispatchConfigs = {{{2, 256, 6, 128},
-                                                            {4, 256, 6, 128},
-                                                            {8, 256, 6, 128},
-                                                            {16, 288, 20, 128},
-                                                            {24, 288, 8, 128},
-                                                            {32, 288, 8, 128},
-                                                            {48, 288, 8, 128},
-                                                            {64, 288, 8, 128},
-                                                            {96, 480, 12, 128},
-                                                            {128, 560, 12, 128}}};
-constexpr std::array<DeepEpConfig, 10> kCombineConfigs = {{{2, 256, 6, 128},
-                                                           {4, 256, 6, 128},
-                                                           {8, 256, 6, 128},
-                                                           {16, 288, 12, 128},
-                                                           {24, 288, 8, 128},
-                                                           {32, 288, 8, 128},
-                                                           {48, 288, 8, 128},
-                                                           {64, 288, 8, 128},
-                                                           {96, 480, 8, 128},
-                                                           {128, 560, 8, 128}}};
+struct DeepEpConfigs {
+    std::int64_t ranks;
+    DeepEpConfig dispatch, combine;
+};
+constexpr std::array<DeepEpConfigs, 10> kDeepEpConfigs = {{{2, {256, 6, 128}, {256, 6, 128}},
+                                                           {4, {256, 6, 128}, {256, 6, 128}},
+                                                           {8, {256, 6, 128}, {256, 6, 128}},
+                                                           {16, {288, 20, 128}, {288, 12, 128}},
+                                                           {24, {288, 8, 128}, {288, 8, 128}},
+                                                           {32, {288, 8, 128}, {288, 8, 128}},
+                                                           {48, {288, 8, 128}, {288, 8, 128}},
+                                                           {64, {288, 8, 128}, {288, 8, 128}},
+                                                           {96, {480, 12, 128}, {480, 8, 128}},
+                                                           {128, {560, 12, 128}, {560, 8, 128}}}};
 
-const DeepEpConfig& config_for(const std::array<DeepEpConfig, 10>& table, std::int64_t ranks) {
-    const DeepEpConfig* chosen = &table.front();
-    for (const DeepEpConfig& c : table)
+const DeepEpConfigs& configs_for(std::int64_t ranks) {
+    const DeepEpConfigs* chosen = &kDeepEpConfigs.front();
+    for (const DeepEpConfigs& c : kDeepEpConfigs)
         if (c.ranks <= ranks) chosen = &c;
     return *chosen;
 }
@@ -92,6 +87,7 @@ double deepep_size_hints(const DeepEpConfig& c, double hidden_bytes, std::int64_
 } // namespace
 
 double allocator_reserve_fraction(const core::JobSpec& job) {
+    if (job.cluster.host_cpu_device()) return 0.0;
     const bool dropless = job.model.moe && !job.model.moe->capacity_factor;
     return dropless ? kDroplessMoeAllocatorReserveFraction : kAllocatorReserveFraction;
 }
@@ -99,8 +95,8 @@ double allocator_reserve_fraction(const core::JobSpec& job) {
 double deepep_buffer_bytes(double hidden_bytes, std::int64_t ranks) {
     if (ranks <= 1) return 0.0;
     double nvl = 0.0, rdma = 0.0;
-    for (const auto* table : {&kDispatchConfigs, &kCombineConfigs}) {
-        const DeepEpConfig& c = config_for(*table, ranks);
+    const DeepEpConfigs& configs = configs_for(ranks);
+    for (const DeepEpConfig& c : {configs.dispatch, configs.combine}) {
         nvl = std::max(nvl, deepep_size_hints(c, hidden_bytes, ranks, false));
         rdma = std::max(rdma, deepep_size_hints(c, hidden_bytes, ranks, true));
     }

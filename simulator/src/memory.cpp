@@ -423,7 +423,7 @@ std::vector<StageMemory> memory_per_stage(const core::JobSpec& job,
     const double sd = p.sequence_parallel ? double(p.tp) : 1.0;
 
     const double workspace = cublas_workspace_bytes(job);
-    const double reserve = job.cluster.host_cpu_device() ? 0.0 : allocator_reserve_fraction(job);
+    const double reserve = allocator_reserve_fraction(job);
     const core::PipelineSplit split = job.pipeline_split();
     LayerBytesTable fused_layers(job, true), split_layers(job, false);
     std::vector<StageMemory> stages(std::size_t(p.pp));

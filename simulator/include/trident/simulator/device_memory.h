@@ -22,7 +22,7 @@ namespace trident::simulator {
 // reserves 5 %, and 10 % for dropless MoE, whose expert inputs change size every step.
 inline constexpr double kAllocatorReserveFraction = 0.05;
 inline constexpr double kDroplessMoeAllocatorReserveFraction = 0.10;
-// The reserve fraction for `job`'s model and routing.
+// The reserve fraction for `job`'s model and routing; none on a CPU device.
 double allocator_reserve_fraction(const core::JobSpec& job);
 
 // Bytes of one NCCL connection between two ranks over NVLink on one channel: the receiver's
