@@ -4,6 +4,7 @@
 #include "trident/core/presets.h"
 #include "trident/core/spec_error.h"
 #include "trident/core/step_numbers.h"
+#include "trident/core/units.h"
 #include "trident/simulator/simulate.h"
 
 #include <algorithm>
@@ -77,10 +78,10 @@ double predicted_value(const Report& r, const PublishedRun& run) {
                               "stage " + std::to_string(run.stage) + " of a " +
                                   std::to_string(r.stages.size()) + "-stage pipeline");
     const StageMemory& m = r.stages[stage].memory;
-    constexpr double kMiB = 1024.0 * 1024.0; // Megatron's "MB" (report_memory divides by 2^20)
+    // Megatron's "MB" is MiB (report_memory divides by 2^20).
     return (metric == PublishedMetric::max_allocated_mib ? m.allocated_bytes()
                                                          : m.reserved_bytes()) /
-           kMiB;
+           core::kMiB;
 }
 
 struct LoadedRun {

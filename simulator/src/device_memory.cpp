@@ -100,7 +100,7 @@ double deepep_buffer_bytes(double hidden_bytes, std::int64_t ranks) {
         nvl = std::max(nvl, deepep_size_hints(c, hidden_bytes, ranks, false));
         rdma = std::max(rdma, deepep_size_hints(c, hidden_bytes, ranks, true));
     }
-    return nvl + rdma + 32.0 * 1024 * 1024;
+    return nvl + rdma + 32.0 * core::kMiB;
 }
 
 double nccl_buffer_bytes(const core::JobSpec& job, std::int32_t stage) {

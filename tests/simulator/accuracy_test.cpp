@@ -3,6 +3,7 @@
 // job's category gets comes from the runs of that category.
 #include "trident/core/json_io.h"
 #include "trident/core/spec_error.h"
+#include "trident/core/units.h"
 #include "trident/simulator/accuracy.h"
 #include "trident/simulator/simulate.h"
 
@@ -107,10 +108,8 @@ TEST(Accuracy, MemoryFiguresAreTheNamedStagesAllocatedOrReservedMiB) {
     const simulator::AccuracyRow first = simulator::evaluate_run(runs[0]);
     const simulator::AccuracyRow last = simulator::evaluate_run(runs[1]);
     ASSERT_TRUE(first.simulated() && last.simulated()) << first.not_expressible;
-    EXPECT_DOUBLE_EQ(first.predicted,
-                     report.stages.front().memory.allocated_bytes() / (1024.0 * 1024.0));
-    EXPECT_DOUBLE_EQ(last.predicted,
-                     report.stages.back().memory.reserved_bytes() / (1024.0 * 1024.0));
+    EXPECT_DOUBLE_EQ(first.predicted, report.stages.front().memory.allocated_bytes() / core::kMiB);
+    EXPECT_DOUBLE_EQ(last.predicted, report.stages.back().memory.reserved_bytes() / core::kMiB);
     EXPECT_EQ(first.category.text().rfind("memory · dense", 0), 0u) << first.category.text();
     ASSERT_GT(report.stages.size(), 1u);
     // A memory figure is never part of a throughput band: the Ampere band counts the

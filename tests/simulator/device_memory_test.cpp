@@ -11,10 +11,9 @@
 #include <sstream>
 
 using namespace trident;
+using core::kMiB;
 
 namespace {
-
-constexpr double kMiB = 1024.0 * 1024.0;
 
 core::JobSpec job_of(const std::string& model, const std::string& cluster, std::int64_t nodes,
                      std::int64_t tp, std::int64_t pp, std::int64_t ep = 1,

@@ -9,7 +9,8 @@
 
 namespace trident::core {
 
-inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kMiB = 1024.0 * 1024.0;
+inline constexpr double kGiB = 1024.0 * kMiB;
 
 struct Unit {
     const char* name;

@@ -5,6 +5,7 @@
 // "allocated". Each size comes from the code that allocates it (NCCL, DeepEP, Transformer
 // Engine, PyTorch), cited beside it; none is fitted to a measured training run.
 #include "trident/core/job.h"
+#include "trident/core/units.h"
 
 #include <cstdint>
 
@@ -29,7 +30,7 @@ double allocator_reserve_fraction(const core::JobSpec& job);
 // LL (512 KiB), LL128 (4.6875 MiB) and SIMPLE (4 MiB) buffers plus its 4 KiB header, aligned to
 // CUDA_IPC_MIN (2 MiB) — 10 MiB — and the sender's 2 MiB (NCCL 2.30 src/transport/p2p.cc,
 // src/include/device.h; the two sizes NVIDIA/nccl#1685 saw allocated on 8×H100).
-inline constexpr double kNcclConnectionBytes = 12.0 * 1024 * 1024;
+inline constexpr double kNcclConnectionBytes = 12.0 * core::kMiB;
 // Channels NCCL opens per ring collective and per NVLink peer of point-to-point traffic on an
 // NVSwitch node ("as many as 32 channels are created, per pair of GPUs": NVIDIA/nccl#1685,
 // 8×H100, an all-to-all growing each GPU's memory by 3.28 GB; NCCL's "32 coll channels, 32 p2p
@@ -41,12 +42,12 @@ inline constexpr double kNcclNetChannelsPerPeer = 2.0;
 // The CUDA context of a process with lazy module loading (CUDA ≥ 11.7): 426 MiB measured with
 // torch 2.10 + CUDA 13.0 (unslothai/unsloth-zoo PR #1053); ptrblck quotes "around 400MB"
 // (pytorch/pytorch#109888). Outside PyTorch's allocator.
-inline constexpr double kCudaContextBytes = 426.0 * 1024 * 1024;
+inline constexpr double kCudaContextBytes = 426.0 * core::kMiB;
 // Transformer Engine's cuBLAS workspace on sm ≥ 90: 32 MiB + 1 KiB per stream, three more for
 // the userbuffer streams of --tp-comm-overlap (transformer_engine/pytorch/cpp_extensions/
 // gemm.py, _NUM_MAX_UB_STREAMS = 3). Allocated through PyTorch once and kept: counted with the
 // allocated buffers (StageMemory::buffers_bytes), none on a CPU device.
-inline constexpr double kCublasWorkspaceBytes = 32.0 * 1024 * 1024 + 1024;
+inline constexpr double kCublasWorkspaceBytes = 32.0 * core::kMiB + 1024;
 double cublas_workspace_bytes(const core::JobSpec& job);
 
 // One rank's memory outside PyTorch's allocator, for a rank of pipeline stage `stage`: what
